@@ -1,0 +1,91 @@
+// Package storage defines the narrow, byte-oriented seam between the broker
+// core and its durable store.
+//
+// A [Store] is an ordered key/value map with atomic, durable batches. It knows
+// nothing of Service Bus: the core owns the key layout and the value
+// encodings. Two implementations exist: storage/memstore (the reference, used
+// by --memory and tests) and storage/pebblestore (the default, on Pebble).
+// storage/storagetest holds the suite both must pass.
+//
+// Durability contract: when [Store.Apply] returns nil for a batch with
+// Sync set, every operation in it survives a crash (kill -9, power loss on a
+// correctly fsyncing disk). Concurrent Apply calls are group-committed by the
+// implementation, so callers never batch by hand to save fsyncs.
+package storage
+
+import "errors"
+
+// ErrNotFound is returned by [Store.Get] when the key does not exist.
+var ErrNotFound = errors.New("storage: not found")
+
+// ErrClosed is returned by every method once [Store.Close] has been called.
+var ErrClosed = errors.New("storage: closed")
+
+// Store is an ordered, durable key/value store.
+//
+// All methods are safe for concurrent use. Keys and values passed in are
+// not retained after the call returns; slices passed to callbacks are only
+// valid during the callback.
+type Store interface {
+	// Apply applies every operation of b atomically, in order. If b.Sync is
+	// set it returns only once the batch is durable.
+	Apply(b *Batch) error
+	// Get returns a copy of the value stored at key, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// Scan calls fn for each key with the given prefix that is >= start
+	// (start nil means from the beginning of the prefix), in ascending key
+	// order, until fn returns false or an error. A non-nil error from fn is
+	// returned by Scan.
+	Scan(prefix, start []byte, fn func(key, value []byte) (bool, error)) error
+	// Close flushes and releases the store. It is safe to call once.
+	Close() error
+}
+
+// OpKind says what an [Op] does.
+type OpKind uint8
+
+// The operation kinds of a [Batch].
+const (
+	OpSet          OpKind = iota + 1 // set Key to Value
+	OpDelete                         // delete Key (no error if absent)
+	OpDeletePrefix                   // delete every key starting with Key
+)
+
+// Op is one operation of a [Batch].
+type Op struct {
+	Kind  OpKind
+	Key   []byte
+	Value []byte
+}
+
+// Batch is a list of operations applied atomically by [Store.Apply].
+// The zero value is an empty, non-syncing batch.
+type Batch struct {
+	Ops  []Op
+	Sync bool // wait for durability (fsync) before Apply returns
+}
+
+// Set appends a set of key to value. The batch keeps the slices: callers
+// must not modify them until Apply returns.
+func (b *Batch) Set(key, value []byte) {
+	b.Ops = append(b.Ops, Op{Kind: OpSet, Key: key, Value: value})
+}
+
+// Delete appends a deletion of key.
+func (b *Batch) Delete(key []byte) {
+	b.Ops = append(b.Ops, Op{Kind: OpDelete, Key: key})
+}
+
+// DeletePrefix appends a deletion of every key that starts with prefix.
+func (b *Batch) DeletePrefix(prefix []byte) {
+	b.Ops = append(b.Ops, Op{Kind: OpDeletePrefix, Key: prefix})
+}
+
+// Len reports the number of operations in the batch.
+func (b *Batch) Len() int { return len(b.Ops) }
+
+// Reset empties the batch so it can be reused, keeping its capacity.
+func (b *Batch) Reset() {
+	b.Ops = b.Ops[:0]
+	b.Sync = false
+}
