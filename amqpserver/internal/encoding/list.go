@@ -1,0 +1,252 @@
+package encoding
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
+)
+
+// compoundHeader is the size of the placeholder written by beginCompound:
+// a constructor, a 4-byte size and a 4-byte count.
+const compoundHeader = 9
+
+// compoundMode says how endCompound writes a list, map or array header.
+type compoundMode int
+
+const (
+	// smallest writes the constructor and picks the 8- or 32-bit form.
+	smallest compoundMode = iota
+	// elementWide writes no constructor and always the 32-bit form: the
+	// layout of a compound value inside an array, whose constructor is
+	// shared by all elements.
+	elementWide
+)
+
+// beginCompound reserves room for a compound header (list, map or array) in
+// the given mode and returns its offset for endCompound.
+func beginCompound(w *buffer.Buffer, mode compoundMode) int {
+	start := w.Size()
+	if mode == smallest {
+		w.AppendByte(0)
+	}
+	w.AppendUint32(0)
+	w.AppendUint32(0)
+	return start
+}
+
+// endCompound fills in the header reserved at start for count elements. In
+// smallest mode it shrinks to the 8-bit form when size and count fit in a
+// byte, moving the content written since beginCompound.
+func endCompound(w *buffer.Buffer, start, count int, code8, code32 byte, mode compoundMode) {
+	raw := w.Raw()
+	if mode == elementWide {
+		binary.BigEndian.PutUint32(raw[start:], uint32(len(raw)-start-4))
+		binary.BigEndian.PutUint32(raw[start+4:], uint32(count))
+		return
+	}
+	content := len(raw) - start - compoundHeader
+	if content+1 <= math.MaxUint8 && count <= math.MaxUint8 {
+		raw[start] = code8
+		raw[start+1] = byte(content + 1)
+		raw[start+2] = byte(count)
+		copy(raw[start+3:], raw[start+compoundHeader:])
+		w.Truncate(len(raw) - (compoundHeader - 3))
+		return
+	}
+	raw[start] = code32
+	binary.BigEndian.PutUint32(raw[start+1:], uint32(content+4))
+	binary.BigEndian.PutUint32(raw[start+5:], uint32(count))
+}
+
+// writeList encodes a generic list. Unlike a [ListWriter], it keeps
+// trailing nulls: in a plain list they are values.
+func writeList(w *buffer.Buffer, l []any, mode compoundMode) error {
+	if len(l) == 0 && mode == smallest {
+		w.AppendByte(TypeCodeList0)
+		return nil
+	}
+	start := beginCompound(w, mode)
+	for _, v := range l {
+		if err := Marshal(w, v); err != nil {
+			return err
+		}
+	}
+	endCompound(w, start, len(l), TypeCodeList8, TypeCodeList32, mode)
+	return nil
+}
+
+// ListWriter encodes the list of a composite type (a performative, a
+// delivery state, a message section) field by field, without boxing field
+// values. Trailing null fields are omitted, as the spec permits, and the
+// smallest list encoding is chosen when the list ends.
+//
+// Usage:
+//
+//	encoding.WriteDescriptor(w, 0x14)
+//	l := encoding.BeginList(w)
+//	encoding.WriteUint(w, handle)
+//	l.Field() // field 0 written
+//	l.Null()  // field 1 absent
+//	l.End()
+type ListWriter struct {
+	w         *buffer.Buffer
+	start     int // offset of the list constructor
+	count     int // fields written, including nulls
+	keepSize  int // buffer size just after the last non-null field
+	keepCount int // field count up to and including the last non-null field
+}
+
+// BeginList starts a composite list in w.
+func BeginList(w *buffer.Buffer) ListWriter {
+	start := beginCompound(w, smallest)
+	return ListWriter{w: w, start: start, keepSize: w.Size()}
+}
+
+// Field records that one non-null field has just been written to the
+// buffer.
+func (l *ListWriter) Field() {
+	l.count++
+	l.keepCount = l.count
+	l.keepSize = l.w.Size()
+}
+
+// Null writes a null field. It is dropped if no non-null field follows.
+func (l *ListWriter) Null() {
+	l.w.AppendByte(TypeCodeNull)
+	l.count++
+}
+
+// Value writes v with [Marshal] as the next field (null if v is nil).
+func (l *ListWriter) Value(v any) error {
+	if v == nil {
+		l.Null()
+		return nil
+	}
+	if err := Marshal(l.w, v); err != nil {
+		return err
+	}
+	l.Field()
+	return nil
+}
+
+// End drops trailing null fields and writes the list header (list0, list8
+// or list32).
+func (l *ListWriter) End() {
+	l.w.Truncate(l.keepSize)
+	if l.keepCount == 0 {
+		l.w.Truncate(l.start)
+		l.w.AppendByte(TypeCodeList0)
+		return
+	}
+	endCompound(l.w, l.start, l.keepCount, TypeCodeList8, TypeCodeList32, smallest)
+}
+
+// ListReader walks the fields of an encoded list, typically the list of a
+// composite type. It skips null fields, so a decoder only sees the fields
+// that are present:
+//
+//	l, err := encoding.NewListReader(r)
+//	for {
+//		i, err := l.Next()
+//		if err != nil { return err }
+//		if i < 0 { break }
+//		switch i {
+//		case 0:
+//			x.Handle, err = encoding.ReadUint(l.Buf())
+//		default:
+//			err = encoding.Skip(l.Buf())
+//		}
+//		if err != nil { return err }
+//	}
+//	return l.End()
+type ListReader struct {
+	buf   buffer.Buffer // the list content, after size and count
+	count int           // number of elements in the list
+	next  int           // index of the next element to read
+}
+
+// NewListReader reads a list header (list0, list8 or list32) from r and
+// returns a reader over its elements. r is advanced past the whole list.
+func NewListReader(r *buffer.Buffer) (ListReader, error) {
+	code, err := r.ReadByte()
+	if err != nil {
+		return ListReader{}, errShort
+	}
+	return newListReader(r, code)
+}
+
+func newListReader(r *buffer.Buffer, code byte) (ListReader, error) {
+	var size, count int
+	switch code {
+	case TypeCodeList0:
+		return ListReader{}, nil
+	case TypeCodeList8:
+		p, ok := r.Next(2)
+		if !ok {
+			return ListReader{}, errShort
+		}
+		size, count = int(p[0]), int(p[1])
+		size--
+	case TypeCodeList32:
+		p, ok := r.Next(8)
+		if !ok {
+			return ListReader{}, errShort
+		}
+		size64 := int64(binary.BigEndian.Uint32(p)) - 4
+		if size64 > int64(r.Len()) {
+			return ListReader{}, malformed("list size %d exceeds input", size64)
+		}
+		size, count = int(size64), int(binary.BigEndian.Uint32(p[4:]))
+	default:
+		return ListReader{}, malformed("constructor 0x%02x is not a list", code)
+	}
+	if size < 0 {
+		return ListReader{}, malformed("list size too small")
+	}
+	content, ok := r.Next(int64(size))
+	if !ok {
+		return ListReader{}, malformed("list size %d exceeds input", size)
+	}
+	if count > size {
+		// Every element takes at least one byte.
+		return ListReader{}, malformed("list count %d exceeds its size %d", count, size)
+	}
+	return ListReader{buf: buffer.Make(content), count: count}, nil
+}
+
+// Len returns the number of elements in the list, nulls included.
+func (l *ListReader) Len() int { return l.count }
+
+// Buf returns the buffer positioned at the current element. Read exactly
+// one value from it after each call to [ListReader.Next].
+func (l *ListReader) Buf() *buffer.Buffer { return &l.buf }
+
+// Next skips null elements and returns the index of the next non-null
+// element, or -1 when no elements remain.
+func (l *ListReader) Next() (int, error) {
+	for l.next < l.count {
+		i := l.next
+		l.next++
+		c, err := l.buf.PeekByte()
+		if err != nil {
+			return -1, malformed("list ends after %d of %d elements", i, l.count)
+		}
+		if c != TypeCodeNull {
+			return i, nil
+		}
+		l.buf.Skip(1)
+	}
+	return -1, nil
+}
+
+// End reports an error if the list's content was not consumed exactly.
+func (l *ListReader) End() error {
+	if l.next < l.count {
+		return malformed("list has %d unread elements", l.count-l.next)
+	}
+	if l.buf.Len() != 0 {
+		return malformed("list has %d trailing bytes", l.buf.Len())
+	}
+	return nil
+}
