@@ -13,6 +13,10 @@ type node interface {
 	// eval computes the node's value for m. Predicates return a boolean or
 	// null (unknown); errors are *EvalError.
 	eval(m Message) (value, error)
+	// test evaluates the node as a predicate. It is eval without building a
+	// value, for the logical operators that only need a truth value; a
+	// value that is not boolean is an *EvalError.
+	test(m Message) (tri, error)
 	// prec is the binding strength used to decide where String needs
 	// parentheses; higher binds tighter.
 	prec() int
@@ -94,7 +98,8 @@ type likeNode struct {
 	not     bool
 	x       node
 	pattern node
-	escape  node // nil when there is no ESCAPE clause
+	escape  node     // nil when there is no ESCAPE clause
+	plan    likePlan // for constant patterns; likeGeneral otherwise
 }
 
 // inNode is x [NOT] IN (list...).

@@ -80,186 +80,239 @@ func (n *arithNode) eval(m Message) (value, error) {
 	return arith(n.op, l, r, n.pos)
 }
 
-// eval compares two values. NULL on either side is unknown. Values of
+// test compares two values. NULL on either side is unknown. Values of
 // kinds that cannot be compared are unequal (so "=" is false and "<>" is
 // true, as C# object equality would say), and unknown for <, <=, >, >=.
-func (n *cmpNode) eval(m Message) (value, error) {
+func (n *cmpNode) test(m Message) (tri, error) {
 	l, err := n.l.eval(m)
 	if err != nil {
-		return nullValue, err
+		return triUnknown, err
 	}
 	r, err := n.r.eval(m)
 	if err != nil {
-		return nullValue, err
+		return triUnknown, err
 	}
 	if l.isNull() || r.isNull() {
-		return nullValue, nil
+		return triUnknown, nil
 	}
 	ordered := n.op != tokEq && n.op != tokNe
 	o := compareValues(l, r, ordered)
 	switch o {
 	case orderIncomparable:
 		if ordered {
-			return nullValue, nil
+			return triUnknown, nil
 		}
-		return boolValue(n.op == tokNe), nil
+		return triOf(n.op == tokNe), nil
 	case orderNaN:
-		return boolValue(n.op == tokNe), nil
+		return triOf(n.op == tokNe), nil
 	}
 	switch n.op {
 	case tokEq:
-		return boolValue(o == orderEqual), nil
+		return triOf(o == orderEqual), nil
 	case tokNe:
-		return boolValue(o != orderEqual), nil
+		return triOf(o != orderEqual), nil
 	case tokLt:
-		return boolValue(o == orderLess), nil
+		return triOf(o == orderLess), nil
 	case tokLe:
-		return boolValue(o != orderGreater), nil
+		return triOf(o != orderGreater), nil
 	case tokGt:
-		return boolValue(o == orderGreater), nil
+		return triOf(o == orderGreater), nil
 	default: // tokGe
-		return boolValue(o != orderLess), nil
+		return triOf(o != orderLess), nil
 	}
 }
 
-// truth reads a predicate operand: a boolean, or NULL for unknown.
-func truth(n node, m Message) (value, error) {
+// tri is a three-valued truth value.
+type tri int8
+
+const (
+	triFalse tri = iota
+	triTrue
+	triUnknown
+)
+
+func triOf(b bool) tri {
+	if b {
+		return triTrue
+	}
+	return triFalse
+}
+
+// value converts a truth value to a boolean or NULL value.
+func (t tri) value() value {
+	switch t {
+	case triTrue:
+		return trueValue
+	case triFalse:
+		return falseValue
+	}
+	return nullValue
+}
+
+// valueTest is test for nodes that compute values: a boolean or NULL, or
+// an error for anything else.
+func valueTest(v value, err error, pos int) (tri, error) {
+	switch {
+	case err != nil:
+		return triUnknown, err
+	case v.k == kindBool:
+		return triOf(v.b), nil
+	case v.k == kindNull:
+		return triUnknown, nil
+	}
+	return triUnknown, &EvalError{Pos: pos, Msg: "expected a boolean, found " + kindName(v.k)}
+}
+
+func (n *constNode) test(m Message) (tri, error) { return valueTest(n.v, nil, 0) }
+func (n *propNode) test(m Message) (tri, error) {
+	return valueTest(readProp(m, n.sys, n.name), nil, n.pos)
+}
+func (n *newidNode) test(m Message) (tri, error) {
 	v, err := n.eval(m)
-	if err != nil {
-		return nullValue, err
-	}
-	if v.k != kindBool && v.k != kindNull {
-		return nullValue, &EvalError{Pos: nodePos(n), Msg: "expected a boolean, found " + kindName(v.k)}
-	}
-	return v, nil
+	return valueTest(v, err, 0)
+}
+func (n *propertyFuncNode) test(m Message) (tri, error) {
+	v, err := n.eval(m)
+	return valueTest(v, err, n.pos)
+}
+func (n *unaryNode) test(m Message) (tri, error) {
+	v, err := n.eval(m)
+	return valueTest(v, err, n.pos)
+}
+func (n *arithNode) test(m Message) (tri, error) {
+	v, err := n.eval(m)
+	return valueTest(v, err, n.pos)
 }
 
-// nodePos returns the source offset recorded for n, or 0.
-func nodePos(n node) int {
-	if p, ok := n.(*propNode); ok {
-		return p.pos
-	}
-	if p, ok := n.(*propertyFuncNode); ok {
-		return p.pos
-	}
-	return 0
-}
+// Predicates implement test natively; eval wraps it.
 
-// eval is AND with SQL three-valued logic, short-circuiting on FALSE.
-func (n *andNode) eval(m Message) (value, error) {
-	l, err := truth(n.l, m)
-	if err != nil || (l.k == kindBool && !l.b) {
+func (n *cmpNode) eval(m Message) (value, error)    { t, err := n.test(m); return t.value(), err }
+func (n *andNode) eval(m Message) (value, error)    { t, err := n.test(m); return t.value(), err }
+func (n *orNode) eval(m Message) (value, error)     { t, err := n.test(m); return t.value(), err }
+func (n *notNode) eval(m Message) (value, error)    { t, err := n.test(m); return t.value(), err }
+func (n *likeNode) eval(m Message) (value, error)   { t, err := n.test(m); return t.value(), err }
+func (n *inNode) eval(m Message) (value, error)     { t, err := n.test(m); return t.value(), err }
+func (n *isNullNode) eval(m Message) (value, error) { t, err := n.test(m); return t.value(), err }
+func (n *existsNode) eval(m Message) (value, error) { t, err := n.test(m); return t.value(), err }
+
+// test is AND with SQL three-valued logic, short-circuiting on FALSE.
+func (n *andNode) test(m Message) (tri, error) {
+	l, err := n.l.test(m)
+	if err != nil || l == triFalse {
 		return l, err
 	}
-	r, err := truth(n.r, m)
-	if err != nil || (r.k == kindBool && !r.b) {
+	r, err := n.r.test(m)
+	if err != nil || r == triFalse {
 		return r, err
 	}
-	if l.isNull() || r.isNull() {
-		return nullValue, nil
+	if l == triUnknown || r == triUnknown {
+		return triUnknown, nil
 	}
-	return trueValue, nil
+	return triTrue, nil
 }
 
-// eval is OR with SQL three-valued logic, short-circuiting on TRUE.
-func (n *orNode) eval(m Message) (value, error) {
-	l, err := truth(n.l, m)
-	if err != nil || (l.k == kindBool && l.b) {
+// test is OR with SQL three-valued logic, short-circuiting on TRUE.
+func (n *orNode) test(m Message) (tri, error) {
+	l, err := n.l.test(m)
+	if err != nil || l == triTrue {
 		return l, err
 	}
-	r, err := truth(n.r, m)
-	if err != nil || (r.k == kindBool && r.b) {
+	r, err := n.r.test(m)
+	if err != nil || r == triTrue {
 		return r, err
 	}
-	if l.isNull() || r.isNull() {
-		return nullValue, nil
+	if l == triUnknown || r == triUnknown {
+		return triUnknown, nil
 	}
-	return falseValue, nil
+	return triFalse, nil
 }
 
-func (n *notNode) eval(m Message) (value, error) {
-	v, err := truth(n.x, m)
-	if err != nil || v.isNull() {
-		return v, err
+func (n *notNode) test(m Message) (tri, error) {
+	t, err := n.x.test(m)
+	if err != nil || t == triUnknown {
+		return t, err
 	}
-	return boolValue(!v.b), nil
+	return triOf(t == triFalse), nil
 }
 
-// eval matches a LIKE. Unknown operands give unknown; so does a value that
+// test matches a LIKE. Unknown operands give unknown; so does a value that
 // is not a string. A pattern or escape of the wrong type is an error.
-func (n *likeNode) eval(m Message) (value, error) {
+func (n *likeNode) test(m Message) (tri, error) {
 	x, err := n.x.eval(m)
 	if err != nil {
-		return nullValue, err
+		return triUnknown, err
 	}
 	pat, err := n.pattern.eval(m)
 	if err != nil {
-		return nullValue, err
+		return triUnknown, err
 	}
 	esc := noEscape
 	if n.escape != nil {
 		e, err := n.escape.eval(m)
 		if err != nil {
-			return nullValue, err
+			return triUnknown, err
 		}
 		if e.isNull() {
-			return nullValue, nil
+			return triUnknown, nil
 		}
 		var ok bool
 		if esc, ok = escapeRune(e); !ok {
-			return nullValue, evalErrorf(n.pos, "ESCAPE must be a single character string")
+			return triUnknown, evalErrorf(n.pos, "ESCAPE must be a single character string")
 		}
 	}
 	if x.isNull() || pat.isNull() {
-		return nullValue, nil
+		return triUnknown, nil
 	}
 	if pat.k != kindString {
-		return nullValue, evalErrorf(n.pos, "LIKE pattern must be a string, found %s", kindName(pat.k))
+		return triUnknown, evalErrorf(n.pos, "LIKE pattern must be a string, found %s", kindName(pat.k))
 	}
 	if x.k != kindString {
-		return nullValue, nil
+		return triUnknown, nil
+	}
+	if n.plan.shape != likeGeneral {
+		return triOf(n.plan.match(x.s) != n.not), nil
 	}
 	if _, constant := n.pattern.(*constNode); !constant && !validLikePattern(pat.s, esc) {
-		return nullValue, evalErrorf(n.pos, "LIKE pattern ends with the escape character")
+		return triUnknown, evalErrorf(n.pos, "LIKE pattern ends with the escape character")
 	}
-	return boolValue(likeMatch(x.s, pat.s, esc) != n.not), nil
+	return triOf(likeMatch(x.s, pat.s, esc) != n.not), nil
 }
 
-// eval is IN: TRUE when the value equals a list element (by the rules of
+// test is IN: TRUE when the value equals a list element (by the rules of
 // "="), unknown when the value itself is unknown, FALSE otherwise.
-func (n *inNode) eval(m Message) (value, error) {
+func (n *inNode) test(m Message) (tri, error) {
 	x, err := n.x.eval(m)
 	if err != nil || x.isNull() {
-		return nullValue, err
+		return triUnknown, err
 	}
 	for _, e := range n.list {
 		v, err := e.eval(m)
 		if err != nil {
-			return nullValue, err
+			return triUnknown, err
 		}
 		if !v.isNull() && compareValues(x, v, false) == orderEqual {
-			return boolValue(!n.not), nil
+			return triOf(!n.not), nil
 		}
 	}
-	return boolValue(n.not), nil
+	return triOf(n.not), nil
 }
 
-// eval is IS [NOT] NULL; a missing property is NULL. Never unknown.
-func (n *isNullNode) eval(m Message) (value, error) {
+// test is IS [NOT] NULL; a missing property is NULL. Never unknown.
+func (n *isNullNode) test(m Message) (tri, error) {
 	x, err := n.x.eval(m)
 	if err != nil {
-		return nullValue, err
+		return triUnknown, err
 	}
-	return boolValue(x.isNull() != n.not), nil
+	return triOf(x.isNull() != n.not), nil
 }
 
-// eval is EXISTS: whether the property is present, even with a null value.
-func (n *existsNode) eval(m Message) (value, error) {
+// test is EXISTS: whether the property is present, even with a null value.
+func (n *existsNode) test(m Message) (tri, error) {
 	var ok bool
 	if n.p.sys {
 		_, ok = m.System(n.p.name)
 	} else {
 		_, ok = m.Property(n.p.name)
 	}
-	return boolValue(ok), nil
+	return triOf(ok), nil
 }

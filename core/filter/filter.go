@@ -86,11 +86,8 @@ func Compile(expr string) (*SQLFilter, error) {
 // expression is TRUE; FALSE and unknown (for example a comparison with a
 // missing property) do not match. Errors are *[EvalError].
 func (f *SQLFilter) Match(m Message) (bool, error) {
-	v, err := truth(f.root, m)
-	if err != nil {
-		return false, err
-	}
-	return v.k == kindBool && v.b, nil
+	t, err := f.root.test(m)
+	return t == triTrue && err == nil, err
 }
 
 // Expression returns the source text the filter was compiled from.

@@ -1,6 +1,9 @@
 package filter
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // LIKE patterns use '%' for any run of characters (including none) and '_'
 // for exactly one character. Characters are Unicode code points and
@@ -45,7 +48,8 @@ func validLikePattern(pat string, esc rune) bool {
 	return true
 }
 
-// checkConstLike validates a LIKE whose pattern and escape are constants.
+// checkConstLike validates a LIKE whose pattern and escape are constants,
+// and records a plan for it when one applies.
 func checkConstLike(n *likeNode) *EvalError {
 	pc, ok := n.pattern.(*constNode)
 	if !ok || pc.v.k != kindString {
@@ -64,6 +68,7 @@ func checkConstLike(n *likeNode) *EvalError {
 	if !validLikePattern(pc.v.s, esc) {
 		return &EvalError{Pos: n.pos, Msg: "LIKE pattern ends with the escape character"}
 	}
+	n.plan = planLike(pc.v.s, esc)
 	return nil
 }
 
@@ -117,4 +122,83 @@ func likeMatch(s, pat string, esc rune) bool {
 		pi += psz
 	}
 	return true
+}
+
+// likeShape classifies constant patterns that reduce to a string test.
+type likeShape uint8
+
+const (
+	likeGeneral  likeShape = iota // run likeMatch
+	likeExact                     // "abc"
+	likePrefix                    // "abc%"
+	likeSuffix                    // "%abc"
+	likeContains                  // "%abc%"
+	likeAny                       // "%"
+)
+
+// likePlan is a constant pattern compiled for the common shapes; lit is the
+// literal text with escapes removed.
+type likePlan struct {
+	shape likeShape
+	lit   string
+}
+
+// planLike classifies a valid constant pattern. Patterns with '_', with
+// '%' between literal characters, or with U+FFFD (where byte and rune
+// comparison could differ on invalid UTF-8 input) stay general.
+func planLike(pat string, esc rune) likePlan {
+	general := likePlan{shape: likeGeneral}
+	if !utf8.ValidString(pat) {
+		return general
+	}
+	var lit []byte
+	lead, trail := false, false
+	for i := 0; i < len(pat); {
+		r, size := utf8.DecodeRuneInString(pat[i:])
+		i += size
+		switch {
+		case r == esc:
+			r, size = utf8.DecodeRuneInString(pat[i:])
+			i += size
+		case r == '_':
+			return general
+		case r == '%':
+			if len(lit) == 0 {
+				lead = true
+			} else {
+				trail = true
+			}
+			continue
+		}
+		if trail || r == utf8.RuneError {
+			return general
+		}
+		lit = utf8.AppendRune(lit, r)
+	}
+	switch {
+	case len(lit) == 0 && lead:
+		return likePlan{shape: likeAny}
+	case lead && trail:
+		return likePlan{shape: likeContains, lit: string(lit)}
+	case lead:
+		return likePlan{shape: likeSuffix, lit: string(lit)}
+	case trail:
+		return likePlan{shape: likePrefix, lit: string(lit)}
+	}
+	return likePlan{shape: likeExact, lit: string(lit)}
+}
+
+// match applies a non-general plan.
+func (p likePlan) match(s string) bool {
+	switch p.shape {
+	case likeExact:
+		return s == p.lit
+	case likePrefix:
+		return strings.HasPrefix(s, p.lit)
+	case likeSuffix:
+		return strings.HasSuffix(s, p.lit)
+	case likeContains:
+		return strings.Contains(s, p.lit)
+	}
+	return true // likeAny
 }

@@ -131,3 +131,57 @@ func allStrings(alphabet string, n int) []string {
 	}
 	return out
 }
+
+// TestLikePlanAgreesWithMatcher checks that every pattern the planner
+// simplifies gives the same answers as the general matcher.
+func TestLikePlanAgreesWithMatcher(t *testing.T) {
+	strs := append(allStrings("a!%é", 3), "\xff", "a\xffa", "\uFFFD")
+	pats := allStrings("a!%_é", 4)
+	planned := 0
+	for _, esc := range []rune{noEscape, '!'} {
+		for _, p := range pats {
+			if !validLikePattern(p, esc) {
+				continue
+			}
+			plan := planLike(p, esc)
+			if plan.shape == likeGeneral {
+				continue
+			}
+			planned++
+			for _, s := range strs {
+				if got, want := plan.match(s), likeMatch(s, p, esc); got != want {
+					t.Fatalf("pattern %q escape %q on %q: plan %+v says %v, matcher %v", p, esc, s, plan, got, want)
+				}
+			}
+		}
+	}
+	if planned < 100 {
+		t.Errorf("only %d patterns were planned; the planner is not being exercised", planned)
+	}
+}
+
+func TestPlanLikeShapes(t *testing.T) {
+	tests := []struct {
+		pat   string
+		esc   rune
+		shape likeShape
+		lit   string
+	}{
+		{"abc", noEscape, likeExact, "abc"},
+		{"abc%", noEscape, likePrefix, "abc"},
+		{"%abc", noEscape, likeSuffix, "abc"},
+		{"%%abc%%", noEscape, likeContains, "abc"},
+		{"%", noEscape, likeAny, ""},
+		{"", noEscape, likeExact, ""},
+		{"a%c", noEscape, likeGeneral, ""},
+		{"a_", noEscape, likeGeneral, ""},
+		{"100!%%", '!', likePrefix, "100%"},
+		{"!_x", '!', likeExact, "_x"},
+	}
+	for _, tt := range tests {
+		got := planLike(tt.pat, tt.esc)
+		if got.shape != tt.shape || (tt.shape != likeGeneral && got.lit != tt.lit) {
+			t.Errorf("planLike(%q, %q) = %+v, want shape %d lit %q", tt.pat, tt.esc, got, tt.shape, tt.lit)
+		}
+	}
+}

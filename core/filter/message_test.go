@@ -47,18 +47,18 @@ func (m *testMessage) SetSystem(name string, v any) error {
 }
 
 func (m *testMessage) SetProperty(name string, v any) { m.props[name] = v }
-func (m *testMessage) RemoveProperty(name string)      { delete(m.props, name) }
+func (m *testMessage) RemoveProperty(name string)     { delete(m.props, name) }
 
 // truthOf evaluates a compiled filter three-valued, for tests: "true",
 // "false", "unknown" or "error".
 func truthOf(f *SQLFilter, m Message) string {
-	v, err := truth(f.root, m)
+	t, err := f.root.test(m)
 	switch {
 	case err != nil:
 		return "error"
-	case v.isNull():
+	case t == triUnknown:
 		return "unknown"
-	case v.b:
+	case t == triTrue:
 		return "true"
 	}
 	return "false"
