@@ -1,0 +1,186 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/core/clock"
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// Config configures a [Broker]. The zero value of every field but Store
+// means its default.
+type Config struct {
+	Store     storage.Store // required: where messages and entities live
+	Clock     clock.Clock   // default clock.Real{}
+	Logger    *zap.Logger   // default zap.NewNop()
+	Namespace string        // namespace name, for messages and management
+	// Faults deliberately break Service Bus semantics. They exist only so
+	// the conformance suite can prove that its scenarios can fail; never
+	// set them in production.
+	Faults Faults
+}
+
+// Faults are test-only switches that make the broker non-conforming.
+type Faults struct {
+	IgnoreLockExpiry bool // locks never expire
+	BreakFIFO        bool // deliver the newest available message first
+}
+
+func (c *Config) validate() error {
+	if c.Store == nil {
+		return errf(CodeInternal, "Config.Store is required")
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Namespace == "" {
+		c.Namespace = "omnibus"
+	}
+	return nil
+}
+
+// Broker is the protocol-neutral Service Bus engine. Both fronts call its
+// methods; it is safe for concurrent use.
+type Broker struct {
+	cfg   Config
+	store storage.Store
+	clk   clock.Clock
+	log   *zap.Logger
+	timer brokerTimer
+	wg    sync.WaitGroup // background goroutines (expireLoop)
+
+	mu struct {
+		sync.RWMutex // guards the fields below
+		entities     map[string]*entity
+		nextID       uint64
+		closed       bool
+	}
+	// manage serialises entity create/update/delete so that persistence
+	// and the in-memory registry change in the same order.
+	manage sync.Mutex
+}
+
+// entity is a queue, topic or subscription at run time.
+type entity struct {
+	key   string // lower-case path
+	id    uint64
+	desc  atomic.Pointer[Entity]
+	q     *queue  // queues and subscriptions
+	in    *inlet  // queues and topics: sequence numbers, dedup, ordered publish
+	topic *entity // subscriptions: their topic
+
+	subs  atomic.Pointer[[]*entity]       // topics: current subscriptions
+	rules atomic.Pointer[[]*compiledRule] // subscriptions: current rules
+	refs  struct {                        // topics: references to shared bodies
+		sync.Mutex
+		m map[int64]int32
+	}
+	lastUsed atomic.Int64 // unix nanos, for AutoDeleteOnIdle
+}
+
+// New opens a broker on cfg.Store, recovering every entity and message it
+// holds. Locks held before a restart are gone: those messages are
+// available again with their delivery count already raised.
+func New(cfg Config) (*Broker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{cfg: cfg, store: cfg.Store, clk: cfg.Clock, log: cfg.Logger}
+	b.timer.clk = cfg.Clock
+	b.mu.entities = make(map[string]*entity)
+	if err := b.recover(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Namespace returns the configured namespace name.
+func (b *Broker) Namespace() string { return b.cfg.Namespace }
+
+// Now returns the broker's current time (its clock's).
+func (b *Broker) Now() int64 { return b.clk.Now().UnixNano() }
+
+// Close stops timers, fails waiting receivers and waits for background
+// work. It does not close the store, which the caller owns.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	if b.mu.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.closed = true
+	ents := make([]*entity, 0, len(b.mu.entities))
+	for _, e := range b.mu.entities {
+		ents = append(ents, e)
+	}
+	b.mu.Unlock()
+	b.timer.close()
+	for _, e := range ents {
+		if e.q != nil {
+			e.q.close()
+			e.q.dead.close()
+		}
+	}
+	b.wg.Wait()
+	return nil
+}
+
+// lookup returns the entity for a path (without subqueue).
+func (b *Broker) lookup(a Address) (*entity, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.mu.closed {
+		return nil, ErrClosed
+	}
+	e := b.mu.entities[a.key()]
+	if e == nil {
+		return nil, entityNotFound(a.String())
+	}
+	return e, nil
+}
+
+// queueFor resolves a path naming a queue, a subscription or a dead-letter
+// subqueue of either: everything one can receive from.
+func (b *Broker) queueFor(path string) (*queue, error) {
+	a := ParseAddress(path)
+	e, err := b.lookup(a)
+	if err != nil {
+		return nil, err
+	}
+	if e.q == nil {
+		return nil, errf(CodeBadRequest, "cannot receive from topic '%s'; receive from one of its subscriptions", a.String())
+	}
+	e.touch(b.Now())
+	if a.DeadLetter {
+		return e.q.dead, nil
+	}
+	return e.q, nil
+}
+
+func (e *entity) touch(now int64) { e.lastUsed.Store(now) }
+
+// run starts a background goroutine tracked by Close.
+func (b *Broker) run(f func()) {
+	b.wg.Go(f)
+}
+
+func (b *Broker) closed() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.mu.closed
+}
+
+// ctxErr converts a context error into the core's timeout error.
+func ctxErr(ctx context.Context) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return ErrTimeout
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,52 @@
+package core
+
+import "encoding/binary"
+
+// Key layout. Every key starts with a one-byte table tag; numeric parts are
+// big-endian so that byte order is numeric order.
+//
+//	'E' entity-key                → entity description (JSON)
+//	'I' entity id:8               → (empty) marks ids in use
+//	'N' id:8                      → sequence numbers reserved up to (uint64)
+//	'Q' id:8 seq:8                → state record (record.go)
+//	'B' owner:8 seq:8             → body record (record.go)
+//	'D' id:8 message-id           → duplicate-detection history: first seen (unix nanos)
+//	'S' id:8 session-id           → session state
+//	'R' id:8 rule-name            → rule (JSON)
+//
+// Entity ids are allocated from a counter kept in 'E' descriptions; a
+// queue's dead-letter subqueue uses id|dlqBit.
+const (
+	tabEntity  = 'E'
+	tabSeq     = 'N'
+	tabState   = 'Q'
+	tabBody    = 'B'
+	tabDedup   = 'D'
+	tabSession = 'S'
+	tabRule    = 'R'
+)
+
+const dlqBit = uint64(1) << 63
+
+func idKey(tab byte, id uint64) []byte {
+	k := make([]byte, 9, 17)
+	k[0] = tab
+	binary.BigEndian.PutUint64(k[1:], id)
+	return k
+}
+
+func seqKey(tab byte, id uint64, seq int64) []byte {
+	return binary.BigEndian.AppendUint64(idKey(tab, id), uint64(seq))
+}
+
+func nameKey(tab byte, id uint64, name string) []byte {
+	return append(idKey(tab, id), name...)
+}
+
+func entityRecordKey(key string) []byte {
+	return append([]byte{tabEntity}, key...)
+}
+
+func seqFromKey(k []byte) int64 {
+	return int64(binary.BigEndian.Uint64(k[len(k)-8:]))
+}

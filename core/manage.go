@@ -1,0 +1,375 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// Entity management: create, update, delete, get and list queues, topics
+// and subscriptions, persisted as 'E' records (JSON, so a data directory
+// stays readable across versions) and rules as 'R' records.
+
+// entityRecord is the persisted form of an entity.
+type entityRecord struct {
+	ID     uint64
+	Entity Entity
+}
+
+// CreateEntity creates a queue, topic or subscription. A subscription
+// created without rules gets the $Default rule.
+func (b *Broker) CreateEntity(ctx context.Context, e Entity) (*Entity, error) {
+	b.manage.Lock()
+	defer b.manage.Unlock()
+	return b.createLocked(e)
+}
+
+func (b *Broker) createLocked(e Entity) (*Entity, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	key := entityKey(e.Path())
+	b.mu.RLock()
+	_, exists := b.mu.entities[key]
+	var topic *entity
+	if e.Kind == KindSubscription {
+		topic = b.mu.entities[entityKey(e.Topic)]
+	}
+	b.mu.RUnlock()
+	if exists {
+		return nil, errf(CodeEntityExists, "The messaging entity '%s' already exists.", e.Path())
+	}
+	if e.Kind == KindSubscription && (topic == nil || topic.desc.Load().Kind != KindTopic) {
+		return nil, entityNotFound(e.Topic)
+	}
+	if e.Kind != KindSubscription && b.hasEntityUnder(key) {
+		return nil, errf(CodeEntityExists, "The messaging entity '%s' conflicts with an existing entity path.", e.Path())
+	}
+	if err := b.checkForwarding(&e); err != nil {
+		return nil, err
+	}
+	now := nanosToTime(b.Now())
+	e.CreatedAt, e.UpdatedAt, e.AccessedAt = now, now, now
+	rules := e.Rules
+	e.Rules = nil
+	if e.Kind == KindSubscription && len(rules) == 0 {
+		rules = []Rule{DefaultRule()}
+	}
+	compiled := make([]*compiledRule, len(rules))
+	for i := range rules {
+		rules[i].CreatedAt = now
+		c, err := compileRule(&rules[i])
+		if err != nil {
+			return nil, err
+		}
+		compiled[i] = c
+	}
+
+	b.mu.Lock()
+	b.mu.nextID++
+	id := b.mu.nextID
+	b.mu.Unlock()
+
+	batch := storage.Batch{Sync: true}
+	rec, err := json.Marshal(entityRecord{ID: id, Entity: e})
+	if err != nil {
+		return nil, err
+	}
+	batch.Set(entityRecordKey(key), rec)
+	for _, r := range rules {
+		v, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		batch.Set(nameKey(tabRule, id, strings.ToLower(r.Name)), v)
+	}
+	if err := b.store.Apply(&batch); err != nil {
+		return nil, err
+	}
+	ent := b.newEntity(id, key, &e, topic)
+	ent.rules.Store(&compiled)
+	b.register(ent)
+	return b.GetEntity(e.Path())
+}
+
+// hasEntityUnder reports whether some entity's path is below key ("a/b"
+// under "a"), which would make the paths ambiguous.
+func (b *Broker) hasEntityUnder(key string) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for k, e := range b.mu.entities {
+		if e.topic == nil && strings.HasPrefix(k, key+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkForwarding rejects forwarding to a missing entity or in a loop.
+func (b *Broker) checkForwarding(e *Entity) error {
+	for _, target := range []string{e.ForwardTo, e.ForwardDeadLetteredMessagesTo} {
+		if target == "" {
+			continue
+		}
+		seen := map[string]bool{entityKey(e.Path()): true}
+		cur := target
+		for hop := 0; cur != ""; hop++ {
+			k := entityKey(cur)
+			if seen[k] {
+				return errf(CodeBadRequest, "%s '%s': forwarding to '%s' makes a loop", e.Kind, e.Path(), target)
+			}
+			seen[k] = true
+			t, err := b.lookup(ParseAddress(cur))
+			if err != nil {
+				return errf(CodeBadRequest, "%s '%s': forwarding target '%s' does not exist", e.Kind, e.Path(), cur)
+			}
+			td := t.desc.Load()
+			if td.Kind == KindSubscription {
+				return errf(CodeBadRequest, "%s '%s': cannot forward to subscription '%s'", e.Kind, e.Path(), cur)
+			}
+			if hop > maxForwardHops {
+				return errf(CodeBadRequest, "%s '%s': forwarding chain is longer than %d", e.Kind, e.Path(), maxForwardHops)
+			}
+			cur = td.ForwardTo
+		}
+	}
+	return nil
+}
+
+// newEntity builds the run-time structures of an entity.
+func (b *Broker) newEntity(id uint64, key string, d *Entity, topic *entity) *entity {
+	ent := &entity{key: key, id: id, topic: topic}
+	dc := *d
+	ent.desc.Store(&dc)
+	ent.lastUsed.Store(b.Now())
+	if d.Kind != KindSubscription {
+		ent.in = &inlet{e: ent, next: 1}
+	}
+	if d.Kind != KindTopic {
+		ent.q = newQueue(b, id, ent, d.Path())
+		ent.q.dead = newQueue(b, id|dlqBit, ent, d.Path()+"/$DeadLetterQueue")
+		ent.q.dead.main = ent.q
+		if topic != nil {
+			ent.q.shared = topic
+			ent.q.dead.shared = topic
+		}
+	}
+	return ent
+}
+
+func (b *Broker) register(ent *entity) {
+	b.mu.Lock()
+	b.mu.entities[ent.key] = ent
+	if ent.id > b.mu.nextID {
+		b.mu.nextID = ent.id
+	}
+	b.mu.Unlock()
+	if ent.topic != nil {
+		ent.topic.setSubs(func(subs []*entity) []*entity { return append(subs, ent) })
+	}
+}
+
+// setSubs replaces a topic's subscription list copy-on-write, so sends
+// read it without a lock.
+func (e *entity) setSubs(change func([]*entity) []*entity) {
+	var cur []*entity
+	if p := e.subs.Load(); p != nil {
+		cur = append(cur, (*p)...)
+	}
+	next := change(cur)
+	e.subs.Store(&next)
+}
+
+// UpdateEntity replaces the properties of an existing entity. Kind,
+// RequiresSession and (for subscriptions) rules cannot change here.
+func (b *Broker) UpdateEntity(ctx context.Context, e Entity) (*Entity, error) {
+	b.manage.Lock()
+	defer b.manage.Unlock()
+	return b.updateLocked(e)
+}
+
+func (b *Broker) updateLocked(e Entity) (*Entity, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	ent, err := b.lookup(ParseAddress(e.Path()))
+	if err != nil {
+		return nil, err
+	}
+	old := ent.desc.Load()
+	if old.Kind != e.Kind {
+		return nil, errf(CodeBadRequest, "'%s' is a %s, not a %s", e.Path(), old.Kind, e.Kind)
+	}
+	if old.RequiresSession != e.RequiresSession {
+		return nil, errf(CodeBadRequest, "%s '%s': RequiresSession cannot be changed after creation", e.Kind, e.Path())
+	}
+	if err := b.checkForwarding(&e); err != nil {
+		return nil, err
+	}
+	e.Rules = nil
+	e.CreatedAt = old.CreatedAt
+	e.AccessedAt = old.AccessedAt
+	e.UpdatedAt = nanosToTime(b.Now())
+	rec, err := json.Marshal(entityRecord{ID: ent.id, Entity: e})
+	if err != nil {
+		return nil, err
+	}
+	batch := storage.Batch{Sync: true}
+	batch.Set(entityRecordKey(ent.key), rec)
+	if err := b.store.Apply(&batch); err != nil {
+		return nil, err
+	}
+	ent.desc.Store(&e)
+	ent.touch(b.Now())
+	return b.GetEntity(e.Path())
+}
+
+// DeleteEntity deletes an entity with all its messages, subqueues, rules
+// and session state; deleting a topic deletes its subscriptions.
+func (b *Broker) DeleteEntity(ctx context.Context, path string) error {
+	b.manage.Lock()
+	defer b.manage.Unlock()
+	return b.deleteLocked(path)
+}
+
+func (b *Broker) deleteLocked(path string) error {
+	a := ParseAddress(path)
+	if a.DeadLetter {
+		return errf(CodeBadRequest, "cannot delete the dead-letter subqueue '%s'", a.String())
+	}
+	ent, err := b.lookup(a)
+	if err != nil {
+		return err
+	}
+	victims := []*entity{ent}
+	if subs := ent.subs.Load(); subs != nil {
+		victims = append(victims, (*subs)...)
+	}
+	batch := storage.Batch{Sync: true}
+	for _, v := range victims {
+		batch.Delete(entityRecordKey(v.key))
+		for _, id := range []uint64{v.id, v.id | dlqBit} {
+			for _, tab := range []byte{tabSeq, tabState, tabBody, tabDedup, tabSession, tabRule} {
+				batch.DeletePrefix(idKey(tab, id))
+			}
+		}
+	}
+	if ent.topic != nil {
+		ent.q.releaseSharedBodies(&batch)
+		ent.q.dead.releaseSharedBodies(&batch)
+	}
+	if err := b.store.Apply(&batch); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	for _, v := range victims {
+		delete(b.mu.entities, v.key)
+	}
+	b.mu.Unlock()
+	if ent.topic != nil {
+		ent.topic.setSubs(func(subs []*entity) []*entity {
+			out := subs[:0]
+			for _, s := range subs {
+				if s != ent {
+					out = append(out, s)
+				}
+			}
+			return out
+		})
+	}
+	for _, v := range victims {
+		if v.q != nil {
+			v.q.close()
+			v.q.dead.close()
+		}
+	}
+	return nil
+}
+
+// releaseSharedBodies drops a deleted subscription's references to its
+// topic's bodies, deleting those it held last.
+func (q *queue) releaseSharedBodies(batch *storage.Batch) {
+	q.mu.Lock()
+	var seqs []int64
+	add := func(r *msgRec) {
+		if q.sharedBody(r) {
+			seqs = append(seqs, r.seq)
+		}
+	}
+	for _, r := range q.mu.avail {
+		add(r)
+	}
+	for _, r := range q.mu.locked {
+		add(r)
+	}
+	for _, r := range q.mu.deferred {
+		add(r)
+	}
+	for _, r := range q.mu.scheduled {
+		add(r)
+	}
+	for _, s := range q.mu.sessions.byID {
+		for _, r := range s.avail {
+			add(r)
+		}
+	}
+	q.mu.Unlock()
+	for _, seq := range seqs {
+		if q.shared.releaseRef(seq) {
+			batch.Delete(seqKey(tabBody, q.shared.id, seq))
+		}
+	}
+}
+
+// GetEntity returns a copy of the entity's description, rules included
+// for subscriptions.
+func (b *Broker) GetEntity(path string) (*Entity, error) {
+	a := ParseAddress(path)
+	ent, err := b.lookup(a)
+	if err != nil {
+		return nil, err
+	}
+	d := *ent.desc.Load()
+	if rules := ent.rules.Load(); rules != nil && d.Kind == KindSubscription {
+		d.Rules = make([]Rule, len(*rules))
+		for i, r := range *rules {
+			d.Rules[i] = r.Rule
+		}
+	}
+	d.AccessedAt = nanosToTime(ent.lastUsed.Load())
+	return &d, nil
+}
+
+// ListEntities returns the entities of a kind sorted by path; for
+// subscriptions, those of the given topic.
+func (b *Broker) ListEntities(kind EntityKind, topic string) ([]*Entity, error) {
+	if kind == KindSubscription {
+		t, err := b.lookup(ParseAddress(topic))
+		if err != nil {
+			return nil, err
+		}
+		if t.desc.Load().Kind != KindTopic {
+			return nil, entityNotFound(topic)
+		}
+	}
+	b.mu.RLock()
+	var paths []string
+	for _, e := range b.mu.entities {
+		d := e.desc.Load()
+		if d.Kind == kind && (kind != KindSubscription || strings.EqualFold(d.Topic, topic)) {
+			paths = append(paths, d.Path())
+		}
+	}
+	b.mu.RUnlock()
+	sort.Slice(paths, func(i, j int) bool { return strings.ToLower(paths[i]) < strings.ToLower(paths[j]) })
+	out := make([]*Entity, 0, len(paths))
+	for _, p := range paths {
+		if e, err := b.GetEntity(p); err == nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}

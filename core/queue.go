@@ -1,0 +1,154 @@
+package core
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// msgRec is the in-memory index entry of one stored message. It lives in
+// exactly one of its queue's structures: avail (deliverable), locked,
+// deferred or scheduled. All fields are guarded by the queue's mutex.
+type msgRec struct {
+	seq int64
+	stateRec
+	idx         int       // position in a recHeap, -1 when not in one
+	lock        LockToken // zero when not locked
+	lockedUntil int64     // unix nanos
+	msg         *Message  // body kept in memory for hand-over, or nil
+}
+
+func (r *msgRec) locked() bool { return r.lock != (LockToken{}) }
+
+// queue holds the messages of a queue, a subscription or one of their
+// dead-letter subqueues.
+type queue struct {
+	b    *Broker
+	id   uint64
+	ent  *entity // the queue or subscription this (sub)queue belongs to
+	path string  // for messages: "q", "t/Subscriptions/s", "q/$DeadLetterQueue"
+
+	dead *queue // the dead-letter subqueue; nil for a dead-letter subqueue
+	main *queue // the main queue; nil unless this is a dead-letter subqueue
+
+	// shared is the topic whose body records this queue's messages point
+	// at (subscriptions only). Bodies with owner == shared.id are
+	// reference counted by shared.refs; all others belong to one message.
+	shared *entity
+
+	cachedBytes atomic.Int64 // bytes of bodies held in msgRec.msg
+
+	mu struct {
+		sync.Mutex // guards the fields below; never held across storage I/O
+		avail      recHeap
+		locked     map[LockToken]*msgRec
+		deferred   map[int64]*msgRec
+		scheduled  map[int64]*msgRec
+		timers     timeHeap // lock expiries and scheduled activations
+		wakeAt     int64    // earliest time registered with the broker timer
+		waiters    []*waiter
+		expiring   []*msgRec // found expired while taking; see expireLoop
+		expiryBusy bool      // an expireLoop is running
+		sessions   sessionIndex
+		activeN    int64 // avail + locked (Service Bus's ActiveMessageCount)
+		deferredN  int64
+		bytes      int64
+		closed     bool
+	}
+}
+
+// maxCachedBytes bounds the bodies a queue keeps in memory for hand-over
+// to receivers without a storage read. A backlog beyond it lives on disk.
+const maxCachedBytes = 8 << 20
+
+func newQueue(b *Broker, id uint64, ent *entity, path string) *queue {
+	q := &queue{b: b, id: id, ent: ent, path: path}
+	q.mu.locked = make(map[LockToken]*msgRec)
+	q.mu.deferred = make(map[int64]*msgRec)
+	q.mu.scheduled = make(map[int64]*msgRec)
+	q.mu.sessions.init()
+	return q
+}
+
+func (q *queue) isDeadLetter() bool { return q.main != nil }
+
+// desc returns the current description of the owning entity.
+func (q *queue) desc() *Entity { return q.ent.desc.Load() }
+
+// sharedBody reports whether r's body is shared with other subscriptions.
+func (q *queue) sharedBody(r *msgRec) bool {
+	return q.shared != nil && r.owner == q.shared.id
+}
+
+// insertLocked adds a record that has just become part of this queue
+// (sent, recovered, moved here or released), in the structure its state
+// says, and serves waiting receivers.
+func (q *queue) insertLocked(r *msgRec, now int64) {
+	switch r.state {
+	case StateScheduled:
+		q.mu.scheduled[r.seq] = r
+		q.addTimerLocked(timeItem{at: r.scheduledAt, rec: r})
+	case StateDeferred:
+		q.mu.deferred[r.seq] = r
+		q.mu.deferredN++
+	default:
+		q.makeAvailLocked(r)
+		q.mu.activeN++
+	}
+	q.mu.bytes += int64(r.size)
+	if s := q.sessionLocked(r); s != nil {
+		s.count++
+	}
+}
+
+// sessionLocked returns the session r belongs to on a session-enabled
+// queue, nil otherwise.
+func (q *queue) sessionLocked(r *msgRec) *session {
+	if q.isDeadLetter() || !q.desc().RequiresSession {
+		return nil
+	}
+	return q.mu.sessions.get(r.sessionID)
+}
+
+// makeAvailLocked puts an active record where receivers find it.
+func (q *queue) makeAvailLocked(r *msgRec) {
+	if q.desc().RequiresSession && !q.isDeadLetter() {
+		q.mu.sessions.push(r)
+		return
+	}
+	q.mu.avail.push(r)
+}
+
+// removeLocked forgets a record that leaves the queue (completed,
+// received-and-deleted, dead-lettered, expired). It must not be in avail.
+func (q *queue) removeLocked(r *msgRec) {
+	switch r.state {
+	case StateDeferred:
+		q.mu.deferredN--
+	case StateScheduled:
+	default:
+		q.mu.activeN--
+	}
+	q.mu.bytes -= int64(r.size)
+	q.dropCacheLocked(r)
+	if s := q.sessionLocked(r); s != nil {
+		s.count--
+		q.pruneSessionLocked(s)
+	}
+}
+
+func (q *queue) dropCacheLocked(r *msgRec) {
+	if r.msg != nil {
+		q.cachedBytes.Add(-int64(len(r.msg.Body)))
+		r.msg = nil
+	}
+}
+
+// addTimerLocked registers a due time and makes sure the broker's timer
+// will call tick no later than it.
+func (q *queue) addTimerLocked(it timeItem) {
+	q.mu.timers.push(it)
+	if q.mu.wakeAt == 0 || it.at < q.mu.wakeAt {
+		q.mu.wakeAt = it.at
+		q.b.timer.wake(q, it.at)
+	}
+}

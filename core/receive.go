@@ -1,0 +1,332 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// ReceiveMode is how a receive settles the messages it takes.
+type ReceiveMode uint8
+
+// Receive modes.
+const (
+	PeekLock         ReceiveMode = iota // lock; settle later by lock token
+	ReceiveAndDelete                    // remove as it is handed out
+)
+
+// ReceiveOptions parameterise [Broker.Receive].
+type ReceiveOptions struct {
+	Mode ReceiveMode
+	Max  int // at most this many messages; values < 1 mean 1
+	// Session restricts the receive to a session this receiver holds
+	// (see [Broker.AcceptSession]); required on session-enabled entities.
+	Session *SessionLock
+}
+
+// waiter is a blocked Receive. The publisher that serves it takes the
+// messages on its behalf (locks or removes them) and sends them on ch, so
+// a message goes to exactly one waiter and needs no storage read.
+type waiter struct {
+	mode ReceiveMode
+	max  int
+	sess *session // nil: any message of the queue
+	ch   chan []taken
+}
+
+// taken is a record handed to a receiver, with the fields it needs copied
+// while the queue mutex was held.
+type taken struct {
+	r           *msgRec
+	st          stateRec
+	seq         int64
+	lock        LockToken
+	lockedUntil int64
+	msg         *Message
+	shared      bool
+}
+
+// Receive returns up to opts.Max messages from the queue, subscription or
+// dead-letter subqueue at path, waiting until at least one is available or
+// ctx is done. When ctx ends first it returns no messages and a nil error
+// for a deadline (the caller's own timeout), or ctx.Err() when cancelled.
+func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) ([]*Message, error) {
+	q, err := b.queueFor(path)
+	if err != nil {
+		return nil, err
+	}
+	d := q.desc()
+	if d.Status == StatusDisabled || d.Status == StatusReceiveDisabled {
+		return nil, errf(CodeEntityDisabled, "Messaging entity '%s' is currently disabled for receiving.", q.path)
+	}
+	if opts.Max < 1 {
+		opts.Max = 1
+	}
+	var sess *session
+	if d.RequiresSession && !q.isDeadLetter() {
+		if opts.Session == nil {
+			return nil, errf(CodeBadRequest, "It is not possible for an entity that requires sessions to create a non-sessionful message receiver: '%s'.", q.path)
+		}
+		if sess, err = q.heldSession(opts.Session); err != nil {
+			return nil, err
+		}
+	} else if opts.Session != nil {
+		return nil, errf(CodeBadRequest, "It is not possible for an entity that does not require sessions to create a sessionful message receiver: '%s'.", q.path)
+	}
+
+	now := b.Now()
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return nil, entityNotFound(q.path)
+	}
+	got := q.takeLocked(now, opts.Mode, opts.Max, sess)
+	if len(got) > 0 {
+		q.mu.Unlock()
+		q.kickExpiry()
+		return q.finish(got, opts.Mode)
+	}
+	w := &waiter{mode: opts.Mode, max: opts.Max, sess: sess, ch: make(chan []taken, 1)}
+	q.mu.waiters = append(q.mu.waiters, w)
+	q.mu.Unlock()
+	q.kickExpiry()
+
+	select {
+	case got, ok := <-w.ch:
+		if !ok {
+			return nil, entityNotFound(q.path)
+		}
+		return q.finish(got, opts.Mode)
+	case <-ctx.Done():
+	}
+	q.mu.Lock()
+	if q.removeWaiterLocked(w) {
+		q.mu.Unlock()
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, nil
+		}
+		return nil, ctx.Err()
+	}
+	q.mu.Unlock()
+	// Served concurrently with the cancellation: give the messages back
+	// untouched (no delivery counted).
+	if got, ok := <-w.ch; ok {
+		q.untake(got, opts.Mode)
+	}
+	if ctx.Err() == context.DeadlineExceeded {
+		return nil, nil
+	}
+	return nil, ctx.Err()
+}
+
+func (q *queue) removeWaiterLocked(w *waiter) bool {
+	for i, x := range q.mu.waiters {
+		if x == w {
+			q.mu.waiters = append(q.mu.waiters[:i], q.mu.waiters[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// takeLocked takes up to max deliverable messages for one receiver,
+// locking them (peek-lock) or removing them (receive-and-delete). Expired
+// messages met on the way are set aside for expireLoop.
+func (q *queue) takeLocked(now int64, mode ReceiveMode, max int, sess *session) []taken {
+	h := &q.mu.avail
+	if sess != nil {
+		if sess.lockedUntil <= now && !q.b.cfg.Faults.IgnoreLockExpiry {
+			return nil
+		}
+		h = &sess.avail
+	}
+	var out []taken
+	for len(out) < max && len(*h) > 0 {
+		r := h.pop()
+		if q.b.cfg.Faults.BreakFIFO && len(*h) > 0 {
+			second := h.pop()
+			h.push(r)
+			r = second
+		}
+		if r.expiresAt != 0 && r.expiresAt <= now && !q.isDeadLetter() {
+			q.mu.expiring = append(q.mu.expiring, r)
+			continue
+		}
+		out = append(out, q.deliverLocked(r, now, mode))
+	}
+	if sess != nil {
+		q.mu.sessions.changed(sess)
+	}
+	return out
+}
+
+// deliverLocked hands r to a receiver.
+func (q *queue) deliverLocked(r *msgRec, now int64, mode ReceiveMode) taken {
+	r.deliveryCount++
+	t := taken{r: r, st: r.stateRec, seq: r.seq, msg: r.msg, shared: q.sharedBody(r)}
+	if mode == PeekLock {
+		r.lock = NewUUID()
+		q.mu.locked[r.lock] = r
+		if s := q.sessionLocked(r); s != nil && s.lock != (LockToken{}) {
+			// Under a session lock, the message lock lasts as long.
+			r.lockedUntil = s.lockedUntil
+			s.locked[r.lock] = r
+		} else {
+			r.lockedUntil = now + int64(q.lockDuration())
+			q.addTimerLocked(timeItem{at: r.lockedUntil, rec: r, tok: r.lock})
+		}
+		t.lock, t.lockedUntil = r.lock, r.lockedUntil
+		q.dropCacheLocked(r)
+	} else {
+		q.removeLocked(r)
+	}
+	return t
+}
+
+func (q *queue) lockDuration() time.Duration {
+	return q.desc().LockDuration
+}
+
+// serveWaitersLocked hands available messages to blocked receivers,
+// oldest waiter first; each waiter is served once and leaves the list.
+func (q *queue) serveWaitersLocked(now int64) {
+	if len(q.mu.sessions.waiters) > 0 {
+		q.serveAcceptersLocked(now)
+	}
+	for i := 0; i < len(q.mu.waiters); {
+		w := q.mu.waiters[i]
+		got := q.takeLocked(now, w.mode, w.max, w.sess)
+		if len(got) == 0 {
+			if w.sess == nil && len(q.mu.avail) == 0 {
+				return
+			}
+			i++
+			continue
+		}
+		w.ch <- got
+		close(w.ch)
+		q.mu.waiters = append(q.mu.waiters[:i], q.mu.waiters[i+1:]...)
+	}
+}
+
+// finish builds the delivered messages and records the delivery: the new
+// delivery count (peek-lock, without waiting for fsync: a crash before the
+// next sync only undercounts) or the removal (receive-and-delete, durable
+// before the message is handed out).
+func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
+	out := make([]*Message, 0, len(got))
+	batch := storage.Batch{Sync: mode == ReceiveAndDelete}
+	for i := range got {
+		t := &got[i]
+		m, err := q.message(t)
+		if err != nil {
+			q.untake(got, mode)
+			return nil, err
+		}
+		out = append(out, m)
+		if mode == PeekLock {
+			batch.Set(seqKey(tabState, q.id, t.seq), t.st.encode(nil))
+		} else {
+			q.deleteRecords(&batch, t.seq, t.st.owner, t.shared)
+		}
+	}
+	if err := q.b.store.Apply(&batch); err != nil {
+		q.untake(got, mode)
+		return nil, err
+	}
+	return out, nil
+}
+
+// message returns the delivered form of a taken record.
+func (q *queue) message(t *taken) (*Message, error) {
+	var m *Message
+	if t.msg != nil {
+		m = t.msg.Clone()
+	} else {
+		var err error
+		if m, err = q.loadBody(t.st.owner, t.seq); err != nil {
+			return nil, err
+		}
+	}
+	m.SequenceNumber = t.seq
+	if m.EnqueuedSequenceNumber == 0 {
+		m.EnqueuedSequenceNumber = t.seq
+	}
+	m.DeliveryCount = t.st.deliveryCount
+	m.State = t.st.state
+	if t.st.state == StateScheduled {
+		m.State = StateActive
+	}
+	m.ExpiresAt = nanosToTime(t.st.expiresAt)
+	m.LockToken = t.lock
+	m.LockedUntil = nanosToTime(t.lockedUntil)
+	return m, nil
+}
+
+func (q *queue) loadBody(owner uint64, seq int64) (*Message, error) {
+	v, err := q.b.store.Get(seqKey(tabBody, owner, seq))
+	if err != nil {
+		return nil, fmt.Errorf("core: message %d of '%s': %w", seq, q.path, err)
+	}
+	return decodeBody(v)
+}
+
+// deleteRecords adds to batch the deletion of a message's records; a
+// shared topic body goes only with its last reference.
+func (q *queue) deleteRecords(batch *storage.Batch, seq int64, owner uint64, shared bool) {
+	batch.Delete(seqKey(tabState, q.id, seq))
+	if !shared || q.shared.releaseRef(seq) {
+		batch.Delete(seqKey(tabBody, owner, seq))
+	}
+}
+
+// untake returns messages whose hand-over failed, as if never delivered.
+func (q *queue) untake(got []taken, mode ReceiveMode) {
+	now := q.b.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, t := range got {
+		r := t.r
+		if mode == PeekLock {
+			if r.lock != t.lock {
+				continue // already expired and released
+			}
+			delete(q.mu.locked, r.lock)
+			if s := q.sessionLocked(r); s != nil {
+				delete(s.locked, r.lock)
+			}
+			r.lock = LockToken{}
+			r.deliveryCount--
+			q.returnLocked(r)
+		} else {
+			r.deliveryCount--
+			q.insertLocked(r, now)
+		}
+	}
+	q.serveWaitersLocked(now)
+}
+
+// returnLocked puts an unlocked record back where it came from.
+func (q *queue) returnLocked(r *msgRec) {
+	if r.state == StateDeferred {
+		return // deferred records stay in the deferred map while locked
+	}
+	q.makeAvailLocked(r)
+}
+
+// close fails every waiting receiver; used when the entity is deleted or
+// the broker closes.
+func (q *queue) close() {
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.mu.closed = true
+	for _, w := range q.mu.waiters {
+		close(w.ch)
+	}
+	q.mu.waiters = nil
+}

@@ -1,0 +1,129 @@
+package core
+
+import (
+	"encoding/binary"
+	"time"
+)
+
+// Two records hold each stored message (see keys.go):
+//
+//   - the body record (b/): the message as sent plus the broker's stamps,
+//     written once and read when the message is delivered or peeked;
+//   - the state record (q/): a few dozen bytes that recovery scans to
+//     rebuild the in-memory index without reading any body.
+//
+// A topic writes one body record for all its subscriptions; each
+// subscription copy has its own state record pointing at it.
+
+const bodyVersion = 1
+
+// encodeBody appends the encoding of m to b.
+func encodeBody(b []byte, m *Message) ([]byte, error) {
+	b = append(b, bodyVersion)
+	var err error
+	if b, err = appendValue(b, m.MessageID); err != nil {
+		return nil, err
+	}
+	if b, err = appendValue(b, m.CorrelationID); err != nil {
+		return nil, err
+	}
+	for _, s := range [...]string{m.SessionID, m.ReplyToSessionID, m.To, m.ReplyTo, m.Subject,
+		m.ContentType, m.ContentEncoding, m.PartitionKey, m.ViaPartitionKey, m.DeadLetterSource} {
+		b = appendBytes(b, []byte(s))
+	}
+	b = binary.AppendVarint(b, int64(m.TimeToLive))
+	b = binary.AppendVarint(b, timeToNanos(m.ScheduledEnqueueTime))
+	b = binary.AppendVarint(b, timeToNanos(m.CreationTime))
+	b = binary.AppendVarint(b, timeToNanos(m.EnqueuedTime))
+	b = binary.AppendVarint(b, m.EnqueuedSequenceNumber)
+	b = appendBytes(b, m.UserID)
+	flags := byte(0)
+	if m.Durable {
+		flags |= 1
+	}
+	b = append(b, m.Priority, flags, byte(m.BodyType))
+	if b, err = appendMap(b, m.ApplicationProperties); err != nil {
+		return nil, err
+	}
+	if b, err = appendMap(b, m.Annotations); err != nil {
+		return nil, err
+	}
+	return appendBytes(b, m.Body), nil
+}
+
+// decodeBody decodes a body record. Broker fields that live in the state
+// record (sequence number, state, delivery count, expiry) are left zero.
+func decodeBody(b []byte) (*Message, error) {
+	r := reader{b: b}
+	if r.byte() != bodyVersion {
+		return nil, errCorrupt
+	}
+	m := &Message{}
+	m.MessageID = r.value()
+	m.CorrelationID = r.value()
+	for _, p := range [...]*string{&m.SessionID, &m.ReplyToSessionID, &m.To, &m.ReplyTo, &m.Subject,
+		&m.ContentType, &m.ContentEncoding, &m.PartitionKey, &m.ViaPartitionKey, &m.DeadLetterSource} {
+		*p = r.string()
+	}
+	m.TimeToLive = time.Duration(r.varint())
+	m.ScheduledEnqueueTime = nanosToTime(r.varint())
+	m.CreationTime = nanosToTime(r.varint())
+	m.EnqueuedTime = nanosToTime(r.varint())
+	m.EnqueuedSequenceNumber = r.varint()
+	if u := r.bytes(); len(u) > 0 {
+		m.UserID = append([]byte(nil), u...)
+	}
+	m.Priority = r.byte()
+	m.Durable = r.byte()&1 != 0
+	m.BodyType = BodyType(r.byte())
+	m.ApplicationProperties = r.mapValue()
+	m.Annotations = r.mapValue()
+	if body := r.bytes(); len(body) > 0 {
+		m.Body = append([]byte(nil), body...)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return m, nil
+}
+
+const stateVersion = 1
+
+// stateRec is the persisted part of a message's broker state.
+type stateRec struct {
+	state         MessageState
+	deliveryCount int32
+	owner         uint64 // id whose body space holds the body
+	expiresAt     int64  // unix nanos; 0 = never
+	scheduledAt   int64  // unix nanos; 0 = not scheduled
+	size          int32
+	sessionID     string
+}
+
+func (s *stateRec) encode(b []byte) []byte {
+	b = append(b, stateVersion, byte(s.state))
+	b = binary.AppendUvarint(b, uint64(s.deliveryCount))
+	b = binary.BigEndian.AppendUint64(b, s.owner)
+	b = binary.AppendVarint(b, s.expiresAt)
+	b = binary.AppendVarint(b, s.scheduledAt)
+	b = binary.AppendUvarint(b, uint64(s.size))
+	return appendBytes(b, []byte(s.sessionID))
+}
+
+func decodeState(b []byte) (stateRec, error) {
+	r := reader{b: b}
+	var s stateRec
+	if r.byte() != stateVersion {
+		return s, errCorrupt
+	}
+	s.state = MessageState(r.byte())
+	s.deliveryCount = int32(r.uvarint())
+	if o := r.fixed(8); o != nil {
+		s.owner = binary.BigEndian.Uint64(o)
+	}
+	s.expiresAt = r.varint()
+	s.scheduledAt = r.varint()
+	s.size = int32(r.uvarint())
+	s.sessionID = r.string()
+	return s, r.err
+}

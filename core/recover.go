@@ -1,0 +1,212 @@
+package core
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+// recover rebuilds every entity and the in-memory index of every message
+// from the store. It reads only the small records (entities, rules, state
+// records, sequence reservations, duplicate history, session state), never
+// a message body, so it runs at the speed of a key scan.
+func (b *Broker) recover() error {
+	var recs []entityRecord
+	err := b.store.Scan([]byte{tabEntity}, nil, func(k, v []byte) (bool, error) {
+		var r entityRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return false, errf(CodeInternal, "entity record %q: %v", k[1:], err)
+		}
+		recs = append(recs, r)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	// Topics and queues first, so subscriptions find their topic.
+	sort.SliceStable(recs, func(i, j int) bool {
+		return (recs[i].Entity.Kind == KindSubscription) == false && recs[j].Entity.Kind == KindSubscription
+	})
+	now := b.Now()
+	var outOfDeliveries []func() error
+	for _, r := range recs {
+		d := r.Entity
+		var topic *entity
+		if d.Kind == KindSubscription {
+			b.mu.RLock()
+			topic = b.mu.entities[entityKey(d.Topic)]
+			b.mu.RUnlock()
+			if topic == nil {
+				b.log.Warn("dropping orphan subscription record")
+				continue
+			}
+		}
+		ent := b.newEntity(r.ID, entityKey(d.Path()), &d, topic)
+		if err := b.recoverRules(ent); err != nil {
+			return err
+		}
+		b.register(ent)
+		if ent.in != nil {
+			if err := b.recoverInlet(ent, now); err != nil {
+				return err
+			}
+		}
+		if ent.q != nil {
+			for _, q := range []*queue{ent.q, ent.q.dead} {
+				late, err := q.recoverMessages(now)
+				if err != nil {
+					return err
+				}
+				if len(late) > 0 {
+					q := q
+					outOfDeliveries = append(outOfDeliveries, func() error {
+						return q.deadLetter(late, ReasonMaxDeliveryCount, maxDeliveryDescription(q.desc().MaxDeliveryCount), nil)
+					})
+				}
+			}
+			if err := ent.q.recoverSessionStates(); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range outOfDeliveries {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Broker) recoverRules(ent *entity) error {
+	if ent.desc.Load().Kind != KindSubscription {
+		return nil
+	}
+	var rules []*compiledRule
+	err := b.store.Scan(idKey(tabRule, ent.id), nil, func(k, v []byte) (bool, error) {
+		var r Rule
+		if err := json.Unmarshal(v, &r); err != nil {
+			return false, errf(CodeInternal, "rule record: %v", err)
+		}
+		c, err := compileRule(&r)
+		if err != nil {
+			return false, err
+		}
+		rules = append(rules, c)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	sortRules(rules)
+	ent.rules.Store(&rules)
+	return nil
+}
+
+func sortRules(rules []*compiledRule) {
+	sort.SliceStable(rules, func(i, j int) bool {
+		if !rules[i].CreatedAt.Equal(rules[j].CreatedAt) {
+			return rules[i].CreatedAt.Before(rules[j].CreatedAt)
+		}
+		return strings.ToLower(rules[i].Name) < strings.ToLower(rules[j].Name)
+	})
+}
+
+// recoverInlet restores the sequence counter (past every number ever
+// handed out) and the duplicate-detection history still in its window.
+func (b *Broker) recoverInlet(ent *entity, now int64) error {
+	in := ent.in
+	var reserved int64
+	if v, err := b.store.Get(idKey(tabSeq, ent.id)); err == nil && len(v) == 8 {
+		reserved = int64(binary.BigEndian.Uint64(v))
+	}
+	in.next = reserved + 1
+	in.reserved, in.durable = reserved, reserved
+	window := int64(ent.desc.Load().DuplicateDetectionHistoryTimeWindow)
+	return b.store.Scan(idKey(tabDedup, ent.id), nil, func(k, v []byte) (bool, error) {
+		if len(v) != 8 {
+			return true, nil
+		}
+		at := int64(binary.BigEndian.Uint64(v))
+		if at > now-window {
+			in.dedup.restore(string(k[9:]), at)
+		}
+		return true, nil
+	})
+}
+
+// recoverMessages loads q's state records. Messages that were locked when
+// the broker stopped are available again; their delivery was already
+// counted. Those out of deliveries are returned for dead-lettering.
+func (q *queue) recoverMessages(now int64) ([]*msgRec, error) {
+	var late []*msgRec
+	maxDC := q.desc().MaxDeliveryCount
+	var maxSeq int64
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	err := q.b.store.Scan(idKey(tabState, q.id), nil, func(k, v []byte) (bool, error) {
+		st, err := decodeState(v)
+		if err != nil {
+			return false, err
+		}
+		r := &msgRec{seq: seqFromKey(k), idx: -1, stateRec: st}
+		maxSeq = max(maxSeq, r.seq)
+		if r.state == StateScheduled && r.scheduledAt <= now {
+			r.state = StateActive
+		}
+		if q.shared != nil && r.owner == q.shared.id {
+			q.shared.refs.Lock()
+			if q.shared.refs.m == nil {
+				q.shared.refs.m = make(map[int64]int32)
+			}
+			q.shared.refs.m[r.seq]++
+			q.shared.refs.Unlock()
+		}
+		q.insertLocked(r, now)
+		if r.state == StateActive && !q.isDeadLetter() && r.deliveryCount >= maxDC {
+			// Locked at the crash with its last delivery: take it back
+			// out of avail and dead-letter it after recovery.
+			q.takeBackLocked(r)
+			late = append(late, r)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A queue's own counter must pass every sequence number still stored
+	// (its dead-letter subqueue shares the numbering).
+	if in := q.ent.in; in != nil && maxSeq >= in.next {
+		in.next = maxSeq + 1
+		in.reserved, in.durable = maxSeq, maxSeq
+	}
+	return late, nil
+}
+
+// takeBackLocked removes an available record from avail (or its session).
+func (q *queue) takeBackLocked(r *msgRec) {
+	if s := q.sessionLocked(r); s != nil {
+		if r.idx >= 0 && r.idx < len(s.avail) && s.avail[r.idx] == r {
+			s.avail.remove(r.idx)
+			q.mu.sessions.changed(s)
+		}
+		return
+	}
+	if r.idx >= 0 && r.idx < len(q.mu.avail) && q.mu.avail[r.idx] == r {
+		q.mu.avail.remove(r.idx)
+	}
+}
+
+func (q *queue) recoverSessionStates() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.b.store.Scan(idKey(tabSession, q.id), nil, func(k, v []byte) (bool, error) {
+		if len(v) < 8 {
+			return true, nil
+		}
+		s := q.mu.sessions.get(string(k[9:]))
+		s.stateAt = int64(binary.BigEndian.Uint64(v))
+		s.state = append([]byte{}, v[8:]...)
+		return true, nil
+	})
+}

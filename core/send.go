@@ -1,0 +1,311 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// The send path.
+//
+// A send assigns sequence numbers under the entity's inlet mutex, builds
+// one storage batch for every record the send creates (bodies, state
+// records, duplicate-detection history, forwarded copies), applies it with
+// Sync outside any lock — concurrent sends are group-committed by the
+// store — and only then makes the messages visible. Visibility follows
+// sequence order: a send that becomes durable before an earlier one waits
+// in the inlet's pending list until the earlier one is done, so a session
+// or a FIFO reader never sees 5 before 4.
+
+// inlet is the write side of a queue or topic.
+type inlet struct {
+	e *entity
+
+	mu       sync.Mutex // guards the fields below; held while publishing
+	next     int64      // next sequence number to assign
+	reserved int64      // sequence numbers up to this are reserved
+	durable  int64      // ... and up to this the reservation is durable
+	pending  []*pendingSend
+	dedup    dedupIndex
+}
+
+// seqBlock is how many sequence numbers one reservation record covers.
+const seqBlock = 1 << 16
+
+// pendingSend is one send's share of an inlet: the records it will make
+// visible once durable.
+type pendingSend struct {
+	in       *inlet
+	done     bool
+	failed   bool
+	reserve  int64    // the reservation this send wrote, 0 if none
+	dedupIDs []string // message ids this send added to the history
+	places   []placement
+}
+
+// placement is one record destined for one queue.
+type placement struct {
+	q *queue
+	r *msgRec
+}
+
+// sendPlan collects everything one Send writes, across inlets (forwarding).
+type sendPlan struct {
+	b     *Broker
+	now   int64
+	batch storage.Batch
+	sends []*pendingSend
+	seqs  []int64 // per top-level message: assigned sequence number, 0 if dropped
+}
+
+// maxForwardHops bounds auto-forwarding chains, like Service Bus's limit.
+const maxForwardHops = 4
+
+// Send enqueues msgs on the queue or topic at path and returns once they
+// are durable. It returns the sequence numbers assigned, 0 for a message
+// dropped as a duplicate. Messages with a future ScheduledEnqueueTime are
+// stored as scheduled. The msgs are stamped in place with their broker
+// properties.
+func (b *Broker) Send(ctx context.Context, path string, msgs ...*Message) ([]int64, error) {
+	a := ParseAddress(path)
+	if a.DeadLetter || a.Sub != "" {
+		return nil, errf(CodeBadRequest, "cannot send to '%s': send to its queue or topic", a.String())
+	}
+	e, err := b.lookup(a)
+	if err != nil {
+		return nil, err
+	}
+	p := &sendPlan{b: b, now: b.Now(), batch: storage.Batch{Sync: true}}
+	p.seqs = make([]int64, len(msgs))
+	err = p.add(e, msgs, p.seqs, 0)
+	if err == nil {
+		err = b.store.Apply(&p.batch)
+	}
+	p.finish(err != nil)
+	if err != nil {
+		return nil, err
+	}
+	return p.seqs, ctx.Err()
+}
+
+// add plans msgs onto entity e. seqs, when non-nil, receives the sequence
+// number of each message.
+func (p *sendPlan) add(e *entity, msgs []*Message, seqs []int64, hops int) error {
+	d := e.desc.Load()
+	if d.Kind == KindSubscription {
+		return errf(CodeBadRequest, "cannot send to subscription '%s'", d.Path())
+	}
+	if d.Status == StatusDisabled || d.Status == StatusSendDisabled {
+		return errf(CodeEntityDisabled, "Messaging entity '%s' is currently disabled for sending.", d.Path())
+	}
+	for _, m := range msgs {
+		if err := checkSendable(d, m); err != nil {
+			return err
+		}
+	}
+	e.touch(p.now)
+	if d.ForwardTo != "" && d.Kind == KindQueue {
+		t, err := p.forwardTarget(d, d.ForwardTo, hops)
+		if err != nil {
+			return err
+		}
+		return p.add(t, msgs, seqs, hops+1)
+	}
+
+	in := e.in
+	ps := &pendingSend{in: in}
+	in.mu.Lock()
+	in.dedup.evictLocked(p, e, d.DuplicateDetectionHistoryTimeWindow)
+	assigned := make([]int64, len(msgs))
+	for i, m := range msgs {
+		if d.RequiresDuplicateDetection {
+			id := m.MessageIDString()
+			if in.dedup.seenLocked(p, e, id) {
+				continue
+			}
+			ps.dedupIDs = append(ps.dedupIDs, id)
+		}
+		assigned[i] = in.next
+		in.next++
+	}
+	if in.next-1 > in.durable {
+		// Every send that uses numbers beyond the durable reservation
+		// writes the reservation, so whichever commits first covers all.
+		for in.reserved < in.next-1 {
+			in.reserved += seqBlock
+		}
+		ps.reserve = in.reserved
+		p.batch.Set(idKey(tabSeq, e.id), u64(uint64(in.reserved)))
+	}
+	in.pending = append(in.pending, ps)
+	in.mu.Unlock()
+	p.sends = append(p.sends, ps)
+
+	for i, m := range msgs {
+		seq := assigned[i]
+		if seqs != nil {
+			seqs[i] = seq
+		}
+		if seq == 0 {
+			continue
+		}
+		if err := p.place(e, d, ps, m, seq, hops); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *sendPlan) forwardTarget(d *Entity, target string, hops int) (*entity, error) {
+	if hops >= maxForwardHops {
+		return nil, errf(CodeBadRequest, "'%s' forwards through more than %d entities", d.Path(), maxForwardHops)
+	}
+	t, err := p.b.lookup(ParseAddress(target))
+	if err != nil {
+		return nil, errf(CodeNotFound, "'%s' forwards to '%s', which does not exist", d.Path(), target)
+	}
+	return t, nil
+}
+
+// place stamps m with its broker properties and plans its records: one
+// state record on a queue, or one per matching subscription of a topic
+// with the body stored once.
+func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq int64, hops int) error {
+	now := p.now
+	m.SequenceNumber = seq
+	m.EnqueuedSequenceNumber = seq
+	m.EnqueuedTime = time.Unix(0, now).UTC()
+	m.State = StateActive
+	m.DeliveryCount = 0
+	base := now
+	if !m.ScheduledEnqueueTime.IsZero() && m.ScheduledEnqueueTime.UnixNano() > now {
+		m.State = StateScheduled
+		base = m.ScheduledEnqueueTime.UnixNano()
+	}
+	size := int32(m.Size())
+	if d.Kind == KindQueue {
+		ttl := effectiveTTL(m.TimeToLive, d.DefaultMessageTimeToLive)
+		r := p.newRec(m, seq, e.id, base, ttl, size)
+		body, err := encodeBody(nil, m)
+		if err != nil {
+			return err
+		}
+		p.batch.Set(seqKey(tabBody, e.id, seq), body)
+		p.batch.Set(seqKey(tabState, e.q.id, seq), r.encode(nil))
+		ps.places = append(ps.places, placement{q: e.q, r: r})
+		return nil
+	}
+	return p.fanOut(e, d, ps, m, seq, base, size, hops)
+}
+
+func (p *sendPlan) newRec(m *Message, seq int64, owner uint64, base int64, ttl time.Duration, size int32) *msgRec {
+	r := &msgRec{seq: seq, idx: -1, msg: m}
+	r.state = m.State
+	r.owner = owner
+	r.expiresAt = expiry(base, ttl)
+	if m.State == StateScheduled {
+		r.scheduledAt = base
+	}
+	r.size = size
+	r.sessionID = m.SessionID
+	return r
+}
+
+// effectiveTTL applies the entity default as both default and cap.
+func effectiveTTL(msgTTL, entityTTL time.Duration) time.Duration {
+	if msgTTL <= 0 || msgTTL > entityTTL {
+		return entityTTL
+	}
+	return msgTTL
+}
+
+// expiry returns base+ttl in unix nanos, 0 for "never" (and on overflow).
+func expiry(base int64, ttl time.Duration) int64 {
+	if ttl >= MaxTimeToLive || int64(ttl) > 1<<62 || base > (1<<63-1)-int64(ttl) {
+		return 0
+	}
+	return base + int64(ttl)
+}
+
+func checkSendable(d *Entity, m *Message) error {
+	if max := d.MaxMessageSizeInKilobytes * 1024; int64(m.Size()) > max {
+		return errf(CodeMessageTooLarge, "The received message (size %d bytes) exceeds the limit (%d bytes) of '%s'.", m.Size(), max, d.Path())
+	}
+	if d.Kind == KindQueue && d.RequiresSession && m.SessionID == "" {
+		return errf(CodeBadRequest, "The SessionId was not set on a message, and it cannot be sent to the entity '%s'. Entities that have session support enabled can only receive messages that have the SessionId set to a valid value.", d.Path())
+	}
+	if m.SessionID != "" && m.PartitionKey != "" && m.SessionID != m.PartitionKey {
+		return errf(CodeBadRequest, "PartitionKey '%s' is not the same as SessionId '%s'; when both are set they must be equal.", m.PartitionKey, m.SessionID)
+	}
+	if len(m.SessionID) > 128 {
+		return errf(CodeBadRequest, "SessionId is longer than 128 characters")
+	}
+	return nil
+}
+
+// finish marks the plan's sends done and publishes, in sequence order,
+// every send whose predecessors are done too.
+func (p *sendPlan) finish(failed bool) {
+	now := p.b.Now()
+	for _, ps := range p.sends {
+		in := ps.in
+		in.mu.Lock()
+		ps.done = true
+		ps.failed = failed
+		if !failed && ps.reserve > in.durable {
+			in.durable = ps.reserve
+		}
+		if failed {
+			in.dedup.forgetLocked(ps.dedupIDs, p.now)
+		}
+		n := 0
+		for n < len(in.pending) && in.pending[n].done {
+			in.pending[n].publish(now)
+			n++
+		}
+		clear(in.pending[:n])
+		in.pending = in.pending[n:]
+		in.mu.Unlock()
+	}
+}
+
+// publish makes a durable send's records visible. Called with in.mu held,
+// which keeps publication in sequence order.
+func (ps *pendingSend) publish(now int64) {
+	if ps.failed {
+		return
+	}
+	if len(ps.places) > 0 && ps.places[0].q.shared != nil {
+		ps.in.e.addRefs(ps.places)
+	}
+	for _, pl := range ps.places {
+		q := pl.q
+		q.mu.Lock()
+		if q.mu.closed {
+			q.mu.Unlock()
+			continue
+		}
+		if pl.r.msg != nil {
+			if q.cachedBytes.Load() < maxCachedBytes {
+				q.cachedBytes.Add(int64(len(pl.r.msg.Body)))
+			} else {
+				pl.r.msg = nil
+			}
+		}
+		q.insertLocked(pl.r, now)
+		q.serveWaitersLocked(now)
+		q.mu.Unlock()
+		q.kickExpiry()
+	}
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+	return b
+}

@@ -1,0 +1,394 @@
+package core
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// Sessions.
+//
+// On a session-enabled queue or subscription every active message sits in
+// its session's own heap instead of the queue's. A receiver first locks a
+// session (AcceptSession); the session lock is an umbrella: while it is
+// held only its holder receives that session's messages, in sequence
+// order, including ones that arrive later. Message locks taken inside a
+// session last as long as the session lock.
+//
+// sessions.ready orders the sessions that have deliverable messages and
+// no holder by the sequence number of their first message, so accepting
+// the next available session is O(log n) however many sessions exist.
+
+// session is one message session of a queue. Guarded by the queue mutex.
+type session struct {
+	id          string
+	avail       recHeap
+	lock        LockToken // zero when no receiver holds the session
+	lockedUntil int64
+	locked      map[LockToken]*msgRec // message locks under the session lock
+	state       []byte
+	stateAt     int64 // when state was last set (unix nanos)
+	count       int   // messages of this session stored in the queue
+	readyIdx    int   // index in sessionIndex.ready, -1 when not there
+}
+
+// SessionLock is a receiver's hold on a session.
+type SessionLock struct {
+	SessionID   string
+	Token       LockToken
+	LockedUntil time.Time
+}
+
+type sessionIndex struct {
+	byID    map[string]*session
+	ready   []*session // min-heap by the head message's sequence number
+	waiters []*acceptWaiter
+}
+
+type acceptWaiter struct {
+	ch chan *session
+}
+
+func (x *sessionIndex) init() { x.byID = make(map[string]*session) }
+
+func (x *sessionIndex) get(id string) *session {
+	s := x.byID[id]
+	if s == nil {
+		s = &session{id: id, readyIdx: -1}
+		x.byID[id] = s
+	}
+	return s
+}
+
+// push makes r deliverable in its session.
+func (x *sessionIndex) push(r *msgRec) {
+	s := x.get(r.sessionID)
+	s.avail.push(r)
+	x.changed(s)
+}
+
+// changed restores the ready-heap invariant for s after its heap or lock
+// changed.
+func (x *sessionIndex) changed(s *session) {
+	ready := len(s.avail) > 0 && s.lock == (LockToken{})
+	switch {
+	case ready && s.readyIdx < 0:
+		s.readyIdx = len(x.ready)
+		x.ready = append(x.ready, s)
+		x.up(s.readyIdx)
+	case ready:
+		x.up(s.readyIdx)
+		x.down(s.readyIdx)
+	case s.readyIdx >= 0:
+		x.remove(s.readyIdx)
+	}
+}
+
+func (x *sessionIndex) less(i, j int) bool { return x.ready[i].avail[0].seq < x.ready[j].avail[0].seq }
+
+func (x *sessionIndex) swap(i, j int) {
+	x.ready[i], x.ready[j] = x.ready[j], x.ready[i]
+	x.ready[i].readyIdx = i
+	x.ready[j].readyIdx = j
+}
+
+func (x *sessionIndex) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !x.less(j, i) {
+			break
+		}
+		x.swap(i, j)
+		j = i
+	}
+}
+
+func (x *sessionIndex) down(i int) {
+	n := len(x.ready)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			return
+		}
+		if r := j + 1; r < n && x.less(r, j) {
+			j = r
+		}
+		if !x.less(j, i) {
+			return
+		}
+		x.swap(i, j)
+		i = j
+	}
+}
+
+func (x *sessionIndex) remove(i int) {
+	n := len(x.ready) - 1
+	s := x.ready[i]
+	if i != n {
+		x.swap(i, n)
+	}
+	x.ready[n] = nil
+	x.ready = x.ready[:n]
+	if i != n {
+		x.up(i)
+		x.down(i)
+	}
+	s.readyIdx = -1
+}
+
+// sessionQueue resolves a path to a session-enabled queue.
+func (b *Broker) sessionQueue(path string) (*queue, error) {
+	q, err := b.queueFor(path)
+	if err != nil {
+		return nil, err
+	}
+	if !q.desc().RequiresSession || q.isDeadLetter() {
+		return nil, errf(CodeBadRequest, "It is not possible for an entity that does not require sessions to create a sessionful message receiver: '%s'.", q.path)
+	}
+	return q, nil
+}
+
+// AcceptSession locks the session id of the entity at path for the
+// caller, or, with id "", the next session that has deliverable messages
+// and no holder, waiting until ctx is done ([ErrTimeout] then). A session
+// held by another receiver fails with [ErrSessionCannotLock].
+func (b *Broker) AcceptSession(ctx context.Context, path, id string) (*SessionLock, error) {
+	q, err := b.sessionQueue(path)
+	if err != nil {
+		return nil, err
+	}
+	now := b.Now()
+	q.mu.Lock()
+	if id != "" {
+		defer q.mu.Unlock()
+		s := q.mu.sessions.get(id)
+		if s.lock != (LockToken{}) && (s.lockedUntil > now || b.cfg.Faults.IgnoreLockExpiry) {
+			return nil, errf(CodeSessionCannotLock, "The requested session '%s' cannot be accepted. It may be locked by another receiver.", id)
+		}
+		return q.lockSessionLocked(s, now), nil
+	}
+	if len(q.mu.sessions.ready) > 0 {
+		s := q.mu.sessions.ready[0]
+		sl := q.lockSessionLocked(s, now)
+		q.mu.Unlock()
+		return sl, nil
+	}
+	w := &acceptWaiter{ch: make(chan *session, 1)}
+	q.mu.sessions.waiters = append(q.mu.sessions.waiters, w)
+	q.mu.Unlock()
+	select {
+	case s := <-w.ch:
+		if s == nil {
+			return nil, entityNotFound(q.path)
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return &SessionLock{SessionID: s.id, Token: s.lock, LockedUntil: nanosToTime(s.lockedUntil)}, nil
+	case <-ctx.Done():
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.mu.sessions.waiters {
+		if x == w {
+			q.mu.sessions.waiters = append(q.mu.sessions.waiters[:i], q.mu.sessions.waiters[i+1:]...)
+			return nil, errf(CodeTimeout, "No session available to accept on '%s' within the timeout.", q.path)
+		}
+	}
+	// Served while timing out: give the session back.
+	if s := <-w.ch; s != nil {
+		q.unlockSessionLocked(s, false, b.Now())
+	}
+	return nil, errf(CodeTimeout, "No session available to accept on '%s' within the timeout.", q.path)
+}
+
+func (q *queue) lockSessionLocked(s *session, now int64) *SessionLock {
+	s.lock = NewUUID()
+	s.lockedUntil = now + int64(q.lockDuration())
+	if s.locked == nil {
+		s.locked = make(map[LockToken]*msgRec)
+	}
+	q.mu.sessions.changed(s)
+	q.addTimerLocked(timeItem{at: s.lockedUntil, sess: s, tok: s.lock})
+	return &SessionLock{SessionID: s.id, Token: s.lock, LockedUntil: nanosToTime(s.lockedUntil)}
+}
+
+// serveAcceptersLocked gives ready sessions to waiting AcceptSession calls.
+func (q *queue) serveAcceptersLocked(now int64) {
+	x := &q.mu.sessions
+	for len(x.waiters) > 0 && len(x.ready) > 0 {
+		w := x.waiters[0]
+		x.waiters = x.waiters[1:]
+		s := x.ready[0]
+		q.lockSessionLocked(s, now)
+		w.ch <- s
+	}
+}
+
+// heldSession checks that sl is the live lock of its session.
+func (q *queue) heldSession(sl *SessionLock) (*session, error) {
+	now := q.b.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := q.mu.sessions.byID[sl.SessionID]
+	if s == nil || s.lock != sl.Token || (s.lockedUntil <= now && !q.b.cfg.Faults.IgnoreLockExpiry) {
+		return nil, errf(CodeSessionLockLost, "The session lock has expired on the MessageSession. Accept a new MessageSession.")
+	}
+	return s, nil
+}
+
+// RenewSessionLock extends a session lock by the entity's lock duration.
+func (b *Broker) RenewSessionLock(ctx context.Context, path string, sl *SessionLock) (time.Time, error) {
+	q, err := b.sessionQueue(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	s, err := q.heldSession(sl)
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := b.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s.lockedUntil = now + int64(q.lockDuration())
+	for _, r := range s.locked {
+		r.lockedUntil = s.lockedUntil
+	}
+	q.addTimerLocked(timeItem{at: s.lockedUntil, sess: s, tok: s.lock})
+	sl.LockedUntil = nanosToTime(s.lockedUntil)
+	return sl.LockedUntil, nil
+}
+
+// CloseSession releases a session lock cleanly: messages locked under it
+// become available again without counting the delivery.
+func (b *Broker) CloseSession(path string, sl *SessionLock) error {
+	q, err := b.sessionQueue(path)
+	if err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := q.mu.sessions.byID[sl.SessionID]
+	if s == nil || s.lock != sl.Token {
+		return nil
+	}
+	q.unlockSessionLocked(s, false, b.Now())
+	return nil
+}
+
+// expireSessionLockLocked runs when a session lock's timer falls due.
+func (q *queue) expireSessionLockLocked(s *session, tok LockToken, now int64) {
+	if s.lock != tok || s.lockedUntil > now || q.b.cfg.Faults.IgnoreLockExpiry {
+		return
+	}
+	q.unlockSessionLocked(s, true, now)
+}
+
+// unlockSessionLocked ends a session lock. Messages locked under it go
+// back to the session; expired means the delivery counts (lock expiry),
+// otherwise it does not (clean close).
+func (q *queue) unlockSessionLocked(s *session, expired bool, now int64) {
+	for tok, r := range s.locked {
+		delete(q.mu.locked, tok)
+		r.lock = LockToken{}
+		if !expired {
+			r.deliveryCount--
+		}
+		if r.state != StateDeferred {
+			s.avail.push(r)
+		}
+	}
+	clear(s.locked)
+	s.lock = LockToken{}
+	s.lockedUntil = 0
+	q.mu.sessions.changed(s)
+	q.serveAcceptersLocked(now)
+	q.pruneSessionLocked(s)
+}
+
+func (q *queue) pruneSessionLocked(s *session) {
+	if s.count == 0 && s.state == nil && s.lock == (LockToken{}) && len(s.avail) == 0 {
+		delete(q.mu.sessions.byID, s.id)
+	}
+}
+
+// GetSessionState returns the session's state, nil if none. The caller
+// must hold the session lock.
+func (b *Broker) GetSessionState(ctx context.Context, path string, sl *SessionLock) ([]byte, error) {
+	q, err := b.sessionQueue(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := q.heldSession(sl)
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]byte(nil), s.state...), nil
+}
+
+// SetSessionState stores the session's state durably; nil clears it. The
+// state outlives the session's messages and restarts.
+func (b *Broker) SetSessionState(ctx context.Context, path string, sl *SessionLock, state []byte) error {
+	q, err := b.sessionQueue(path)
+	if err != nil {
+		return err
+	}
+	if max := q.desc().MaxMessageSizeInKilobytes * 1024; int64(len(state)) > max {
+		return errf(CodeMessageTooLarge, "The session state (size %d bytes) exceeds the limit (%d bytes).", len(state), max)
+	}
+	s, err := q.heldSession(sl)
+	if err != nil {
+		return err
+	}
+	now := b.Now()
+	batch := storage.Batch{Sync: true}
+	key := nameKey(tabSession, q.id, sl.SessionID)
+	if state == nil {
+		batch.Delete(key)
+	} else {
+		batch.Set(key, encodeSessionState(now, state))
+	}
+	if err := b.store.Apply(&batch); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if state == nil {
+		s.state = nil
+	} else {
+		s.state = append([]byte{}, state...)
+	}
+	s.stateAt = now
+	return nil
+}
+
+func encodeSessionState(at int64, state []byte) []byte {
+	return append(u64(uint64(at)), state...)
+}
+
+// ListSessions returns the ids of the entity's sessions: with since zero,
+// those with messages or state; otherwise those whose state was set after
+// since. Ids are sorted.
+func (b *Broker) ListSessions(ctx context.Context, path string, since time.Time) ([]string, error) {
+	q, err := b.sessionQueue(path)
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	var ids []string
+	for id, s := range q.mu.sessions.byID {
+		if since.IsZero() {
+			if s.count > 0 || s.state != nil {
+				ids = append(ids, id)
+			}
+		} else if s.stateAt > since.UnixNano() {
+			ids = append(ids, id)
+		}
+	}
+	q.mu.Unlock()
+	sort.Strings(ids)
+	return ids, nil
+}
