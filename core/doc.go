@@ -1,0 +1,64 @@
+// Package core is omnibus's protocol-neutral Service Bus engine: entities
+// (queues, topics, subscriptions, rules), messages and their life cycle
+// (send, schedule, peek-lock, receive-and-delete, settle, renew, defer,
+// dead-letter, expire, forward), sessions and their state. It knows
+// nothing of AMQP, HTTP or Pebble: the fronts (amqpserver, httpgw) translate
+// their protocols into calls on [Broker], and a [storage.Store] keeps
+// everything durable.
+//
+// # API the fronts call
+//
+//	Send(ctx, path, msgs...) ([]seq, error)          queue or topic; durable on return
+//	Receive(ctx, path, ReceiveOptions) ([]*Message, error)  blocks until ≥1 or ctx done
+//	Settle(ctx, path, lockToken, Outcome) error       complete/abandon/defer/dead-letter/release
+//	RenewLock(ctx, path, lockToken) (time.Time, error)
+//	ReceiveDeferred(ctx, path, mode, seqs) ([]*Message, error)
+//	Peek(ctx, path, PeekOptions) ([]*Message, error)
+//	CancelScheduled(ctx, path, seqs) error
+//	AcceptSession / RenewSessionLock / CloseSession / Get|SetSessionState / ListSessions
+//	CreateEntity / UpdateEntity / DeleteEntity / GetEntity / ListEntities / Counts
+//	AddRule / RemoveRule / ListRules
+//
+// Paths are entity paths as both protocols write them: "q",
+// "q/$DeadLetterQueue", "t/Subscriptions/s", "t/Subscriptions/s/$DeadLetterQueue"
+// (reserved segments match case-insensitively; see [ParseAddress]). Errors
+// are *[Error] with a [Code]; each front maps codes in one table.
+//
+// # Model
+//
+// Each stored message has two records (record.go): an immutable body and a
+// small state record. Memory holds only an index entry per message
+// (msgRec, a few dozen bytes), so a backlog lives on disk; recovery scans
+// the state records only. A topic stores a body once and one state record
+// per matching subscription.
+//
+// A message record is in exactly one place of its queue: avail (a heap by
+// sequence number, or its session's heap), locked, deferred, or
+// scheduled. Lock tokens are UUIDs kept in one table per queue; a token is
+// valid from any connection and either protocol.
+//
+// # Time
+//
+// Time comes from an injected clock (package clock). Lock expiry and
+// scheduled activation run from one broker timer (timer.go) that calls
+// each queue's tick with the current time; message TTL is evaluated when a
+// receiver would take the message, as Service Bus does. Tests use
+// clock.Fake and never sleep.
+//
+// # Locking
+//
+// Lock order: Broker.manage → inlet.mu → queue.mu (a queue's main before
+// its dead-letter subqueue is never needed: moves release one before
+// taking the other) → entity.refs → brokerTimer.mu. Broker.mu is taken
+// alone. No mutex is held across storage I/O, except inlet.mu while
+// publishing, which is in-memory work only.
+//
+// # Durability
+//
+// Send, settle and management changes return after a Sync batch; the store
+// group-commits concurrent batches so fsync is paid per group, not per
+// message. Writes whose loss a crash cannot make visible (delivery counts,
+// expiry deletions, scheduled activation) are not synced. Locks are not
+// persisted: after a restart a message that was locked is available again,
+// its delivery already counted.
+package core
