@@ -1,0 +1,292 @@
+package emuconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// Config is a loaded Config.json.
+type Config struct {
+	Namespace string
+	// Entities in creation order: queues, then topics each followed by
+	// their subscriptions (whose Rules are set).
+	Entities []core.Entity
+	// LoggingType is the Logging.Type value ("File", "Console", ...).
+	LoggingType string
+}
+
+type fileConfig struct {
+	UserConfig struct {
+		Namespaces []struct {
+			Name   string
+			Queues []struct {
+				Name       string
+				Properties entityProps
+			}
+			Topics []struct {
+				Name          string
+				Properties    entityProps
+				Subscriptions []struct {
+					Name       string
+					Properties entityProps
+					Rules      []struct {
+						Name       string
+						Properties ruleProps
+					}
+				}
+			}
+		}
+		Logging struct{ Type string }
+	}
+}
+
+type entityProps struct {
+	DeadLetteringOnMessageExpiration          *bool
+	DeadLetteringOnFilterEvaluationExceptions *bool
+	DefaultMessageTimeToLive                  string
+	DuplicateDetectionHistoryTimeWindow       string
+	ForwardDeadLetteredMessagesTo             string
+	ForwardTo                                 string
+	LockDuration                              string
+	MaxDeliveryCount                          *int64
+	RequiresDuplicateDetection                *bool
+	RequiresSession                           *bool
+	AutoDeleteOnIdle                          string
+	MaxSizeInMegabytes                        *int64
+	MaxMessageSizeInKilobytes                 *int64
+	EnableBatchedOperations                   *bool
+	Status                                    string
+	UserMetadata                              string
+}
+
+type ruleProps struct {
+	FilterType        string
+	CorrelationFilter *struct {
+		ContentType      string
+		CorrelationID    string `json:"CorrelationId"`
+		Label            string
+		MessageID        string `json:"MessageId"`
+		ReplyTo          string
+		ReplyToSessionID string `json:"ReplyToSessionId"`
+		SessionID        string `json:"SessionId"`
+		To               string
+		Properties       map[string]any
+	}
+	SQLFilter *struct {
+		SQLExpression string `json:"SqlExpression"`
+	} `json:"SqlFilter"`
+	Action *struct {
+		SQLExpression string `json:"SqlExpression"`
+	}
+}
+
+// Load reads and validates a Config.json. Errors name the entity and the
+// property at fault.
+func Load(r io.Reader) (*Config, error) {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(stripComments(raw)))
+	dec.UseNumber()
+	var f fileConfig
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("emuconfig: %w", err)
+	}
+	ns := f.UserConfig.Namespaces
+	if len(ns) != 1 {
+		return nil, fmt.Errorf("emuconfig: UserConfig.Namespaces must hold exactly one namespace, found %d", len(ns))
+	}
+	c := &Config{Namespace: ns[0].Name, LoggingType: f.UserConfig.Logging.Type}
+	for _, q := range ns[0].Queues {
+		e := core.Entity{Kind: core.KindQueue, Name: q.Name}
+		if err := q.Properties.apply(&e); err != nil {
+			return nil, err
+		}
+		c.Entities = append(c.Entities, e)
+	}
+	for _, t := range ns[0].Topics {
+		e := core.Entity{Kind: core.KindTopic, Name: t.Name}
+		if err := t.Properties.apply(&e); err != nil {
+			return nil, err
+		}
+		c.Entities = append(c.Entities, e)
+		for _, s := range t.Subscriptions {
+			se := core.Entity{Kind: core.KindSubscription, Topic: t.Name, Name: s.Name}
+			if err := s.Properties.apply(&se); err != nil {
+				return nil, err
+			}
+			for _, r := range s.Rules {
+				rule, err := r.Properties.rule(r.Name)
+				if err != nil {
+					return nil, fmt.Errorf("emuconfig: subscription %q rule %q: %w", se.Path(), r.Name, err)
+				}
+				se.Rules = append(se.Rules, rule)
+			}
+			c.Entities = append(c.Entities, se)
+		}
+	}
+	for i := range c.Entities {
+		e := c.Entities[i]
+		if err := e.Validate(); err != nil {
+			return nil, fmt.Errorf("emuconfig: %w", err)
+		}
+	}
+	return c, nil
+}
+
+func (p *entityProps) apply(e *core.Entity) error {
+	where := func(prop string, err error) error {
+		return fmt.Errorf("emuconfig: %s %q: %s: %w", e.Kind, e.Path(), prop, err)
+	}
+	for _, d := range []struct {
+		name string
+		src  string
+		set  func(v int64)
+	}{
+		{"DefaultMessageTimeToLive", p.DefaultMessageTimeToLive, func(v int64) { e.DefaultMessageTimeToLive = durationOf(v) }},
+		{"DuplicateDetectionHistoryTimeWindow", p.DuplicateDetectionHistoryTimeWindow, func(v int64) { e.DuplicateDetectionHistoryTimeWindow = durationOf(v) }},
+		{"LockDuration", p.LockDuration, func(v int64) { e.LockDuration = durationOf(v) }},
+		{"AutoDeleteOnIdle", p.AutoDeleteOnIdle, func(v int64) { e.AutoDeleteOnIdle = durationOf(v) }},
+	} {
+		if d.src == "" {
+			continue
+		}
+		v, err := ParseDuration(d.src)
+		if err != nil {
+			return where(d.name, err)
+		}
+		d.set(v)
+	}
+	setBool := func(dst *bool, src *bool) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	setBool(&e.DeadLetteringOnMessageExpiration, p.DeadLetteringOnMessageExpiration)
+	setBool(&e.DeadLetteringOnFilterEvaluationExceptions, p.DeadLetteringOnFilterEvaluationExceptions)
+	setBool(&e.RequiresDuplicateDetection, p.RequiresDuplicateDetection)
+	setBool(&e.RequiresSession, p.RequiresSession)
+	setBool(&e.EnableBatchedOperations, p.EnableBatchedOperations)
+	if p.MaxDeliveryCount != nil {
+		if *p.MaxDeliveryCount < 1 || *p.MaxDeliveryCount > math.MaxInt32 {
+			return where("MaxDeliveryCount", fmt.Errorf("must be between 1 and %d, got %d", math.MaxInt32, *p.MaxDeliveryCount))
+		}
+		e.MaxDeliveryCount = int32(*p.MaxDeliveryCount)
+	}
+	if p.MaxSizeInMegabytes != nil {
+		e.MaxSizeInMegabytes = *p.MaxSizeInMegabytes
+	}
+	if p.MaxMessageSizeInKilobytes != nil {
+		e.MaxMessageSizeInKilobytes = *p.MaxMessageSizeInKilobytes
+	}
+	e.ForwardTo = p.ForwardTo
+	e.ForwardDeadLetteredMessagesTo = p.ForwardDeadLetteredMessagesTo
+	e.Status = core.EntityStatus(p.Status)
+	e.UserMetadata = p.UserMetadata
+	return nil
+}
+
+func (p *ruleProps) rule(name string) (core.Rule, error) {
+	r := core.Rule{Name: name}
+	switch strings.ToLower(p.FilterType) {
+	case "correlation", "correlationfilter":
+		cf := p.CorrelationFilter
+		if cf == nil {
+			return r, fmt.Errorf("FilterType Correlation needs a CorrelationFilter object")
+		}
+		props := make(map[string]any, len(cf.Properties))
+		for k, v := range cf.Properties {
+			pv, err := jsonValue(v)
+			if err != nil {
+				return r, fmt.Errorf("CorrelationFilter.Properties[%q]: %w", k, err)
+			}
+			props[k] = pv
+		}
+		if len(props) == 0 {
+			props = nil
+		}
+		r.Filter = core.Filter{Kind: core.FilterCorrelation, Correlation: &core.CorrelationFilter{
+			ContentType: cf.ContentType, CorrelationID: cf.CorrelationID, Subject: cf.Label,
+			MessageID: cf.MessageID, ReplyTo: cf.ReplyTo, ReplyToSessionID: cf.ReplyToSessionID,
+			SessionID: cf.SessionID, To: cf.To, Properties: props,
+		}}
+	case "sql", "sqlfilter":
+		if p.SQLFilter == nil || strings.TrimSpace(p.SQLFilter.SQLExpression) == "" {
+			return r, fmt.Errorf("FilterType Sql needs SqlFilter.SqlExpression")
+		}
+		r.Filter = core.Filter{Kind: core.FilterSQL, SQL: p.SQLFilter.SQLExpression}
+	default:
+		return r, fmt.Errorf("FilterType %q is not Correlation or Sql", p.FilterType)
+	}
+	if p.Action != nil {
+		r.Action = p.Action.SQLExpression
+	}
+	return r, r.Validate()
+}
+
+// jsonValue converts a decoded JSON property value into a typed one:
+// integral numbers become int64, others float64.
+func jsonValue(v any) (any, error) {
+	switch x := v.(type) {
+	case string, bool, nil:
+		return x, nil
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i, nil
+		}
+		return x.Float64()
+	}
+	return nil, fmt.Errorf("unsupported value %v (want string, number or boolean)", v)
+}
+
+// stripComments removes // and /* */ comments outside JSON strings, which
+// the emulator's sample file uses.
+func stripComments(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	inStr, esc := false, false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inStr {
+			out = append(out, c)
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		if c == '"' {
+			inStr = true
+			out = append(out, c)
+			continue
+		}
+		if c == '/' && i+1 < len(b) && b[i+1] == '/' {
+			for i < len(b) && b[i] != '\n' {
+				i++
+			}
+			out = append(out, '\n')
+			continue
+		}
+		if c == '/' && i+1 < len(b) && b[i+1] == '*' {
+			end := bytes.Index(b[i+2:], []byte("*/"))
+			if end < 0 {
+				return out
+			}
+			i += 2 + end + 1
+			out = append(out, ' ')
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}

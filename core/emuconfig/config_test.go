@@ -1,0 +1,112 @@
+package emuconfig
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/omnibusmq/omnibus/core"
+)
+
+func mustLoad(t *testing.T, path string) *Config {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := Load(f)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", path, err)
+	}
+	return c
+}
+
+func TestLoadEmulatorSample(t *testing.T) {
+	c := mustLoad(t, "testdata/emulator-default.json")
+	if c.Namespace != "sbemulatorns" || c.LoggingType != "File" {
+		t.Fatalf("namespace/logging = %q/%q", c.Namespace, c.LoggingType)
+	}
+	var paths []string
+	for _, e := range c.Entities {
+		paths = append(paths, e.Path())
+	}
+	want := "queue.1 topic.1 topic.1/Subscriptions/subscription.1 topic.1/Subscriptions/subscription.2 topic.1/Subscriptions/subscription.3"
+	if got := strings.Join(paths, " "); got != want {
+		t.Fatalf("entities = %s, want %s", got, want)
+	}
+	q := c.Entities[0]
+	if q.MaxDeliveryCount != 3 || q.LockDuration != time.Minute || q.DefaultMessageTimeToLive != time.Hour ||
+		q.DuplicateDetectionHistoryTimeWindow != 20*time.Second {
+		t.Fatalf("queue props = %+v", q)
+	}
+	s1 := c.Entities[2]
+	if len(s1.Rules) != 1 || s1.Rules[0].Filter.Kind != core.FilterCorrelation || s1.Rules[0].Filter.Correlation.Subject != "subject1" {
+		t.Fatalf("subscription.1 rules = %+v", s1.Rules)
+	}
+	s2 := c.Entities[3]
+	if got := s2.Rules[0].Filter.Correlation.Properties["prop3"]; got != "value3" {
+		t.Fatalf("prop3 = %v", got)
+	}
+	if s3 := c.Entities[4]; len(s3.Rules) != 0 {
+		t.Fatalf("subscription.3 has rules %v; want none (the broker adds $Default)", s3.Rules)
+	}
+}
+
+func TestLoadFullExampleWithCommentsAndSQL(t *testing.T) {
+	c := mustLoad(t, "testdata/full.json")
+	var sub core.Entity
+	for _, e := range c.Entities {
+		if e.Kind == core.KindSubscription {
+			sub = e
+		}
+	}
+	if !sub.RequiresSession || len(sub.Rules) != 2 {
+		t.Fatalf("billing = %+v", sub)
+	}
+	sql := sub.Rules[1]
+	if sql.Filter.Kind != core.FilterSQL || sql.Action != "SET sys.To = 'Entity'" {
+		t.Fatalf("sql rule = %+v", sql)
+	}
+	if !c.Entities[0].RequiresDuplicateDetection || !c.Entities[0].DeadLetteringOnMessageExpiration {
+		t.Fatalf("orders = %+v", c.Entities[0])
+	}
+}
+
+func TestLoadRejectsNamingEntityAndProperty(t *testing.T) {
+	cases := []struct{ name, json, want string }{
+		{"bad lock", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"LockDuration":"PT10M"}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": LockDuration`},
+		{"bad duration", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"DefaultMessageTimeToLive":"1 hour"}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": DefaultMessageTimeToLive`},
+		{"zero deliveries", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"MaxDeliveryCount":0}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": MaxDeliveryCount`},
+		{"unknown filter", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Subscriptions":[{"Name":"s","Rules":[{"Name":"r","Properties":{"FilterType":"Regex"}}]}]}]}],"Logging":{"Type":"Console"}}}`, `subscription "t/Subscriptions/s" rule "r": FilterType "Regex"`},
+		{"bad sql", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Subscriptions":[{"Name":"s","Rules":[{"Name":"r","Properties":{"FilterType":"Sql","SqlFilter":{"SqlExpression":"a = "}}}]}]}]}],"Logging":{"Type":"Console"}}}`, `rule "r"`},
+		{"two namespaces", `{"UserConfig":{"Namespaces":[{"Name":"a"},{"Name":"b"}],"Logging":{"Type":"Console"}}}`, `exactly one namespace`},
+		{"bad name", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"-q"}]}],"Logging":{"Type":"Console"}}}`, `"-q"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(tc.json))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to mention %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"PT1M": time.Minute, "PT5S": 5 * time.Second, "P14D": 14 * 24 * time.Hour, "PT0.5S": 500 * time.Millisecond,
+		"P1DT1H": 25 * time.Hour, "P10675199DT2H48M5.4775807S": core.MaxTimeToLive,
+	} {
+		got, err := ParseDuration(in)
+		if err != nil || time.Duration(got) != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, time.Duration(got), err, want)
+		}
+	}
+	for _, bad := range []string{"", "1M", "PT", "PTM", "P1H", "PT1X"} {
+		if _, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) succeeded", bad)
+		}
+	}
+}

@@ -1,0 +1,14 @@
+// Package emuconfig reads the Config.json of Microsoft's Azure Service Bus
+// emulator, unchanged, into core entity descriptions.
+//
+// The format is UserConfig → Namespaces (exactly one) → Queues and Topics
+// → Subscriptions → Rules, with ISO-8601 durations. A file written for the
+// emulator loads as is, JSON comments included. Two things differ on
+// purpose: the emulator's narrow caps (TTL ≤ 1 h, MaxDeliveryCount ≤ 10,
+// 50 entities) are not enforced — the cloud service's ranges apply — and a
+// rule with an unknown FilterType is an error naming it instead of being
+// silently dropped. Properties the cloud service has but the emulator's
+// schema lacks (AutoDeleteOnIdle, MaxMessageSizeInKilobytes,
+// MaxSizeInMegabytes, DeadLetteringOnFilterEvaluationExceptions, Status,
+// UserMetadata, EnableBatchedOperations) are accepted too.
+package emuconfig
