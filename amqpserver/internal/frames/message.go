@@ -1,0 +1,294 @@
+package frames
+
+import (
+	"fmt"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
+)
+
+// MessageFormatBatch is the transfer message-format Service Bus clients use
+// for a batch: the body is a sequence of data sections, each holding one
+// complete encoded message. See [SplitBatch].
+const MessageFormatBatch uint32 = 0x80013700
+
+// BodyKind says which kind of body sections a [Message] carries (§3.2).
+type BodyKind uint8
+
+// Body kinds.
+const (
+	BodyNone     BodyKind = iota // no body section
+	BodyData                     // one or more data sections
+	BodyValue                    // exactly one amqp-value section
+	BodySequence                 // one or more amqp-sequence sections
+)
+
+// Message is an annotated AMQP message (part 3, §3.2): the sections in wire
+// order. Nil fields are absent sections.
+//
+// The body is available both decoded (Data, Value or Sequence, per
+// BodyKind) and verbatim in RawBody, the encoded body sections exactly as
+// received. A broker stores RawBody and re-emits it untouched while
+// rewriting the header and annotations.
+type Message struct {
+	Header                *MessageHeader
+	DeliveryAnnotations   encoding.Map // symbol (or ulong) keys
+	MessageAnnotations    encoding.Map // symbol (or ulong) keys, x-opt-…
+	Properties            *MessageProperties
+	ApplicationProperties encoding.Map // string keys, in wire order
+
+	// BodyKind selects the body sections that [Message.MarshalAMQP] writes
+	// when RawBody is nil. BodyNone with a non-nil Data, Sequence or Value
+	// picks that kind.
+	BodyKind BodyKind
+	Data     [][]byte // data sections; alias RawBody after decoding
+	Value    any      // the amqp-value section
+	Sequence [][]any  // amqp-sequence sections
+
+	// RawBody holds the encoded body sections. When non-nil,
+	// [Message.MarshalAMQP] writes it verbatim instead of Data, Value or
+	// Sequence. [UnmarshalMessage] always sets it (to nil if there is no
+	// body).
+	RawBody []byte
+
+	Footer encoding.Map
+}
+
+// section order, used to reject sections that appear out of order.
+func sectionRank(code uint64) int {
+	switch code {
+	case codeMessageHeader:
+		return 0
+	case codeDeliveryAnnotations:
+		return 1
+	case codeMessageAnnotations:
+		return 2
+	case codeMessageProperties:
+		return 3
+	case codeApplicationProperties:
+		return 4
+	case codeData, codeAMQPSequence, codeAMQPValue:
+		return 5
+	case codeFooter:
+		return 6
+	}
+	return -1
+}
+
+// UnmarshalMessage decodes an encoded message, such as the payload of a
+// complete delivery (all its transfers concatenated). The result does not
+// alias p.
+func UnmarshalMessage(p []byte) (*Message, error) {
+	m := new(Message)
+	r := buffer.New(p)
+	last := -1
+	bodyStart, bodyEnd := -1, -1
+	for r.Len() > 0 {
+		offset := len(p) - r.Len()
+		code, err := encoding.ReadDescriptor(r)
+		if err != nil {
+			return nil, fmt.Errorf("message section at %d: %w", offset, err)
+		}
+		rank := sectionRank(code)
+		if rank < 0 {
+			return nil, fmt.Errorf("%w: unknown message section 0x%x", ErrMalformed, code)
+		}
+		if rank < last || (rank == last && rank != 5) {
+			return nil, fmt.Errorf("%w: message section 0x%x out of order", ErrMalformed, code)
+		}
+		last = rank
+		switch code {
+		case codeMessageHeader:
+			m.Header = new(MessageHeader)
+			err = m.Header.unmarshal(r)
+		case codeDeliveryAnnotations:
+			m.DeliveryAnnotations, err = readSectionMap(r)
+		case codeMessageAnnotations:
+			m.MessageAnnotations, err = readSectionMap(r)
+		case codeMessageProperties:
+			m.Properties = new(MessageProperties)
+			err = m.Properties.unmarshal(r)
+		case codeApplicationProperties:
+			m.ApplicationProperties, err = readSectionMap(r)
+		case codeData, codeAMQPSequence, codeAMQPValue:
+			if bodyStart < 0 {
+				bodyStart = offset
+			}
+			err = encoding.Skip(r)
+			bodyEnd = len(p) - r.Len()
+		case codeFooter:
+			m.Footer, err = readSectionMap(r)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("message section 0x%x: %w", code, err)
+		}
+	}
+	if bodyStart >= 0 {
+		m.RawBody = append([]byte(nil), p[bodyStart:bodyEnd]...)
+		if err := m.decodeBody(); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// readSectionMap reads the map of an annotations, application-properties
+// or footer section. A null value is allowed and yields an empty Map so the
+// section is still present.
+func readSectionMap(r *buffer.Buffer) (encoding.Map, error) {
+	m, err := encoding.ReadMap(r)
+	if err == nil && m == nil {
+		m = encoding.Map{}
+	}
+	return m, err
+}
+
+// decodeBody fills BodyKind, Data, Value and Sequence from RawBody. Data
+// sections alias RawBody.
+func (m *Message) decodeBody() error {
+	r := buffer.New(m.RawBody)
+	for r.Len() > 0 {
+		code, err := encoding.ReadDescriptor(r)
+		if err != nil {
+			return err
+		}
+		var kind BodyKind
+		switch code {
+		case codeData:
+			kind = BodyData
+			c, err := encoding.PeekCode(r)
+			if err != nil {
+				return err
+			}
+			var p []byte
+			if c != encoding.TypeCodeVbin8 && c != encoding.TypeCodeVbin32 {
+				return fmt.Errorf("%w: data section holds constructor 0x%02x", ErrMalformed, c)
+			}
+			raw, err := encoding.SkipRaw(r) // aliases RawBody
+			if err != nil {
+				return err
+			}
+			if c == encoding.TypeCodeVbin8 {
+				p = raw[2:]
+			} else {
+				p = raw[5:]
+			}
+			m.Data = append(m.Data, p)
+		case codeAMQPSequence:
+			kind = BodySequence
+			l, err := encoding.ReadList(r)
+			if err != nil {
+				return fmt.Errorf("amqp-sequence section: %w", err)
+			}
+			if l == nil {
+				l = []any{}
+			}
+			m.Sequence = append(m.Sequence, l)
+		case codeAMQPValue:
+			kind = BodyValue
+			if m.BodyKind == BodyValue {
+				return fmt.Errorf("%w: more than one amqp-value section", ErrMalformed)
+			}
+			if m.Value, err = encoding.Unmarshal(r); err != nil {
+				return fmt.Errorf("amqp-value section: %w", err)
+			}
+		}
+		if m.BodyKind != BodyNone && m.BodyKind != kind {
+			return fmt.Errorf("%w: message mixes body section kinds", ErrMalformed)
+		}
+		m.BodyKind = kind
+	}
+	return nil
+}
+
+// MarshalAMQP appends the encoded message to w. It implements
+// [encoding.Marshaler], so a Message can also be nested (for example as a
+// data section of a batch).
+func (m *Message) MarshalAMQP(w *buffer.Buffer) error {
+	if m.Header != nil {
+		m.Header.marshal(w)
+	}
+	if err := writeSectionMap(w, codeDeliveryAnnotations, m.DeliveryAnnotations); err != nil {
+		return err
+	}
+	if err := writeSectionMap(w, codeMessageAnnotations, m.MessageAnnotations); err != nil {
+		return err
+	}
+	if m.Properties != nil {
+		if err := m.Properties.marshal(w); err != nil {
+			return err
+		}
+	}
+	if err := writeSectionMap(w, codeApplicationProperties, m.ApplicationProperties); err != nil {
+		return err
+	}
+	if err := m.marshalBody(w); err != nil {
+		return err
+	}
+	return writeSectionMap(w, codeFooter, m.Footer)
+}
+
+func (m *Message) marshalBody(w *buffer.Buffer) error {
+	if m.RawBody != nil {
+		w.Append(m.RawBody)
+		return nil
+	}
+	kind := m.BodyKind
+	if kind == BodyNone {
+		switch {
+		case m.Data != nil:
+			kind = BodyData
+		case m.Sequence != nil:
+			kind = BodySequence
+		case m.Value != nil:
+			kind = BodyValue
+		}
+	}
+	switch kind {
+	case BodyData:
+		for _, d := range m.Data {
+			encoding.WriteDescriptor(w, codeData)
+			encoding.WriteBinary(w, d)
+		}
+	case BodySequence:
+		for _, s := range m.Sequence {
+			encoding.WriteDescriptor(w, codeAMQPSequence)
+			if err := encoding.Marshal(w, s); err != nil {
+				return err
+			}
+		}
+	case BodyValue:
+		encoding.WriteDescriptor(w, codeAMQPValue)
+		if err := encoding.Marshal(w, m.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeSectionMap(w *buffer.Buffer, code uint64, m encoding.Map) error {
+	if m == nil {
+		return nil
+	}
+	encoding.WriteDescriptor(w, code)
+	return encoding.Marshal(w, m)
+}
+
+// SplitBatch decodes the messages inside a Service Bus batch, a message
+// sent with transfer message-format [MessageFormatBatch] whose data
+// sections each hold one complete encoded message. It fails if the batch
+// has no data body or any inner message is malformed.
+func SplitBatch(batch *Message) ([]*Message, error) {
+	if batch.BodyKind != BodyData && (batch.BodyKind != BodyNone || batch.Data == nil) {
+		return nil, fmt.Errorf("%w: batch body is not data sections", ErrMalformed)
+	}
+	out := make([]*Message, 0, len(batch.Data))
+	for i, d := range batch.Data {
+		m, err := UnmarshalMessage(d)
+		if err != nil {
+			return nil, fmt.Errorf("batch message %d: %w", i, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

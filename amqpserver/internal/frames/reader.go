@@ -1,0 +1,84 @@
+package frames
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
+)
+
+// Reader reads protocol headers and whole frames from a byte stream,
+// enforcing a maximum frame size before allocating a frame's body.
+//
+// A Reader buffers its input, so once created it must be the only reader of
+// the underlying stream. It is not safe for concurrent use; a connection's
+// reader goroutine owns it.
+type Reader struct {
+	r   *bufio.Reader
+	max uint32 // largest acceptable frame size, header included
+	hdr [HeaderSize]byte
+}
+
+// NewReader returns a Reader over r that rejects frames larger than
+// maxFrameSize bytes. A maxFrameSize below [MinMaxFrameSize] is raised to
+// it: every peer may send frames up to that size before open is exchanged.
+func NewReader(r io.Reader, maxFrameSize uint32) *Reader {
+	rd := &Reader{r: bufio.NewReaderSize(r, 4096)}
+	rd.SetMaxFrameSize(maxFrameSize)
+	return rd
+}
+
+// SetMaxFrameSize changes the maximum frame size, for example to the value
+// the server advertised in its open. Values below [MinMaxFrameSize] are
+// raised to it.
+func (r *Reader) SetMaxFrameSize(n uint32) {
+	r.max = max(n, MinMaxFrameSize)
+}
+
+// MaxFrameSize returns the current maximum frame size.
+func (r *Reader) MaxFrameSize() uint32 { return r.max }
+
+// ReadProtocolHeader reads an 8-byte protocol header. See
+// [ParseProtocolHeader] for how to handle a mismatching one.
+func (r *Reader) ReadProtocolHeader() (ProtocolHeader, error) {
+	var p [ProtocolHeaderSize]byte
+	if _, err := io.ReadFull(r.r, p[:]); err != nil {
+		return ProtocolHeader{}, err
+	}
+	return ParseProtocolHeader(p[:])
+}
+
+// ReadFrame reads and decodes the next frame. An empty frame (heartbeat)
+// is returned with a nil Body.
+//
+// Errors: [ErrFrameTooLarge] when the header announces more than the
+// maximum frame size (the body is not read, so the stream is no longer
+// usable), [ErrFrameTooSmall] for a size or data offset smaller than the
+// header, an error wrapping [ErrMalformed] for an undecodable body, and the
+// underlying reader's error otherwise (io.EOF at a frame boundary,
+// io.ErrUnexpectedEOF inside a frame).
+func (r *Reader) ReadFrame() (Frame, error) {
+	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
+		return Frame{}, err
+	}
+	h, err := parseHeaderBytes(r.hdr[:])
+	if err != nil {
+		return Frame{}, err
+	}
+	if h.Size > r.max {
+		return Frame{}, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, h.Size, r.max)
+	}
+	// A fresh slice per frame: decoded transfers alias it (Payload), so it
+	// must not be reused for the next frame.
+	body := make([]byte, h.Size-HeaderSize)
+	if _, err := io.ReadFull(r.r, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Frame{}, err
+	}
+	br := buffer.New(body)
+	br.Skip(int(h.DataOffset)*4 - HeaderSize) // extended header, bounds checked by parseHeaderBytes
+	return parseFrameBody(h, br)
+}
