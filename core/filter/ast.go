@@ -144,8 +144,9 @@ func (n *propertyFuncNode) format(b *strings.Builder) {
 func (*unaryNode) prec() int { return precUnary }
 func (n *unaryNode) format(b *strings.Builder) {
 	b.WriteString(opText(n.op))
-	// Parenthesize nested signs so that "- -x" never prints as "--x".
-	if _, ok := n.x.(*unaryNode); ok || startsWithSign(n.x) {
+	// Parenthesize nested signs so that "- -x" never prints as "--x", and
+	// numbers, which the parser would fold into a signed constant.
+	if _, ok := n.x.(*unaryNode); ok || isNumberConst(n.x) {
 		b.WriteByte('(')
 		n.x.format(b)
 		b.WriteByte(')')
@@ -154,10 +155,10 @@ func (n *unaryNode) format(b *strings.Builder) {
 	writeChild(b, n.x, precUnary)
 }
 
-// startsWithSign reports whether n formats with a leading '-'.
-func startsWithSign(n node) bool {
+// isNumberConst reports whether n is a numeric constant.
+func isNumberConst(n node) bool {
 	c, ok := n.(*constNode)
-	return ok && strings.HasPrefix(formatConst(c.v), "-")
+	return ok && (c.v.k == kindInt || c.v.k == kindFloat)
 }
 
 func (n *arithNode) prec() int {
