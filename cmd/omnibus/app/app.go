@@ -1,0 +1,261 @@
+// Package app assembles a complete omnibus — storage, core, the AMQP
+// front and the HTTP gateway — from [Options]. The omnibus binary runs
+// one; the conformance suite and end-to-end tests start one in process.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/clock"
+	"github.com/omnibusmq/omnibus/core/emuconfig"
+	"github.com/omnibusmq/omnibus/core/sas"
+	"github.com/omnibusmq/omnibus/storage"
+	"github.com/omnibusmq/omnibus/storage/memstore"
+	"github.com/omnibusmq/omnibus/storage/pebblestore"
+)
+
+// Defaults, matching Microsoft's emulator so its connection string works.
+const (
+	DefaultDataDir   = "./omnibus-data"
+	DefaultAMQPAddr  = ":5672"
+	DefaultHTTPAddr  = ":5300"
+	DefaultHTTPSAddr = ":5443"
+	DefaultKeyName   = "RootManageSharedAccessKey"
+	DefaultKey       = "SAS_KEY_VALUE"
+)
+
+// Options configure an [App]. Zero values mean the defaults above; set
+// an address to "-" to disable that listener.
+type Options struct {
+	DataDir        string
+	Memory         bool   // in-memory store: nothing written to disk
+	ConfigPath     string // emulator Config.json; "" for none
+	AMQPAddr       string
+	HTTPAddr       string
+	HTTPSAddr      string
+	TLSCert        string // PEM files for HTTPS; empty: generate into DataDir
+	TLSKey         string
+	KeyName        string
+	Key            string
+	MaxConnections int // AMQP connections; 0 = unlimited
+	Logger         *zap.Logger
+	Clock          clock.Clock // default real time
+	Faults         core.Faults // test-only non-conformance switches
+}
+
+func (o *Options) setDefaults() {
+	def := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	def(&o.DataDir, DefaultDataDir)
+	def(&o.AMQPAddr, DefaultAMQPAddr)
+	def(&o.HTTPAddr, DefaultHTTPAddr)
+	def(&o.HTTPSAddr, DefaultHTTPSAddr)
+	def(&o.KeyName, DefaultKeyName)
+	def(&o.Key, DefaultKey)
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+}
+
+// App is a running omnibus.
+type App struct {
+	opts      Options
+	log       *zap.Logger
+	store     storage.Store
+	Broker    *core.Broker
+	Auth      *sas.Validator
+	Namespace string
+	fronts    []front
+	amqpAddr  net.Addr
+	httpAddr  net.Addr
+	httpsAddr net.Addr
+	started   time.Time
+}
+
+// front is a protocol listener the app starts and stops.
+type front interface {
+	shutdown(ctx context.Context) error
+}
+
+// Start opens the store, recovers the broker, applies the config file and
+// starts the listeners. On error everything already started is stopped.
+func Start(opts Options) (a *App, err error) {
+	opts.setDefaults()
+	a = &App{opts: opts, log: opts.Logger, started: time.Now()}
+	defer func() {
+		if err != nil {
+			a.Shutdown(context.Background())
+			a = nil
+		}
+	}()
+	var cfg *emuconfig.Config
+	if opts.ConfigPath != "" {
+		if cfg, err = loadConfig(opts.ConfigPath); err != nil {
+			return a, err
+		}
+		a.Namespace = cfg.Namespace
+	}
+	if a.store, err = openStore(opts); err != nil {
+		return a, err
+	}
+	a.Broker, err = core.New(core.Config{Store: a.store, Clock: opts.Clock, Logger: opts.Logger.Named("core"),
+		Namespace: a.Namespace, Faults: opts.Faults})
+	if err != nil {
+		return a, fmt.Errorf("recovering the broker from %s: %w", a.storeName(), err)
+	}
+	if cfg != nil {
+		if err = applyConfig(a.Broker, cfg); err != nil {
+			return a, err
+		}
+	}
+	a.Auth, err = sas.NewValidator(sas.Config{Rules: []sas.Rule{{KeyName: opts.KeyName, Key: opts.Key, Rights: sas.Manage}}})
+	if err != nil {
+		return a, err
+	}
+	if err = a.startFronts(); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+func loadConfig(path string) (*emuconfig.Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	c, err := emuconfig.Load(f)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+func openStore(o Options) (storage.Store, error) {
+	if o.Memory {
+		return memstore.New(), nil
+	}
+	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	s, err := pebblestore.Open(o.DataDir, pebblestore.Options{Logger: o.Logger.Named("pebble")})
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", o.DataDir, err)
+	}
+	return s, nil
+}
+
+func (a *App) storeName() string {
+	if a.opts.Memory {
+		return "memory"
+	}
+	return a.opts.DataDir
+}
+
+// applyConfig creates the config file's entities; existing ones keep
+// their messages and take the file's properties (and rules, when the file
+// lists any), as the emulator's config overrides runtime changes.
+func applyConfig(b *core.Broker, c *emuconfig.Config) error {
+	ctx := context.Background()
+	for _, e := range c.Entities {
+		_, err := b.GetEntity(e.Path())
+		switch {
+		case errors.Is(err, core.ErrNotFound):
+			if _, err := b.CreateEntity(ctx, e); err != nil {
+				return fmt.Errorf("config: creating %s %q: %w", e.Kind, e.Path(), err)
+			}
+			continue
+		case err != nil:
+			return err
+		}
+		rules := e.Rules
+		if _, err := b.UpdateEntity(ctx, e); err != nil {
+			return fmt.Errorf("config: updating %s %q: %w", e.Kind, e.Path(), err)
+		}
+		if e.Kind == core.KindSubscription && len(rules) > 0 {
+			if err := syncRules(ctx, b, e.Path(), rules); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func syncRules(ctx context.Context, b *core.Broker, path string, want []core.Rule) error {
+	have, err := b.ListRules(path)
+	if err != nil {
+		return err
+	}
+	for _, r := range have {
+		if err := b.RemoveRule(ctx, path, r.Name); err != nil {
+			return err
+		}
+	}
+	for _, r := range want {
+		if err := b.AddRule(ctx, path, r); err != nil {
+			return fmt.Errorf("config: subscription %q rule %q: %w", path, r.Name, err)
+		}
+	}
+	return nil
+}
+
+// ConnectionString returns the connection string clients use, in the
+// emulator's form (UseDevelopmentEmulator=true: plain AMQP, no TLS).
+func (a *App) ConnectionString() string {
+	host := "localhost"
+	endpoint := "sb://" + host
+	if a.amqpAddr != nil {
+		if _, port, err := net.SplitHostPort(a.amqpAddr.String()); err == nil && port != "5672" {
+			endpoint += ":" + port
+		}
+	}
+	return "Endpoint=" + endpoint + ";SharedAccessKeyName=" + a.opts.KeyName +
+		";SharedAccessKey=" + a.opts.Key + ";UseDevelopmentEmulator=true;"
+}
+
+// AMQPAddr is the AMQP listener's address (nil when disabled).
+func (a *App) AMQPAddr() net.Addr { return a.amqpAddr }
+
+// HTTPAddr is the plain HTTP listener's address (nil when disabled).
+func (a *App) HTTPAddr() net.Addr { return a.httpAddr }
+
+// HTTPSAddr is the HTTPS listener's address (nil when disabled).
+func (a *App) HTTPSAddr() net.Addr { return a.httpsAddr }
+
+// Shutdown stops the listeners (letting in-flight work finish until ctx
+// ends), then the broker, then the store.
+func (a *App) Shutdown(ctx context.Context) error {
+	var errs []error
+	for i := len(a.fronts) - 1; i >= 0; i-- {
+		if err := a.fronts[i].shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	a.fronts = nil
+	if a.Broker != nil {
+		errs = append(errs, a.Broker.Close())
+		a.Broker = nil
+	}
+	if a.store != nil {
+		errs = append(errs, a.store.Close())
+		a.store = nil
+	}
+	return errors.Join(errs...)
+}
+
+func disabled(addr string) bool { return addr == "-" || strings.EqualFold(addr, "off") }

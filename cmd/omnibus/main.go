@@ -1,0 +1,67 @@
+// Command omnibus runs an Azure Service Bus-compatible broker: AMQP 1.0 on
+// :5672 for the official SDKs, the REST API and ATOM management on :5300
+// (and HTTPS on :5443), with messages stored durably in Pebble.
+//
+//	omnibus [flags]                 run the broker (see -h)
+//	omnibus conformance [flags]     run the conformance suite
+//	omnibus bench [flags]           run the load generator
+//
+// Every flag can also be set by an environment variable OMNIBUS_<NAME>
+// (dashes as underscores), e.g. OMNIBUS_DATA=/var/lib/omnibus.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	args := os.Args[1:]
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "serve", "run":
+		err = serve(args)
+	default:
+		if sub, ok := subcommands[cmd]; ok {
+			err = sub(args)
+			break
+		}
+		fmt.Fprintf(os.Stderr, "omnibus: unknown command %q (want serve%s)\n", cmd, subcommandNames())
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "omnibus:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// subcommands other than serve register themselves here (conformance,
+// bench), each in its own file.
+var subcommands = map[string]func(args []string) error{}
+
+func subcommandNames() string {
+	s := ""
+	for name := range subcommands {
+		s += ", " + name
+	}
+	return s
+}
+
+// exitError carries a specific exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func exitCode(err error) int {
+	if e, ok := err.(*exitError); ok {
+		return e.code
+	}
+	return 1
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
+)
+
+// serve runs the broker until SIGINT or SIGTERM.
+func serve(args []string) error {
+	fs := flag.NewFlagSet("omnibus", flag.ContinueOnError)
+	var o app.Options
+	fs.StringVar(&o.ConfigPath, "config", "", "Microsoft emulator Config.json to create entities from")
+	fs.StringVar(&o.DataDir, "data", app.DefaultDataDir, "data directory (Pebble store)")
+	fs.BoolVar(&o.Memory, "memory", false, "keep everything in memory; nothing is written to disk")
+	fs.StringVar(&o.AMQPAddr, "amqp-addr", app.DefaultAMQPAddr, "AMQP 1.0 listen address (\"-\" disables)")
+	fs.StringVar(&o.HTTPAddr, "http-addr", app.DefaultHTTPAddr, "HTTP listen address for REST, management and /health (\"-\" disables)")
+	fs.StringVar(&o.HTTPSAddr, "https-addr", app.DefaultHTTPSAddr, "HTTPS listen address (\"-\" disables)")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "HTTPS certificate PEM (default: self-signed, generated into the data directory)")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "HTTPS private key PEM")
+	fs.StringVar(&o.KeyName, "key-name", app.DefaultKeyName, "shared access key name (Manage rights)")
+	fs.StringVar(&o.Key, "key", app.DefaultKey, "shared access key")
+	fs.IntVar(&o.MaxConnections, "max-connections", 0, "maximum concurrent AMQP connections (0: unlimited)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parseWithEnv(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(*level)
+	if err != nil {
+		return err
+	}
+	defer log.Sync()
+	o.Logger = log
+
+	start := time.Now()
+	a, err := app.Start(o)
+	if err != nil {
+		return err
+	}
+	fields := []zap.Field{zap.Duration("startup", time.Since(start))}
+	if o.Memory {
+		fields = append(fields, zap.String("store", "memory (nothing persists)"))
+	} else {
+		fields = append(fields, zap.String("data", o.DataDir))
+	}
+	if addr := a.AMQPAddr(); addr != nil {
+		fields = append(fields, zap.Stringer("amqp", addr))
+	}
+	if addr := a.HTTPAddr(); addr != nil {
+		fields = append(fields, zap.Stringer("http", addr))
+	}
+	if addr := a.HTTPSAddr(); addr != nil {
+		fields = append(fields, zap.Stringer("https", addr))
+	}
+	log.Info("omnibus is ready", fields...)
+	log.Info("connect with", zap.String("connectionString", a.ConnectionString()))
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	got := <-sig
+	log.Info("shutting down", zap.Stringer("signal", got))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Shutdown(ctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped cleanly")
+	return nil
+}
+
+// parseWithEnv parses args, then fills every flag not given on the
+// command line from OMNIBUS_<NAME> when that variable is set.
+func parseWithEnv(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		env := "OMNIBUS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = &exitError{code: 2, err: fmt.Errorf("%s=%q: %v", env, v, e)}
+			}
+		}
+	})
+	return err
+}
+
+func newLogger(level string) (*zap.Logger, error) {
+	var lvl zapcore.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: %v", level, err)
+	}
+	cfg := zap.NewProductionConfig()
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.Encoding = "console"
+	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	cfg.DisableStacktrace = true
+	cfg.Sampling = nil
+	return cfg.Build()
+}
