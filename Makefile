@@ -1,0 +1,49 @@
+# omnibus — run `make` for the list of targets.
+GO        ?= go
+PKGS      := ./...
+FUZZTIME  ?= 10s
+JSDIRS    := $(wildcard amqpserver/jstest httpgw/jstest)
+
+.DEFAULT_GOAL := help
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+build: ## build the omnibus binary into ./bin
+	$(GO) build -o bin/omnibus ./cmd/omnibus
+
+run: ## run the broker with its defaults (data in ./omnibus-data, AMQP :5672, HTTP :5300)
+	$(GO) run ./cmd/omnibus
+
+test: lint gotest jstest conformance ## everything CI runs: lint, Go tests with -race, JS SDK tests, conformance
+	@echo "make test: all green"
+
+gotest: ## Go tests, with the race detector
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+short: ## Go tests without -race (quick)
+	$(GO) test -count=1 $(PKGS)
+
+jstest: ## official JavaScript SDK tests against a broker started by the tests
+	@for d in $(JSDIRS); do echo "== $$d"; (cd $$d && npm test) || exit 1; done
+
+lint: ## gofmt, go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fuzz: ## run every fuzz target for FUZZTIME each
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; done
+
+conformance: ## conformance suite against an in-process omnibus (and the fault-injected one)
+	$(GO) run ./cmd/omnibus conformance --format text
+	$(GO) run ./cmd/omnibus conformance --prove-failure --format text
+
+bench: ## Go benchmarks of core, storage and the fronts
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./core/ ./storage/... ./amqpserver/ ./httpgw/
+
+check: test ## alias of test
+
+.PHONY: help build run test gotest short jstest lint fuzz conformance bench check
