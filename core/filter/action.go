@@ -31,7 +31,13 @@ type statement struct {
 // Service Bus the separator is optional. System targets must be settable
 // (for example sys.Label, not sys.SequenceNumber). Errors are *[ParseError].
 func CompileAction(expr string) (*Action, error) {
-	p, err := newParser(expr)
+	return CompileActionWithParameters(expr, nil)
+}
+
+// CompileActionWithParameters is [CompileAction] for an action with @name
+// parameters, bound as [CompileWithParameters] binds them.
+func CompileActionWithParameters(expr string, params map[string]any) (*Action, error) {
+	p, err := newParser(expr, params)
 	if err != nil {
 		return nil, err
 	}

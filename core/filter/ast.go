@@ -50,6 +50,12 @@ func writeChild(b *strings.Builder, n node, min int) {
 // constNode is a literal: number, string, TRUE/FALSE or NULL.
 type constNode struct{ v value }
 
+// paramNode is an @name parameter, bound to a value at compile time.
+type paramNode struct {
+	name string
+	v    value
+}
+
 // propNode reads a system (sys.) or application (user.) property.
 type propNode struct {
 	pos  int
@@ -120,6 +126,9 @@ type existsNode struct{ p *propNode }
 
 func (*constNode) prec() int                   { return precPrimary }
 func (n *constNode) format(b *strings.Builder) { b.WriteString(formatConst(n.v)) }
+
+func (*paramNode) prec() int                   { return precPrimary }
+func (n *paramNode) format(b *strings.Builder) { b.WriteString(n.name) }
 
 func (*propNode) prec() int { return precPrimary }
 func (n *propNode) format(b *strings.Builder) {

@@ -26,7 +26,9 @@
 //   - constants: 'strings' (a doubled quote stands for one), integers (int64), decimals
 //     and exponents (float64), TRUE, FALSE, NULL;
 //   - functions newid() and property(name) (alias p(name)); name may be
-//     "sys.X" or "user.x".
+//     "sys.X" or "user.x";
+//   - @name parameters, bound when compiling with [CompileWithParameters]
+//     or [CompileActionWithParameters].
 //
 // Keywords are case-insensitive. Precedence, loosest first: OR, AND, NOT,
 // comparison/LIKE/IN/IS, + -, * / %, unary sign.
@@ -47,9 +49,9 @@
 //
 // Referring to a system property that does not exist is a compile error.
 // Errors a message can provoke at run time (arithmetic on a boolean,
-// integer division by zero, a non-string LIKE pattern, a boolean-typed
-// property that is not boolean) are returned as *[EvalError]; Service Bus
-// calls these filter evaluation exceptions.
+// integer division by zero, a non-string LIKE pattern, a property used as
+// a predicate that does not hold a boolean) are returned as *[EvalError];
+// Service Bus calls these filter evaluation exceptions.
 //
 // # Performance
 //

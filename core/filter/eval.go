@@ -12,6 +12,8 @@ import (
 
 func (n *constNode) eval(Message) (value, error) { return n.v, nil }
 
+func (n *paramNode) eval(Message) (value, error) { return n.v, nil }
+
 func (n *propNode) eval(m Message) (value, error) { return readProp(m, n.sys, n.name), nil }
 
 // readProp reads a property; a missing one is NULL.
@@ -164,6 +166,7 @@ func valueTest(v value, err error, pos int) (tri, error) {
 }
 
 func (n *constNode) test(m Message) (tri, error) { return valueTest(n.v, nil, 0) }
+func (n *paramNode) test(m Message) (tri, error) { return valueTest(n.v, nil, 0) }
 func (n *propNode) test(m Message) (tri, error) {
 	return valueTest(readProp(m, n.sys, n.name), nil, n.pos)
 }

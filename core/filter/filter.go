@@ -8,8 +8,10 @@ type Message interface {
 	// Bus name, one of [SystemPropertyNames] (for example "MessageId",
 	// "Label", "SequenceNumber"). ok is false when the property is unset.
 	System(name string) (v any, ok bool)
-	// Property returns an application property by its exact name. ok is
-	// false when the message has no such property.
+	// Property returns an application property by the name written in the
+	// expression. ok is false when the message has no such property.
+	// Service Bus treats property names as case-insensitive; a Message that
+	// wants the same must fold case itself.
 	Property(name string) (v any, ok bool)
 }
 
@@ -64,7 +66,15 @@ type SQLFilter struct {
 
 // Compile parses a SQL filter expression. Errors are *[ParseError].
 func Compile(expr string) (*SQLFilter, error) {
-	p, err := newParser(expr)
+	return CompileWithParameters(expr, nil)
+}
+
+// CompileWithParameters parses a SQL filter expression whose @name
+// parameters take their values from params (the Parameters of a Service Bus
+// SqlFilter). Keys include the '@'; values have the types of application
+// properties. A parameter without a value is a *[ParseError].
+func CompileWithParameters(expr string, params map[string]any) (*SQLFilter, error) {
+	p, err := newParser(expr, params)
 	if err != nil {
 		return nil, err
 	}

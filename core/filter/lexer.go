@@ -16,6 +16,7 @@ const (
 	tokString                // 'string constant'; text is unescaped
 	tokInt                   // integer constant; text is the digits
 	tokFloat                 // decimal or approximate constant; text as written
+	tokParam                 // @name; text includes the '@'
 	tokLParen
 	tokRParen
 	tokComma
@@ -139,16 +140,16 @@ func lexOne(src string, i int) (token, int, error) {
 		return token{kind: tokQuotedIdent, pos: i, text: text}, next, nil
 	}
 	if r, size := utf8.DecodeRuneInString(src[i:]); unicode.IsLetter(r) {
-		j := i + size
-		for j < len(src) {
-			r, size := utf8.DecodeRuneInString(src[j:])
-			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' {
-				break
-			}
-			j += size
-		}
+		j := identEnd(src, i+size)
 		word := src[i:j]
 		return token{kind: keywordKind(word), pos: i, text: word}, j, nil
+	}
+	if c == '@' {
+		j := identEnd(src, i+1)
+		if j == i+1 {
+			return token{}, 0, newParseError(src, i, "'@' must start a parameter name")
+		}
+		return token{kind: tokParam, pos: i, text: src[i:j]}, j, nil
 	}
 	two := ""
 	if i+1 < len(src) {
@@ -195,6 +196,19 @@ func lexOne(src string, i int) (token, int, error) {
 		return token{}, 0, newParseError(src, i, "unexpected character %q", r)
 	}
 	return token{kind: k, pos: i, text: src[i : i+1]}, i + 1, nil
+}
+
+// identEnd returns the offset just past the letters, digits and
+// underscores starting at src[j].
+func identEnd(src string, j int) int {
+	for j < len(src) {
+		r, size := utf8.DecodeRuneInString(src[j:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' {
+			break
+		}
+		j += size
+	}
+	return j
 }
 
 // lexNumber scans digits [. digits] [e [+-] digits], or the same starting

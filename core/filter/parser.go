@@ -12,12 +12,13 @@ const MaxExpressionLength = 1024
 
 // parser is a recursive-descent parser over a pre-lexed token slice.
 type parser struct {
-	src  string
-	toks []token
-	i    int
+	src    string
+	toks   []token
+	i      int
+	params map[string]any // values for @name parameters; may be nil
 }
 
-func newParser(src string) (*parser, error) {
+func newParser(src string, params map[string]any) (*parser, error) {
 	if len(src) > MaxExpressionLength {
 		return nil, newParseError(src, MaxExpressionLength, "expression is longer than %d bytes", MaxExpressionLength)
 	}
@@ -25,7 +26,7 @@ func newParser(src string) (*parser, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &parser{src: src, toks: toks}, nil
+	return &parser{src: src, toks: toks, params: params}, nil
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -416,6 +417,9 @@ func (p *parser) parsePrimary() (node, error) {
 	case tokNull:
 		p.next()
 		return &constNode{v: nullValue}, nil
+	case tokParam:
+		p.next()
+		return p.param(t)
 	case tokLParen:
 		p.next()
 		n, err := p.parseOr()
@@ -501,4 +505,26 @@ func (p *parser) parseProperty() (*propNode, error) {
 		return nil, p.errorf(nt.pos, "unknown system property %q", nt.text)
 	}
 	return &propNode{pos: t.pos, sys: true, name: sp.name}, nil
+}
+
+// param resolves @name against the parameters given to the compiler. The
+// name matches exactly or, failing that, ignoring case.
+func (p *parser) param(t token) (node, error) {
+	x, ok := p.params[t.text]
+	if !ok {
+		for name, v := range p.params {
+			if strings.EqualFold(name, t.text) {
+				x, ok = v, true
+				break
+			}
+		}
+	}
+	if !ok {
+		return nil, p.errorf(t.pos, "parameter %s has no value", t.text)
+	}
+	v := fromAny(x)
+	if v.k == kindOther {
+		return nil, p.errorf(t.pos, "parameter %s has unsupported type %T", t.text, x)
+	}
+	return &paramNode{name: t.text, v: v}, nil
 }
