@@ -1,0 +1,427 @@
+package amqpserver
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// Message mapping (amqp.md §4).
+//
+// Inbound, an AMQP message becomes a *core.Message: the properties section
+// maps field by field, the three Service Bus annotations a sender may set
+// (partition key, via-partition key, scheduled enqueue time) become
+// fields, other annotations are kept verbatim in core.Message.Annotations,
+// and the body is kept either as bytes (one data section, the common case,
+// which the REST front can also serve) or as the raw encoded body sections.
+//
+// Outbound, encodeDelivery rebuilds the message with the header and the
+// broker-owned x-opt-* annotations typed exactly as the SDKs assert them:
+// Go's receiver type-asserts without checking (x-opt-sequence-number must be
+// a long, x-opt-enqueued-time a timestamp, …) and panics otherwise.
+
+// Message annotation keys (amqp.md §4.1, §4.2).
+const (
+	annSequenceNumber        encoding.Symbol = "x-opt-sequence-number"
+	annEnqueuedTime          encoding.Symbol = "x-opt-enqueued-time"
+	annLockedUntil           encoding.Symbol = "x-opt-locked-until"
+	annEnqueueSequenceNumber encoding.Symbol = "x-opt-enqueue-sequence-number"
+	annMessageState          encoding.Symbol = "x-opt-message-state"
+	annScheduledEnqueueTime  encoding.Symbol = "x-opt-scheduled-enqueue-time"
+	annPartitionKey          encoding.Symbol = "x-opt-partition-key"
+	annViaPartitionKey       encoding.Symbol = "x-opt-via-partition-key"
+	annDeadLetterSource      encoding.Symbol = "x-opt-deadletter-source"
+	annLockToken             encoding.Symbol = "x-opt-lock-token" // delivery annotation
+)
+
+// brokerOwned reports whether an inbound message annotation is one the
+// broker stamps itself; a client re-sending a received message carries the
+// old values, which must not survive into the new message.
+func brokerOwned(k encoding.Symbol) bool {
+	switch k {
+	case annSequenceNumber, annEnqueuedTime, annLockedUntil, annEnqueueSequenceNumber,
+		annMessageState, annDeadLetterSource, annLockToken:
+		return true
+	}
+	return false
+}
+
+// timeSpanDescriptor is how .NET clients send a TimeSpan property: a long
+// of 100 ns ticks described by this symbol.
+const timeSpanDescriptor encoding.Symbol = "com.microsoft:timespan"
+
+// errUnsupportedValue reports a property value the broker cannot store.
+var errUnsupportedValue = errors.New("amqpserver: unsupported property value")
+
+// decodeMessage maps the payload of one delivery (all its transfers
+// concatenated) to the messages it carries: one, or for message-format
+// [frames.MessageFormatBatch] one per data section of the batch body.
+// Errors describe why the message cannot be accepted (the transfer should
+// be rejected with amqp:decode-error).
+func decodeMessage(raw []byte, format uint32) ([]*core.Message, error) {
+	am, err := frames.UnmarshalMessage(raw)
+	if err != nil {
+		return nil, err
+	}
+	if format != frames.MessageFormatBatch {
+		m, err := toCoreMessage(am)
+		if err != nil {
+			return nil, err
+		}
+		return []*core.Message{m}, nil
+	}
+	inner, err := frames.SplitBatch(am)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*core.Message, len(inner))
+	for i, im := range inner {
+		if out[i], err = toCoreMessage(im); err != nil {
+			return nil, fmt.Errorf("batch message %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// toCoreMessage maps one decoded AMQP message.
+func toCoreMessage(am *frames.Message) (*core.Message, error) {
+	m := &core.Message{Priority: frames.DefaultPriority}
+	if h := am.Header; h != nil {
+		m.Durable = h.Durable
+		m.Priority = h.Priority
+		m.TimeToLive = time.Duration(h.TTL) * time.Millisecond
+	}
+	if p := am.Properties; p != nil {
+		var err error
+		if m.MessageID, err = idFromAMQP(p.MessageID); err != nil {
+			return nil, fmt.Errorf("message-id: %w", err)
+		}
+		if m.CorrelationID, err = idFromAMQP(p.CorrelationID); err != nil {
+			return nil, fmt.Errorf("correlation-id: %w", err)
+		}
+		m.UserID = p.UserID
+		m.To = p.To
+		m.Subject = p.Subject
+		m.ReplyTo = p.ReplyTo
+		m.ContentType = string(p.ContentType)
+		m.ContentEncoding = string(p.ContentEncoding)
+		m.CreationTime = p.CreationTime
+		m.SessionID = p.GroupID
+		m.ReplyToSessionID = p.ReplyToGroupID
+	}
+	if err := annotationsFromAMQP(m, am.MessageAnnotations); err != nil {
+		return nil, err
+	}
+	if len(am.ApplicationProperties) > 0 {
+		m.ApplicationProperties = make(map[string]any, len(am.ApplicationProperties))
+		for _, kv := range am.ApplicationProperties {
+			k, ok := kv.Key.(string)
+			if !ok {
+				return nil, fmt.Errorf("application property key %v: %w (keys must be strings)", kv.Key, errUnsupportedValue)
+			}
+			v, err := valueFromAMQP(kv.Value)
+			if err != nil {
+				return nil, fmt.Errorf("application property %q: %w", k, err)
+			}
+			m.ApplicationProperties[k] = v
+		}
+	}
+	if am.BodyKind == frames.BodyData && len(am.Data) == 1 {
+		m.BodyType = core.BodyBinary
+		m.Body = slices.Clip(am.Data[0])
+	} else {
+		m.BodyType = core.BodyAMQP
+		m.Body = am.RawBody
+	}
+	return m, nil
+}
+
+// annotationsFromAMQP takes the Service Bus annotations a sender may set
+// into m's fields and keeps the others in m.Annotations. Broker-owned keys
+// are dropped; so are values of types the store cannot keep (annotations
+// are metadata the broker does not interpret, and rejecting a message
+// over one would be worse than losing it).
+func annotationsFromAMQP(m *core.Message, anns encoding.Map) error {
+	for _, kv := range anns {
+		k, ok := kv.Key.(encoding.Symbol)
+		if !ok {
+			continue // ulong-keyed annotations are reserved; nothing uses them
+		}
+		switch {
+		case k == annPartitionKey:
+			m.PartitionKey, _ = kv.Value.(string)
+		case k == annViaPartitionKey:
+			m.ViaPartitionKey, _ = kv.Value.(string)
+		case k == annScheduledEnqueueTime:
+			switch t := kv.Value.(type) {
+			case time.Time:
+				m.ScheduledEnqueueTime = t
+			case nil:
+			default:
+				return fmt.Errorf("%s is a %T, want a timestamp: %w", k, kv.Value, errUnsupportedValue)
+			}
+		case brokerOwned(k):
+		default:
+			v, err := valueFromAMQP(kv.Value)
+			if err != nil {
+				continue
+			}
+			if m.Annotations == nil {
+				m.Annotations = make(map[string]any)
+			}
+			m.Annotations[string(k)] = v
+		}
+	}
+	return nil
+}
+
+// idFromAMQP converts a message-id or correlation-id, keeping its type.
+func idFromAMQP(v any) (any, error) {
+	switch id := v.(type) {
+	case nil, string, uint64:
+		return id, nil
+	case []byte:
+		return id, nil
+	case encoding.UUID:
+		return core.UUID(id), nil
+	}
+	return nil, fmt.Errorf("%T is not a message id type: %w", v, errUnsupportedValue)
+}
+
+// idToAMQP is the inverse of idFromAMQP.
+func idToAMQP(v any) any {
+	if u, ok := v.(core.UUID); ok {
+		return encoding.UUID(u)
+	}
+	return v
+}
+
+// valueFromAMQP converts a decoded AMQP value to the types core stores
+// (see core.Message). AMQP-only types without a core twin (char, decimals,
+// other described values) are rejected.
+func valueFromAMQP(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+		float32, float64, string, []byte, time.Time:
+		return x, nil
+	case encoding.UUID:
+		return core.UUID(x), nil
+	case encoding.Symbol:
+		return core.Symbol(x), nil
+	case []any:
+		return listFromAMQP(x)
+	case encoding.Array:
+		if x.Descriptor != nil {
+			return nil, fmt.Errorf("array of described values: %w", errUnsupportedValue)
+		}
+		return listFromAMQP(x.Elems)
+	case encoding.Map:
+		out := make(map[string]any, len(x))
+		for _, kv := range x {
+			var k string
+			switch kk := kv.Key.(type) {
+			case string:
+				k = kk
+			case encoding.Symbol:
+				k = string(kk)
+			default:
+				return nil, fmt.Errorf("map key of type %T: %w", kv.Key, errUnsupportedValue)
+			}
+			e, err := valueFromAMQP(kv.Value)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = e
+		}
+		return out, nil
+	case encoding.Described:
+		if d, ok := x.Descriptor.(encoding.Symbol); ok && d == timeSpanDescriptor {
+			if ticks, ok := x.Value.(int64); ok && ticks <= math.MaxInt64/100 && ticks >= math.MinInt64/100 {
+				return time.Duration(ticks * 100), nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%T: %w", v, errUnsupportedValue)
+}
+
+func listFromAMQP(l []any) ([]any, error) {
+	out := make([]any, len(l))
+	for i, e := range l {
+		v, err := valueFromAMQP(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// valueToAMQP converts a core property value back to its AMQP form. Maps
+// come out with sorted string keys.
+func valueToAMQP(v any) any {
+	switch x := v.(type) {
+	case core.UUID:
+		return encoding.UUID(x)
+	case core.Symbol:
+		return encoding.Symbol(x)
+	case int:
+		return int64(x)
+	case time.Duration:
+		return encoding.Described{Descriptor: timeSpanDescriptor, Value: int64(x / 100)}
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = valueToAMQP(e)
+		}
+		return out
+	case map[string]any:
+		m := encoding.StringMap(x)
+		for i := range m {
+			m[i].Value = valueToAMQP(m[i].Value)
+		}
+		return m
+	}
+	return v
+}
+
+// encodeDelivery encodes m as the broker delivers it on a receive link or
+// embeds it in a management reply (peek, receive-by-sequence-number).
+// With peekLock, m's lock is announced (x-opt-locked-until and the
+// x-opt-lock-token delivery annotation); peeked messages carry neither.
+func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
+	am := &frames.Message{
+		Header: &frames.MessageHeader{
+			Durable:       m.Durable,
+			Priority:      m.Priority,
+			TTL:           ttlMillis(m),
+			DeliveryCount: uint32(max(m.DeliveryCount-1, 0)),
+		},
+		Properties: &frames.MessageProperties{
+			MessageID:          idToAMQP(m.MessageID),
+			UserID:             m.UserID,
+			To:                 m.To,
+			Subject:            m.Subject,
+			ReplyTo:            m.ReplyTo,
+			CorrelationID:      idToAMQP(m.CorrelationID),
+			ContentType:        encoding.Symbol(m.ContentType),
+			ContentEncoding:    encoding.Symbol(m.ContentEncoding),
+			AbsoluteExpiryTime: m.ExpiresAt,
+			CreationTime:       m.CreationTime,
+			GroupID:            m.SessionID,
+			ReplyToGroupID:     m.ReplyToSessionID,
+		},
+		MessageAnnotations: deliveryAnnotations(m, peekLock),
+	}
+	if peekLock && m.LockToken != (core.LockToken{}) {
+		am.DeliveryAnnotations = encoding.Map{{Key: annLockToken, Value: encoding.UUID(m.LockToken)}}
+	}
+	if len(m.ApplicationProperties) > 0 {
+		ap := valueToAMQP(m.ApplicationProperties).(encoding.Map)
+		am.ApplicationProperties = ap
+	}
+	switch m.BodyType {
+	case core.BodyBinary:
+		am.BodyKind = frames.BodyData
+		am.Data = [][]byte{m.Body}
+		if m.Body == nil {
+			am.Data[0] = []byte{}
+		}
+	default:
+		if len(m.Body) > 0 {
+			am.RawBody = m.Body
+		}
+	}
+	var w buffer.Buffer
+	if err := am.MarshalAMQP(&w); err != nil {
+		return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
+	}
+	return w.Bytes(), nil
+}
+
+// ttlMillis is the header ttl: the sender's time to live, else the
+// effective one the broker applied, when it fits a uint (about 49 days).
+func ttlMillis(m *core.Message) uint32 {
+	ttl := m.TimeToLive
+	if ttl <= 0 && !m.ExpiresAt.IsZero() && !m.EnqueuedTime.IsZero() {
+		ttl = m.ExpiresAt.Sub(m.EnqueuedTime)
+	}
+	ms := ttl.Milliseconds()
+	if ms <= 0 || ms > math.MaxUint32 {
+		return 0
+	}
+	return uint32(ms)
+}
+
+// deliveryAnnotations builds the message annotations of a delivered
+// message, each with the exact AMQP type amqp.md §4.2 requires, followed
+// by the sender's own annotations in key order.
+func deliveryAnnotations(m *core.Message, peekLock bool) encoding.Map {
+	anns := encoding.Map{
+		{Key: annSequenceNumber, Value: m.SequenceNumber},
+		{Key: annEnqueuedTime, Value: m.EnqueuedTime},
+	}
+	if peekLock && !m.LockedUntil.IsZero() {
+		anns = append(anns, encoding.KeyValue{Key: annLockedUntil, Value: m.LockedUntil})
+	}
+	if m.EnqueuedSequenceNumber != 0 {
+		anns = append(anns, encoding.KeyValue{Key: annEnqueueSequenceNumber, Value: m.EnqueuedSequenceNumber})
+	}
+	anns = append(anns, encoding.KeyValue{Key: annMessageState, Value: int32(m.State)})
+	if !m.ScheduledEnqueueTime.IsZero() {
+		anns = append(anns, encoding.KeyValue{Key: annScheduledEnqueueTime, Value: m.ScheduledEnqueueTime})
+	}
+	if m.PartitionKey != "" {
+		anns = append(anns, encoding.KeyValue{Key: annPartitionKey, Value: m.PartitionKey})
+	}
+	if m.ViaPartitionKey != "" {
+		anns = append(anns, encoding.KeyValue{Key: annViaPartitionKey, Value: m.ViaPartitionKey})
+	}
+	if m.DeadLetterSource != "" {
+		anns = append(anns, encoding.KeyValue{Key: annDeadLetterSource, Value: m.DeadLetterSource})
+	}
+	keys := make([]string, 0, len(m.Annotations))
+	for k := range m.Annotations {
+		if !brokerOwned(encoding.Symbol(k)) && !isMappedAnnotation(encoding.Symbol(k)) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		anns = append(anns, encoding.KeyValue{Key: encoding.Symbol(k), Value: valueToAMQP(m.Annotations[k])})
+	}
+	return anns
+}
+
+func isMappedAnnotation(k encoding.Symbol) bool {
+	return k == annPartitionKey || k == annViaPartitionKey || k == annScheduledEnqueueTime
+}
+
+// lockTokenToDeliveryTag returns the delivery tag that carries tok: the
+// 16 bytes of the token in .NET Guid.ToByteArray order, i.e. with the
+// first three groups little-endian (amqp.md §4.2). Both SDKs reverse this.
+func lockTokenToDeliveryTag(tok core.LockToken) []byte {
+	return []byte{
+		tok[3], tok[2], tok[1], tok[0],
+		tok[5], tok[4],
+		tok[7], tok[6],
+		tok[8], tok[9], tok[10], tok[11], tok[12], tok[13], tok[14], tok[15],
+	}
+}
+
+// deliveryTagToLockToken is the inverse of [lockTokenToDeliveryTag]. It
+// reports false if tag is not 16 bytes long.
+func deliveryTagToLockToken(tag []byte) (core.LockToken, bool) {
+	var tok core.LockToken
+	if len(tag) != len(tok) {
+		return tok, false
+	}
+	copy(tok[:], lockTokenToDeliveryTag(core.LockToken(tag)))
+	return tok, true
+}

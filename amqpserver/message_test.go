@@ -1,0 +1,436 @@
+package amqpserver
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// mustMarshalMessage encodes an AMQP message as a client would send it.
+func mustMarshalMessage(t testing.TB, m *frames.Message) []byte {
+	t.Helper()
+	var w buffer.Buffer
+	if err := m.MarshalAMQP(&w); err != nil {
+		t.Fatalf("marshal message: %v", err)
+	}
+	return append([]byte(nil), w.Bytes()...)
+}
+
+// mustDecodeOne decodes a non-batch payload holding one message.
+func mustDecodeOne(t testing.TB, raw []byte) *core.Message {
+	t.Helper()
+	msgs, err := decodeMessage(raw, 0)
+	if err != nil {
+		t.Fatalf("decodeMessage: %v", err)
+	}
+	if len(msgs) != 1 {
+		t.Fatalf("decodeMessage returned %d messages, want 1", len(msgs))
+	}
+	return msgs[0]
+}
+
+// mustEncodeDelivery encodes m for delivery and decodes it back the way a
+// client does.
+func mustEncodeDelivery(t testing.TB, m *core.Message, peekLock bool) *frames.Message {
+	t.Helper()
+	raw, err := encodeDelivery(m, peekLock)
+	if err != nil {
+		t.Fatalf("encodeDelivery: %v", err)
+	}
+	am, err := frames.UnmarshalMessage(raw)
+	if err != nil {
+		t.Fatalf("delivered message does not decode: %v", err)
+	}
+	return am
+}
+
+var msgTime = time.Date(2026, 3, 4, 5, 6, 7, 890_000_000, time.UTC)
+
+func TestDecodeMessageProperties(t *testing.T) {
+	seq := uint32(7)
+	am := &frames.Message{
+		Header: &frames.MessageHeader{Durable: true, Priority: 6, TTL: 90_000, DeliveryCount: 3},
+		MessageAnnotations: encoding.Map{
+			{Key: annPartitionKey, Value: "pk"},
+			{Key: annViaPartitionKey, Value: "via"},
+			{Key: annScheduledEnqueueTime, Value: msgTime},
+			{Key: annSequenceNumber, Value: int64(99)}, // stale, from a re-sent message
+			{Key: annLockedUntil, Value: msgTime},
+			{Key: encoding.Symbol("x-custom"), Value: encoding.Symbol("kept")},
+			{Key: encoding.Symbol("x-weird"), Value: encoding.Char('x')}, // not storable: dropped
+		},
+		Properties: &frames.MessageProperties{
+			MessageID:          "id-1",
+			UserID:             []byte("user"),
+			To:                 "to",
+			Subject:            "label",
+			ReplyTo:            "reply",
+			CorrelationID:      encoding.UUID{1, 2, 3},
+			ContentType:        "application/json",
+			ContentEncoding:    "gzip",
+			AbsoluteExpiryTime: msgTime.Add(time.Hour), // ignored, as by Service Bus
+			CreationTime:       msgTime,
+			GroupID:            "session",
+			GroupSequence:      &seq,
+			ReplyToGroupID:     "reply-session",
+		},
+		ApplicationProperties: encoding.Map{{Key: "color", Value: "red"}},
+		Data:                  [][]byte{[]byte("hello")},
+	}
+	got := mustDecodeOne(t, mustMarshalMessage(t, am))
+	want := &core.Message{
+		MessageID:             "id-1",
+		CorrelationID:         core.UUID{1, 2, 3},
+		SessionID:             "session",
+		ReplyToSessionID:      "reply-session",
+		To:                    "to",
+		ReplyTo:               "reply",
+		Subject:               "label",
+		ContentType:           "application/json",
+		ContentEncoding:       "gzip",
+		PartitionKey:          "pk",
+		ViaPartitionKey:       "via",
+		TimeToLive:            90 * time.Second,
+		ScheduledEnqueueTime:  msgTime,
+		CreationTime:          msgTime,
+		UserID:                []byte("user"),
+		Priority:              6,
+		Durable:               true,
+		ApplicationProperties: map[string]any{"color": "red"},
+		Annotations:           map[string]any{"x-custom": core.Symbol("kept")},
+		BodyType:              core.BodyBinary,
+		Body:                  []byte("hello"),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decoded message (-want +got):\n%s", diff)
+	}
+}
+
+func TestDecodeMessageDefaults(t *testing.T) {
+	got := mustDecodeOne(t, mustMarshalMessage(t, &frames.Message{Data: [][]byte{[]byte("x")}}))
+	if got.Priority != frames.DefaultPriority || got.TimeToLive != 0 || got.MessageID != nil || got.Durable {
+		t.Errorf("headerless message decoded as priority %d ttl %v id %v durable %v; want defaults",
+			got.Priority, got.TimeToLive, got.MessageID, got.Durable)
+	}
+}
+
+func TestMessageIDTypesRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wire any // as on the wire
+		core any // as core keeps it
+	}{
+		{"string", "abc", "abc"},
+		{"uuid", encoding.UUID{0xde, 0xad}, core.UUID{0xde, 0xad}},
+		{"ulong", uint64(1 << 40), uint64(1 << 40)},
+		{"binary", []byte{1, 2, 3}, []byte{1, 2, 3}},
+		{"absent", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			am := &frames.Message{
+				Properties: &frames.MessageProperties{MessageID: tc.wire, CorrelationID: tc.wire},
+				Data:       [][]byte{nil},
+			}
+			m := mustDecodeOne(t, mustMarshalMessage(t, am))
+			if !cmp.Equal(m.MessageID, tc.core) || !cmp.Equal(m.CorrelationID, tc.core) {
+				t.Fatalf("decoded ids %#v / %#v, want %#v", m.MessageID, m.CorrelationID, tc.core)
+			}
+			out := mustEncodeDelivery(t, m, false)
+			if !cmp.Equal(out.Properties.MessageID, tc.wire) || !cmp.Equal(out.Properties.CorrelationID, tc.wire) {
+				t.Errorf("delivered ids %#v / %#v, want %#v", out.Properties.MessageID, out.Properties.CorrelationID, tc.wire)
+			}
+		})
+	}
+}
+
+func TestDecodeRejectsBadMessageID(t *testing.T) {
+	am := &frames.Message{Properties: &frames.MessageProperties{MessageID: int32(5)}, Data: [][]byte{nil}}
+	if _, err := decodeMessage(mustMarshalMessage(t, am), 0); !errors.Is(err, errUnsupportedValue) {
+		t.Errorf("int message-id: err = %v, want errUnsupportedValue", err)
+	}
+}
+
+// TestApplicationPropertyTypesRoundTrip sends every property type a client
+// may use and checks it comes back with the same AMQP type.
+func TestApplicationPropertyTypesRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wire any
+		core any // what core stores; nil means the same as wire
+	}{
+		{"null", nil, nil},
+		{"bool", true, nil},
+		{"byte", int8(-3), nil},
+		{"short", int16(-300), nil},
+		{"int", int32(-70000), nil},
+		{"long", int64(-1 << 40), nil},
+		{"ubyte", uint8(200), nil},
+		{"ushort", uint16(60000), nil},
+		{"uint", uint32(1 << 31), nil},
+		{"ulong", uint64(1 << 63), nil},
+		{"float", float32(1.5), nil},
+		{"double", 2.25, nil},
+		{"string", "text", nil},
+		{"binary", []byte{0, 1}, nil},
+		{"timestamp", msgTime, nil},
+		{"uuid", encoding.UUID{9}, core.UUID{9}},
+		{"symbol", encoding.Symbol("sym"), core.Symbol("sym")},
+		{"list", []any{"a", int32(1)}, nil},
+		{"map", encoding.Map{{Key: "k", Value: int64(2)}}, map[string]any{"k": int64(2)}},
+		{"timespan", encoding.Described{Descriptor: timeSpanDescriptor, Value: int64(15_000_000)}, 1500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			am := &frames.Message{
+				ApplicationProperties: encoding.Map{{Key: "p", Value: tc.wire}},
+				Data:                  [][]byte{nil},
+			}
+			m := mustDecodeOne(t, mustMarshalMessage(t, am))
+			want := tc.core
+			if want == nil {
+				want = tc.wire
+			}
+			if got := m.ApplicationProperties["p"]; !cmp.Equal(got, want) {
+				t.Fatalf("core property = %#v (%T), want %#v (%T)", got, got, want, want)
+			}
+			out := mustEncodeDelivery(t, m, false)
+			got, _ := out.ApplicationProperties.GetString("p")
+			if !cmp.Equal(got, tc.wire) {
+				t.Errorf("delivered property = %#v (%T), want %#v (%T)", got, got, tc.wire, tc.wire)
+			}
+		})
+	}
+}
+
+func TestDecodeRejectsUnstorableProperty(t *testing.T) {
+	for name, v := range map[string]any{
+		"char":      encoding.Char('x'),
+		"decimal":   encoding.Decimal64{},
+		"described": encoding.Described{Descriptor: uint64(1), Value: "x"},
+	} {
+		am := &frames.Message{ApplicationProperties: encoding.Map{{Key: "p", Value: v}}, Data: [][]byte{nil}}
+		if _, err := decodeMessage(mustMarshalMessage(t, am), 0); !errors.Is(err, errUnsupportedValue) {
+			t.Errorf("%s property: err = %v, want errUnsupportedValue", name, err)
+		}
+	}
+}
+
+func TestBodyMapping(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		am       *frames.Message
+		wantType core.BodyType
+	}{
+		{"one data section", &frames.Message{Data: [][]byte{[]byte("payload")}}, core.BodyBinary},
+		{"empty data section", &frames.Message{Data: [][]byte{{}}}, core.BodyBinary},
+		{"two data sections", &frames.Message{Data: [][]byte{[]byte("a"), []byte("b")}}, core.BodyAMQP},
+		{"amqp-value", &frames.Message{Value: encoding.Map{{Key: "k", Value: "v"}}}, core.BodyAMQP},
+		{"amqp-sequence", &frames.Message{Sequence: [][]any{{int32(1)}, {"two"}}}, core.BodyAMQP},
+		{"no body", &frames.Message{Properties: &frames.MessageProperties{To: "x"}}, core.BodyAMQP},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := mustMarshalMessage(t, tc.am)
+			in, _ := frames.UnmarshalMessage(raw)
+			m := mustDecodeOne(t, raw)
+			if m.BodyType != tc.wantType {
+				t.Fatalf("BodyType = %v, want %v", m.BodyType, tc.wantType)
+			}
+			if tc.wantType == core.BodyBinary && !bytes.Equal(m.Body, tc.am.Data[0]) {
+				t.Errorf("Body = %q, want %q", m.Body, tc.am.Data[0])
+			}
+			out := mustEncodeDelivery(t, m, false)
+			if !bytes.Equal(out.RawBody, in.RawBody) {
+				t.Errorf("delivered body sections % x, want verbatim % x", out.RawBody, in.RawBody)
+			}
+		})
+	}
+}
+
+func TestDecodeBatch(t *testing.T) {
+	inner := make([][]byte, 3)
+	for i := range inner {
+		inner[i] = mustMarshalMessage(t, &frames.Message{
+			Properties:         &frames.MessageProperties{MessageID: string(rune('a' + i)), GroupID: "s"},
+			MessageAnnotations: encoding.Map{{Key: annPartitionKey, Value: "pk"}},
+			Data:               [][]byte{{byte(i)}},
+		})
+	}
+	batch := mustMarshalMessage(t, &frames.Message{
+		Properties: &frames.MessageProperties{MessageID: "a", GroupID: "s"},
+		Data:       inner,
+	})
+	msgs, err := decodeMessage(batch, frames.MessageFormatBatch)
+	if err != nil {
+		t.Fatalf("decodeMessage(batch): %v", err)
+	}
+	if len(msgs) != 3 {
+		t.Fatalf("batch decoded into %d messages, want 3", len(msgs))
+	}
+	for i, m := range msgs {
+		if m.MessageID != string(rune('a'+i)) || m.SessionID != "s" || m.PartitionKey != "pk" ||
+			m.BodyType != core.BodyBinary || !bytes.Equal(m.Body, []byte{byte(i)}) {
+			t.Errorf("batch message %d = id %v session %q pk %q body %v", i, m.MessageID, m.SessionID, m.PartitionKey, m.Body)
+		}
+	}
+
+	// The same payload without the batch format is one message whose body
+	// is the data sections, kept verbatim.
+	if m := mustDecodeOne(t, batch); m.BodyType != core.BodyAMQP {
+		t.Errorf("batch payload sent as format 0 decoded with body type %v, want BodyAMQP", m.BodyType)
+	}
+}
+
+func TestDecodeBatchErrors(t *testing.T) {
+	notData := mustMarshalMessage(t, &frames.Message{Value: "x"})
+	if _, err := decodeMessage(notData, frames.MessageFormatBatch); err == nil {
+		t.Error("batch with an amqp-value body decoded without error")
+	}
+	badInner := mustMarshalMessage(t, &frames.Message{Data: [][]byte{{0xff, 0x00}}})
+	if _, err := decodeMessage(badInner, frames.MessageFormatBatch); err == nil {
+		t.Error("batch with a malformed inner message decoded without error")
+	}
+	if _, err := decodeMessage([]byte{0x00, 0x53}, 0); err == nil {
+		t.Error("truncated message decoded without error")
+	}
+}
+
+// deliveredMessage is a fully stamped message as core returns it from a
+// peek-lock receive.
+func deliveredMessage() *core.Message {
+	return &core.Message{
+		MessageID:              "m1",
+		SessionID:              "s1",
+		PartitionKey:           "s1",
+		ViaPartitionKey:        "via",
+		TimeToLive:             time.Minute,
+		ScheduledEnqueueTime:   msgTime.Add(-time.Second),
+		ApplicationProperties:  map[string]any{"DeadLetterReason": "why", "DeadLetterErrorDescription": "because", "n": int32(1)},
+		Annotations:            map[string]any{"x-custom": "c"},
+		BodyType:               core.BodyBinary,
+		Body:                   []byte("body"),
+		Priority:               frames.DefaultPriority,
+		SequenceNumber:         42,
+		EnqueuedSequenceNumber: 41,
+		EnqueuedTime:           msgTime,
+		ExpiresAt:              msgTime.Add(time.Minute),
+		DeliveryCount:          3,
+		State:                  core.StateDeferred,
+		DeadLetterSource:       "q",
+		LockToken:              core.LockToken{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 1},
+		LockedUntil:            msgTime.Add(30 * time.Second),
+	}
+}
+
+// TestDeliveryAnnotationTypes pins the exact AMQP type of every annotation
+// (amqp.md §4.2): the Go SDK type-asserts them and panics on a mismatch.
+func TestDeliveryAnnotationTypes(t *testing.T) {
+	m := deliveredMessage()
+	raw, err := encodeDelivery(m, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, err := frames.UnmarshalMessage(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := encoding.Map{
+		{Key: annSequenceNumber, Value: int64(42)},
+		{Key: annEnqueuedTime, Value: msgTime.Truncate(time.Millisecond)},
+		{Key: annLockedUntil, Value: msgTime.Add(30 * time.Second)},
+		{Key: annEnqueueSequenceNumber, Value: int64(41)},
+		{Key: annMessageState, Value: int32(1)},
+		{Key: annScheduledEnqueueTime, Value: msgTime.Add(-time.Second)},
+		{Key: annPartitionKey, Value: "s1"},
+		{Key: annViaPartitionKey, Value: "via"},
+		{Key: annDeadLetterSource, Value: "q"},
+		{Key: encoding.Symbol("x-custom"), Value: "c"},
+	}
+	if diff := cmp.Diff(want, am.MessageAnnotations); diff != "" {
+		t.Errorf("message annotations (-want +got):\n%s", diff)
+	}
+	// Byte-level: the sequence number is a long even when it is small
+	// (smalllong 0x55 is a long), the state an int (smallint 0x54).
+	for _, golden := range [][]byte{
+		append([]byte{0xa3, 21}, "x-opt-sequence-number\x55\x2a"...),
+		append([]byte{0xa3, 19}, "x-opt-message-state\x54\x01"...),
+		append([]byte{0xa3, 19}, "x-opt-enqueued-time\x83"...),
+	} {
+		if !bytes.Contains(raw, golden) {
+			t.Errorf("encoding lacks % x", golden)
+		}
+	}
+	if got, _ := am.DeliveryAnnotations.GetSymbol(annLockToken); got != encoding.UUID(m.LockToken) {
+		t.Errorf("x-opt-lock-token = %v, want %v", got, encoding.UUID(m.LockToken))
+	}
+	for _, k := range []string{"DeadLetterReason", "DeadLetterErrorDescription"} {
+		if v, _ := am.ApplicationProperties.GetString(k); v != m.ApplicationProperties[k] {
+			t.Errorf("%s = %#v, want the string %q", k, v, m.ApplicationProperties[k])
+		}
+	}
+	h := am.Header
+	if h == nil || h.DeliveryCount != 2 || h.TTL != 60_000 || h.Priority != frames.DefaultPriority {
+		t.Errorf("header = %+v, want delivery-count 2, ttl 60000", h)
+	}
+	p := am.Properties
+	if p.AbsoluteExpiryTime != msgTime.Add(time.Minute) || p.GroupID != "s1" || p.MessageID != "m1" {
+		t.Errorf("properties = %+v", p)
+	}
+}
+
+func TestDeliveryPeekOmitsLock(t *testing.T) {
+	m := deliveredMessage()
+	am := mustEncodeDelivery(t, m, false)
+	if _, ok := am.MessageAnnotations.GetSymbol(annLockedUntil); ok {
+		t.Error("peeked message carries x-opt-locked-until")
+	}
+	if am.DeliveryAnnotations != nil {
+		t.Errorf("peeked message carries delivery annotations %v", am.DeliveryAnnotations)
+	}
+}
+
+func TestDeliveryHeaderEdges(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		m         core.Message
+		wantCount uint32
+		wantTTL   uint32
+	}{
+		{"never delivered (peek)", core.Message{DeliveryCount: 0}, 0, 0},
+		{"first delivery", core.Message{DeliveryCount: 1}, 0, 0},
+		{"entity default ttl", core.Message{DeliveryCount: 2, EnqueuedTime: msgTime, ExpiresAt: msgTime.Add(5 * time.Second)}, 1, 5000},
+		{"ttl beyond a uint", core.Message{TimeToLive: 100 * 24 * time.Hour}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := mustEncodeDelivery(t, &tc.m, true).Header
+			if h.DeliveryCount != tc.wantCount || h.TTL != tc.wantTTL {
+				t.Errorf("header delivery-count %d ttl %d, want %d and %d", h.DeliveryCount, h.TTL, tc.wantCount, tc.wantTTL)
+			}
+		})
+	}
+}
+
+func TestLockTokenDeliveryTag(t *testing.T) {
+	tok, err := core.ParseUUID("01234567-89ab-cdef-0123-456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []byte{0x67, 0x45, 0x23, 0x01, 0xab, 0x89, 0xef, 0xcd, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}
+	tag := lockTokenToDeliveryTag(tok)
+	if !bytes.Equal(tag, want) {
+		t.Errorf("delivery tag = % x, want % x", tag, want)
+	}
+	back, ok := deliveryTagToLockToken(tag)
+	if !ok || back != tok {
+		t.Errorf("deliveryTagToLockToken = %v, %v; want %v", back, ok, tok)
+	}
+	if _, ok := deliveryTagToLockToken(tag[:15]); ok {
+		t.Error("15-byte tag accepted as a lock token")
+	}
+}
