@@ -91,6 +91,17 @@ type cmpNode struct {
 	pos  int
 	op   tokenKind
 	l, r node
+	// Shortcuts for the common "property op constant" shape, set by
+	// newCmpNode: lp is l when it is a property, rc is r when constant.
+	lp *propNode
+	rc *constNode
+}
+
+func newCmpNode(pos int, op tokenKind, l, r node) *cmpNode {
+	n := &cmpNode{pos: pos, op: op, l: l, r: r}
+	n.lp, _ = l.(*propNode)
+	n.rc, _ = r.(*constNode)
+	return n
 }
 
 // andNode, orNode and notNode are the three-valued logical operators.

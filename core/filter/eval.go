@@ -86,12 +86,16 @@ func (n *arithNode) eval(m Message) (value, error) {
 // kinds that cannot be compared are unequal (so "=" is false and "<>" is
 // true, as C# object equality would say), and unknown for <, <=, >, >=.
 func (n *cmpNode) test(m Message) (tri, error) {
-	l, err := n.l.eval(m)
-	if err != nil {
+	var l, r value
+	var err error
+	if n.lp != nil {
+		l = readProp(m, n.lp.sys, n.lp.name)
+	} else if l, err = n.l.eval(m); err != nil {
 		return triUnknown, err
 	}
-	r, err := n.r.eval(m)
-	if err != nil {
+	if n.rc != nil {
+		r = n.rc.v
+	} else if r, err = n.r.eval(m); err != nil {
 		return triUnknown, err
 	}
 	if l.isNull() || r.isNull() {

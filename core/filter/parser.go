@@ -199,7 +199,7 @@ func (p *parser) parsePredicate() (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &cmpNode{pos: t.pos, op: t.kind, l: l, r: r}, nil
+		return newCmpNode(t.pos, t.kind, l, r), nil
 	case tokIs:
 		p.next()
 		not := p.peek().kind == tokNot
