@@ -85,14 +85,6 @@ func (f *fieldWriter) flag(v bool) {
 	f.bool(true)
 }
 
-func (f *fieldWriter) optBool(v *bool) {
-	if v == nil {
-		f.l.Null()
-		return
-	}
-	f.bool(*v)
-}
-
 func (f *fieldWriter) string(v string) {
 	if v == "" {
 		f.l.Null()
@@ -211,14 +203,6 @@ func skip(r *buffer.Buffer) error { return encoding.Skip(r) }
 // readOptUint decodes a uint into a freshly allocated pointer.
 func readOptUint(r *buffer.Buffer) (*uint32, error) {
 	v, err := encoding.ReadUint(r)
-	if err != nil {
-		return nil, err
-	}
-	return &v, nil
-}
-
-func readOptBool(r *buffer.Buffer) (*bool, error) {
-	v, err := encoding.ReadBool(r)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 func fullMessage() *Message {
 	now := time.UnixMilli(1700000000123).UTC()
 	return &Message{
-		Header: &MessageHeader{Durable: true, Priority: 9, TTL: 60000, FirstAcquirer: true, DeliveryCount: 2},
+		Header:              &MessageHeader{Durable: true, Priority: 9, TTL: 60000, FirstAcquirer: true, DeliveryCount: 2},
 		DeliveryAnnotations: encoding.Map{{Key: encoding.Symbol("x-opt-d"), Value: "d"}},
 		MessageAnnotations: encoding.Map{
 			{Key: encoding.Symbol("x-opt-sequence-number"), Value: int64(42)},
