@@ -45,8 +45,11 @@ func (b *Broker) createLocked(e Entity) (*Entity, error) {
 	if e.Kind == KindSubscription && (topic == nil || topic.desc.Load().Kind != KindTopic) {
 		return nil, entityNotFound(e.Topic)
 	}
-	if e.Kind != KindSubscription && b.hasEntityUnder(key) {
+	if e.Kind != KindSubscription && (b.hasEntityUnder(key) || b.hasEntityAbove(key)) {
 		return nil, errf(CodeEntityExists, "The messaging entity '%s' conflicts with an existing entity path.", e.Path())
+	}
+	if e.Kind != KindSubscription && ParseAddress(e.Name).Sub != "" {
+		return nil, errf(CodeBadRequest, "%s name %q must not contain the reserved segment '/Subscriptions/'", e.Kind, e.Name)
 	}
 	if err := b.checkForwarding(&e); err != nil {
 		return nil, err
@@ -102,6 +105,19 @@ func (b *Broker) hasEntityUnder(key string) bool {
 	defer b.mu.RUnlock()
 	for k, e := range b.mu.entities {
 		if e.topic == nil && strings.HasPrefix(k, key+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// hasEntityAbove reports whether an entity's path is a prefix of key ("a"
+// above "a/b"): the converse of hasEntityUnder.
+func (b *Broker) hasEntityAbove(key string) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' && b.mu.entities[key[:i]] != nil {
 			return true
 		}
 	}

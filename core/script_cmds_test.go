@@ -378,7 +378,7 @@ func (r *scriptRunner) entity(a *args) core.Entity {
 	e.AutoDeleteOnIdle = a.dur("autodelete")
 	e.MaxMessageSizeInKilobytes = int64(a.int("maxsize", 0))
 	e.Status = core.EntityStatus(a.str("status"))
-	if a.has("sql") || a.has("corr-subject") {
+	if a.has("sql") || a.has("corr-subject") || a.has("false") {
 		e.Rules = []core.Rule{rule(a)}
 	}
 	return e
