@@ -1,0 +1,142 @@
+package httpgw
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/sas"
+)
+
+// Default credentials, the Service Bus emulator's (decisions.md): used
+// when [Config.Auth] is nil.
+const (
+	DefaultKeyName = "RootManageSharedAccessKey"
+	DefaultKey     = "SAS_KEY_VALUE"
+)
+
+// MaxHeaderBytes is the request header limit servers running the gateway
+// should set ([http.Server.MaxHeaderBytes]): custom properties may take
+// 64 KiB (rest.md §6), plus room for the standard headers and the token.
+const MaxHeaderBytes = 96 << 10
+
+// Config configures a [Gateway]. The zero value of every field but Broker
+// means its default.
+type Config struct {
+	// Broker is the engine requests are translated into. Required.
+	Broker *core.Broker
+	// Logger receives request failures and, at debug level, every request.
+	// Default: zap.NewNop().
+	Logger *zap.Logger
+	// Auth checks SAS tokens. Default: a validator holding the emulator's
+	// RootManageSharedAccessKey / SAS_KEY_VALUE rule with Manage rights.
+	Auth *sas.Validator
+	// Namespace is the name reported in management responses and error
+	// trackers. Default: the broker's namespace.
+	Namespace string
+	// StrictProperties rejects custom property headers whose unquoted value
+	// is neither a boolean nor a number, as the REST docs describe
+	// (rest.md §2.3). By default such values are kept as strings, because
+	// the docs' own send example uses them.
+	StrictProperties bool
+}
+
+func (c *Config) validate() error {
+	if c.Broker == nil {
+		return errors.New("httpgw: Config.Broker is required")
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Auth == nil {
+		v, err := sas.NewValidator(sas.Config{Rules: []sas.Rule{{
+			KeyName: DefaultKeyName, Key: DefaultKey, Rights: sas.Manage,
+		}}})
+		if err != nil {
+			return err
+		}
+		c.Auth = v
+	}
+	if c.Namespace == "" {
+		c.Namespace = c.Broker.Namespace()
+	}
+	return nil
+}
+
+// Gateway serves the Service Bus REST and ATOM management APIs over a
+// [core.Broker]. It is safe for concurrent use.
+type Gateway struct {
+	cfg     Config
+	broker  *core.Broker
+	log     *zap.Logger
+	handler http.Handler
+}
+
+// New checks cfg and returns a Gateway.
+func New(cfg Config) (*Gateway, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: cfg, broker: cfg.Broker, log: cfg.Logger}
+	g.handler = g.middleware(g.routes())
+	return g, nil
+}
+
+// Handler returns the gateway's HTTP handler: every route, behind the
+// logging, recovery and path-normalising middleware.
+func (g *Gateway) Handler() http.Handler { return g.handler }
+
+// Server returns an [http.Server] for the gateway on addr with the limits
+// the gateway expects (header size, header read timeout). The caller sets
+// TLSConfig for HTTPS and runs ListenAndServe or ServeTLS.
+func (g *Gateway) Server(addr string) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           g.handler,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          zap.NewStdLog(g.log),
+	}
+}
+
+// Reserved path segments, matched case-insensitively (rest.md §1.1: SDKs
+// send both "Messages/Head" and "messages/head", "Subscriptions" and
+// "subscriptions"). Each is a mux variable with a non-capturing pattern.
+const (
+	segMessages = "{_messages:(?i:messages)}"
+	segHead     = "{_head:(?i:head)}"
+	segSubs     = "{_subs:(?i:subscriptions)}"
+	segRules    = "{_rules:(?i:rules)}"
+	segRes      = "{_res:(?i:\\$resources)}"
+	segKind     = "{kind:(?i:queues|topics)}"
+	entityVar   = "{entity:.+}"
+	topicVar    = "{topic:.+}"
+)
+
+// routes lists every route the gateway serves. Order matters: the more
+// specific runtime and subscription shapes come before the catch-all
+// queue/topic path.
+func (g *Gateway) routes() http.Handler {
+	r := mux.NewRouter()
+	r.SkipClean(true) // entity names are matched as sent; middleware trims slashes
+
+	// Health and namespace (no entity).
+	r.Path("/health").Methods(http.MethodGet).HandlerFunc(g.health)
+
+	// Runtime (rest.md §1.2). Entity paths include subscriptions and
+	// $DeadLetterQueue subqueues; core.ParseAddress splits them.
+	r.Path("/" + entityVar + "/" + segMessages + "/" + segHead).Methods(http.MethodPost).Handler(g.listen(g.peekLock))
+	r.Path("/" + entityVar + "/" + segMessages + "/" + segHead).Methods(http.MethodDelete).Handler(g.listen(g.receiveAndDelete))
+	r.Path("/" + entityVar + "/" + segMessages + "/{id}/{lock}").Methods(http.MethodPut).Handler(g.listen(g.unlock))
+	r.Path("/" + entityVar + "/" + segMessages + "/{id}/{lock}").Methods(http.MethodDelete).Handler(g.listen(g.complete))
+	r.Path("/" + entityVar + "/" + segMessages + "/{id}/{lock}").Methods(http.MethodPost).Handler(g.listen(g.renew))
+	r.Path("/" + entityVar + "/" + segMessages).Methods(http.MethodPost).Handler(g.send(g.sendMessages))
+
+	r.NotFoundHandler = http.HandlerFunc(g.notFound)
+	r.MethodNotAllowedHandler = http.HandlerFunc(g.methodNotAllowed)
+	return r
+}

@@ -1,0 +1,118 @@
+package httpgw
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// Receive long-poll bounds: the wait when the request names none (what
+// the Python and Ruby SDKs send) and the longest accepted.
+const (
+	defaultReceiveTimeout = 60 * time.Second
+	maxReceiveTimeout     = time.Hour
+)
+
+// peekLock handles POST {path}/messages/head: lock the next message and
+// answer 201 with it, or 204 when none arrived within ?timeout=N seconds
+// (rest.md §1.5).
+func (g *Gateway) peekLock(w http.ResponseWriter, r *http.Request) {
+	g.receive(w, r, core.PeekLock)
+}
+
+// receiveAndDelete handles DELETE {path}/messages/head: remove the next
+// message and answer 200 with it, or 204 (rest.md §1.6).
+func (g *Gateway) receiveAndDelete(w http.ResponseWriter, r *http.Request) {
+	g.receive(w, r, core.ReceiveAndDelete)
+}
+
+func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, mode core.ReceiveMode) {
+	path := mux.Vars(r)["entity"]
+	timeout, err := receiveTimeout(r.URL.Query())
+	if err != nil {
+		g.badRequest(w, r, "%v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	msgs, err := g.broker.Receive(ctx, path, core.ReceiveOptions{Mode: mode, Max: 1})
+	cancel()
+	if err != nil {
+		g.writeCoreError(w, r, runtimeAPI, err)
+		return
+	}
+	if len(msgs) == 0 {
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	m := msgs[0]
+	h := w.Header()
+	status := http.StatusOK
+	if mode == core.PeekLock {
+		status = http.StatusCreated
+		h.Set("Location", lockLocation(r, path, m))
+	}
+	writeMessageHeaders(h, m)
+	w.WriteHeader(status)
+	_, _ = w.Write(m.Body)
+}
+
+// writeMessageHeaders sets the headers that carry a received message:
+// BrokerProperties, Content-Type (absent when the message has none, with
+// sniffing disabled), Content-Length and the custom properties.
+func writeMessageHeaders(h http.Header, m *core.Message) {
+	writePropertyHeaders(h, m.ApplicationProperties)
+	h[headerBrokerProperties] = []string{formatBrokerProperties(m)} // the service's spelling
+	if m.ContentType != "" {
+		h.Set("Content-Type", m.ContentType)
+	} else {
+		h["Content-Type"] = nil
+	}
+	h.Set("Content-Length", strconv.Itoa(len(m.Body)))
+}
+
+// receiveTimeout reads ?timeout=N (seconds, may be fractional).
+func receiveTimeout(q url.Values) (time.Duration, error) {
+	s := strings.TrimSpace(q.Get("timeout"))
+	if s == "" {
+		return defaultReceiveTimeout, nil
+	}
+	secs, err := strconv.ParseFloat(s, 64)
+	if err != nil || secs < 0 || secs != secs {
+		return 0, &paramError{"timeout", s, "a non-negative number of seconds"}
+	}
+	d := time.Duration(secs * float64(time.Second))
+	if secs > maxReceiveTimeout.Seconds() {
+		d = maxReceiveTimeout
+	}
+	return d, nil
+}
+
+// lockLocation is the peek-lock Location header:
+// {scheme}://{host}/{lower-cased entity path}/messages/{seq}/{lockToken}
+// (rest.md §0.4). The scheme and host are the request's, so clients that
+// replay the URL reach this gateway.
+func lockLocation(r *http.Request, path string, m *core.Message) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	u := url.URL{Scheme: scheme, Host: r.Host,
+		Path: "/" + strings.ToLower(strings.Trim(path, "/")) + "/messages/" +
+			strconv.FormatInt(m.SequenceNumber, 10) + "/" + m.LockToken.String()}
+	return u.String()
+}
+
+// paramError is a malformed query parameter.
+type paramError struct{ name, value, want string }
+
+func (e *paramError) Error() string {
+	return "The query parameter '" + e.name + "' value '" + e.value + "' is not " + e.want
+}
