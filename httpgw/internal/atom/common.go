@@ -66,15 +66,17 @@ func (c *countDetailsXML) into(f *fields, dst *CountDetails) {
 // AuthorizationRule is a shared access rule defined on a queue or topic
 // (the AuthorizationRules element).
 type AuthorizationRule struct {
-	// Type is the i:type; "" is written as SharedAccessAuthorizationRule.
+	// Type is the i:type; "" is written as SharedAccessAuthorizationRule,
+	// and decoding fills that default.
 	Type string
-	// ClaimType is "SharedAccessKey" for SAS rules; "" is written so.
+	// ClaimType is "SharedAccessKey" for SAS rules ("" is written so).
 	ClaimType string
-	// ClaimValue is "None" for SAS rules; "" is written so.
+	// ClaimValue is "None" for SAS rules ("" is written so).
 	ClaimValue string
 	// Rights holds "Listen", "Send" and/or "Manage".
-	Rights       []string
-	KeyName      string
+	Rights  []string
+	KeyName string
+	// CreatedTime and ModifiedTime are omitted when zero.
 	CreatedTime  time.Time
 	ModifiedTime time.Time
 	PrimaryKey   string
@@ -97,8 +99,12 @@ func encodeAuthorizationRules(x *writer, rules []AuthorizationRule) {
 		}
 		x.close("Rights")
 		x.text("KeyName", r.KeyName)
-		x.time("CreatedTime", r.CreatedTime)
-		x.time("ModifiedTime", r.ModifiedTime)
+		if !r.CreatedTime.IsZero() {
+			x.time("CreatedTime", r.CreatedTime)
+		}
+		if !r.ModifiedTime.IsZero() {
+			x.time("ModifiedTime", r.ModifiedTime)
+		}
 		x.optText("PrimaryKey", r.PrimaryKey)
 		x.optText("SecondaryKey", r.SecondaryKey)
 		x.close("AuthorizationRule")
@@ -126,7 +132,8 @@ func decodeAuthorizationRules(f *fields, in []authorizationRuleXML) []Authorizat
 	out := make([]AuthorizationRule, len(in))
 	for i, r := range in {
 		o := &out[i]
-		o.Type = r.xsiType()
+		o.Type = orDefault(r.xsiType(), "SharedAccessAuthorizationRule")
+		o.ClaimType, o.ClaimValue = "SharedAccessKey", "None"
 		f.word(&o.ClaimType, r.ClaimType)
 		f.word(&o.ClaimValue, r.ClaimValue)
 		for _, right := range r.Rights {

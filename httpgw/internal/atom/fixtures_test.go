@@ -23,6 +23,9 @@ func fullQueue() *QueueDescription {
 	q.SizeInBytes = 542
 	q.MessageCount = 3
 	q.AuthorizationRules = []AuthorizationRule{{
+		Type:         "SharedAccessAuthorizationRule",
+		ClaimType:    "SharedAccessKey",
+		ClaimValue:   "None",
 		Rights:       []string{"Manage", "Listen", "Send"},
 		KeyName:      "TestSharedKeyName",
 		CreatedTime:  created,

@@ -39,7 +39,7 @@ type namespaceXML struct {
 }
 
 func (in *namespaceXML) description() (*NamespaceInfo, error) {
-	var n NamespaceInfo
+	n := NamespaceInfo{NamespaceType: "Messaging"}
 	var f fields
 	f.time("CreatedTime", &n.CreatedTime, in.CreatedTime)
 	f.word(&n.MessagingSKU, in.MessagingSKU)

@@ -237,6 +237,9 @@ func (in *filterXML) filter(f *fields) Filter {
 		f.str(&out.SQLExpression, in.SQLExpression)
 		f.int32("CompatibilityLevel", &out.CompatibilityLevel, in.CompatibilityLevel)
 		out.Parameters = decodeKeyValues(f, "Parameters", in.Parameters)
+		if out.CompatibilityLevel == 0 {
+			out.CompatibilityLevel = DefaultCompatibilityLevel
+		}
 		return out
 	case strings.EqualFold(t, "CorrelationFilter"):
 		out := &CorrelationFilter{}
@@ -268,6 +271,9 @@ func (in *actionXML) action(f *fields) Action {
 		f.str(&out.SQLExpression, in.SQLExpression)
 		f.int32("CompatibilityLevel", &out.CompatibilityLevel, in.CompatibilityLevel)
 		out.Parameters = decodeKeyValues(f, "Parameters", in.Parameters)
+		if out.CompatibilityLevel == 0 {
+			out.CompatibilityLevel = DefaultCompatibilityLevel
+		}
 		return out
 	default:
 		f.fail("Action", t, fmt.Errorf("unknown action type"))

@@ -72,9 +72,10 @@ func (f *fields) str(dst *string, src *string) {
 	}
 }
 
-// word copies an enumeration-like value without surrounding whitespace.
+// word copies an enumeration-like value without surrounding whitespace;
+// an empty element keeps the default.
 func (f *fields) word(dst *string, src *string) {
-	if src != nil {
+	if src != nil && strings.TrimSpace(*src) != "" {
 		*dst = strings.TrimSpace(*src)
 	}
 }
