@@ -74,6 +74,7 @@ type Gateway struct {
 	broker  *core.Broker
 	log     *zap.Logger
 	handler http.Handler
+	started time.Time // reported as the namespace's creation time
 }
 
 // New checks cfg and returns a Gateway.
@@ -82,6 +83,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, broker: cfg.Broker, log: cfg.Logger}
+	g.started = g.now()
 	g.handler = g.middleware(g.routes())
 	return g, nil
 }
@@ -126,6 +128,7 @@ func (g *Gateway) routes() http.Handler {
 
 	// Health and namespace (no entity).
 	r.Path("/health").Methods(http.MethodGet).HandlerFunc(g.health)
+	r.Path("/{_ns:(?i:\\$namespaceinfo)}").Methods(http.MethodGet).Handler(g.manage(g.namespaceInfo))
 
 	// Runtime (rest.md §1.2). Entity paths include subscriptions and
 	// $DeadLetterQueue subqueues; core.ParseAddress splits them.
@@ -135,6 +138,22 @@ func (g *Gateway) routes() http.Handler {
 	r.Path("/" + entityVar + "/" + segMessages + "/{id}/{lock}").Methods(http.MethodDelete).Handler(g.listen(g.complete))
 	r.Path("/" + entityVar + "/" + segMessages + "/{id}/{lock}").Methods(http.MethodPost).Handler(g.listen(g.renew))
 	r.Path("/" + entityVar + "/" + segMessages).Methods(http.MethodPost).Handler(g.send(g.sendMessages))
+
+	// Management (rest.md §4.1).
+	r.Path("/" + segRes + "/" + segKind).Methods(http.MethodGet).Handler(g.manage(g.listEntities))
+	rule := "/" + topicVar + "/" + segSubs + "/{sub}/" + segRules + "/{rule}"
+	r.Path(rule).Methods(http.MethodGet).Handler(g.manage(g.getRule))
+	r.Path(rule).Methods(http.MethodPut).Handler(g.manage(g.putRule))
+	r.Path(rule).Methods(http.MethodDelete).Handler(g.manage(g.deleteRule))
+	r.Path("/" + topicVar + "/" + segSubs + "/{sub}/" + segRules).Methods(http.MethodGet).Handler(g.listen(g.listRules))
+	sub := "/" + topicVar + "/" + segSubs + "/{sub}"
+	r.Path(sub).Methods(http.MethodGet).Handler(g.manage(g.getSubscription))
+	r.Path(sub).Methods(http.MethodPut).Handler(g.manage(g.putSubscription))
+	r.Path(sub).Methods(http.MethodDelete).Handler(g.manage(g.deleteSubscription))
+	r.Path("/" + topicVar + "/" + segSubs).Methods(http.MethodGet).Handler(g.manage(g.listSubscriptions))
+	r.Path("/" + entityVar).Methods(http.MethodGet).Handler(g.manage(g.getEntity))
+	r.Path("/" + entityVar).Methods(http.MethodPut).Handler(g.manage(g.putEntity))
+	r.Path("/" + entityVar).Methods(http.MethodDelete).Handler(g.manage(g.deleteEntity))
 
 	r.NotFoundHandler = http.HandlerFunc(g.notFound)
 	r.MethodNotAllowedHandler = http.HandlerFunc(g.methodNotAllowed)
