@@ -1,0 +1,112 @@
+package amqpserver
+
+import (
+	"sync"
+	"time"
+
+	"github.com/omnibusmq/omnibus/core/sas"
+)
+
+// connAuth is what one connection may do: the rights its SASL login gave
+// for every entity (PLAIN, or everything when the server has no
+// validator), plus the grants of tokens put on $cbs, each limited to an
+// entity path prefix and an expiry. Link attaches and $management
+// operations consult it. It is safe for concurrent use: the connection
+// goroutine adds grants while management handlers read it.
+type connAuth struct {
+	now func() time.Time
+
+	mu struct {
+		sync.Mutex // guards the fields below
+		open       bool     // no validator: every right everywhere
+		rule       sas.Rule // SASL PLAIN login; zero Rule when none
+		plain      bool
+		grants     []grant
+	}
+}
+
+// grant is the effect of one accepted put-token.
+type grant struct {
+	path    string // normalised entity path prefix ("" = namespace)
+	rights  sas.Rights
+	expires time.Time
+}
+
+func newConnAuth(now func() time.Time) *connAuth {
+	return &connAuth{now: now}
+}
+
+// allowAll gives the connection every right (server without a validator).
+func (a *connAuth) allowAll() {
+	a.mu.Lock()
+	a.mu.open = true
+	a.mu.Unlock()
+}
+
+// login records a SASL PLAIN login with rule.
+func (a *connAuth) login(rule sas.Rule) {
+	a.mu.Lock()
+	a.mu.rule, a.mu.plain = rule, true
+	a.mu.Unlock()
+}
+
+// add records a put-token grant, replacing an older one for the same path.
+func (a *connAuth) add(path string, rights sas.Rights, expires time.Time) {
+	path = sas.NormalizePath(path)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	kept := a.mu.grants[:0]
+	for _, g := range a.mu.grants {
+		if g.path != path && g.expires.After(now) {
+			kept = append(kept, g)
+		}
+	}
+	a.mu.grants = append(kept, grant{path: path, rights: rights, expires: expires})
+}
+
+// allows reports whether the connection holds all the rights in need for
+// entity.
+func (a *connAuth) allows(entity string, need sas.Rights) bool {
+	return a.rights(entity).Has(need)
+}
+
+// allowsAny reports whether the connection holds at least one of the
+// rights in need for entity.
+func (a *connAuth) allowsAny(entity string, need sas.Rights) bool {
+	return a.rights(entity)&need.Effective() != 0
+}
+
+// covers reports whether the normalised prefix scope covers path on a
+// segment boundary ("" covers everything).
+func covers(scope, path string) bool {
+	if scope == "" {
+		return true
+	}
+	if len(path) < len(scope) || path[:len(scope)] != scope {
+		return false
+	}
+	return len(path) == len(scope) || path[len(scope)] == '/'
+}
+
+// rights returns every right the connection holds for entity: its login's
+// (if the rule covers the entity) and those of live grants covering it.
+func (a *connAuth) rights(entity string) sas.Rights {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.open {
+		return sas.Manage.Effective()
+	}
+	var r sas.Rights
+	if a.mu.plain && a.mu.rule.Covers(entity) {
+		r |= a.mu.rule.Rights.Effective()
+	}
+	path := sas.NormalizePath(entity)
+	now := a.now()
+	for _, g := range a.mu.grants {
+		if g.expires.After(now) && covers(g.path, path) {
+			r |= g.rights.Effective()
+		}
+	}
+	return r
+}

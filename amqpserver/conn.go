@@ -1,0 +1,323 @@
+package amqpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+)
+
+var connIDs atomic.Uint64
+
+// conn is one AMQP connection. Three goroutines serve it:
+//
+//   - readLoop decodes frames from the socket and hands them to run;
+//   - run (the mux) owns every session, link and delivery map of the
+//     connection and is the only goroutine that touches them; work that
+//     blocks (core sends, receives, settlements, management calls) runs in
+//     goroutines that report back through post;
+//   - writeLoop owns the socket's write side and writes the byte chunks
+//     run hands it, in order.
+type conn struct {
+	srv  *Server
+	nc   net.Conn
+	log  *zap.Logger
+	rd   *frames.Reader
+	auth *connAuth
+
+	// Negotiated at open; fixed afterwards.
+	peerMaxFrame uint32        // largest frame we may send
+	peerIdle     time.Duration // the peer's idle-time-out (0 = none)
+	channelMax   uint16        // highest channel the peer may begin
+
+	ctx    context.Context    // cancelled when the connection ends
+	cancel context.CancelFunc // cancels ctx
+	events chan func()        // work for run, posted by helper goroutines
+	out    chan []byte        // encoded frames for writeLoop
+	wdone  chan struct{}      // closed when writeLoop has exited
+	work   sync.WaitGroup     // helper goroutines (sends, receives, settles)
+
+	// Owned by run.
+	sessions map[uint16]*session // by the peer's channel
+	local    map[uint16]*session // by our channel
+	pending  buffer.Buffer       // frames written since the last flush
+	closing  bool                // close sent; draining until the peer's close
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	id := strconv.FormatUint(connIDs.Add(1), 10)
+	return &conn{
+		srv:      s,
+		nc:       nc,
+		log:      s.log.With(zap.String("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
+		rd:       frames.NewReader(nc, s.cfg.MaxFrameSize),
+		auth:     newConnAuth(s.cfg.Now),
+		events:   make(chan func(), 256),
+		out:      make(chan []byte, 64),
+		wdone:    make(chan struct{}),
+		sessions: make(map[uint16]*session),
+		local:    make(map[uint16]*session),
+	}
+}
+
+// serve runs the connection to its end. A panic anywhere in its own
+// goroutines is logged and ends only this connection.
+func (c *conn) serve(parent context.Context) {
+	defer c.nc.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("panic serving connection", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+		}
+	}()
+	c.nc.SetDeadline(time.Now().Add(defaultHandshakeTimeout))
+	if err := c.handshake(); err != nil {
+		if !errors.Is(err, io.EOF) {
+			c.log.Debug("handshake failed", zap.Error(err))
+		}
+		return
+	}
+	c.nc.SetDeadline(time.Time{})
+
+	c.ctx, c.cancel = context.WithCancel(parent)
+	defer c.cancel()
+	if max := c.srv.cfg.MaxConnections; max > 0 && c.srv.connCount() > max {
+		c.writeNow(&frames.Close{Error: errorf(frames.CondResourceLimitExceeded, "The maximum of %d connections is reached.", max)})
+		return
+	}
+
+	frc := make(chan frames.Frame)
+	readErr := make(chan error, 1)
+	go c.writeLoop()
+	go func() {
+		err := errors.New("amqpserver: reader panicked")
+		defer func() { readErr <- err }()
+		defer c.recoverPanic("reader")
+		err = c.readLoop(frc)
+	}()
+	err := c.run(frc, readErr)
+	c.cancel()
+	close(c.out)
+	<-c.wdone
+	c.nc.Close() // unblocks readLoop
+	<-readErr
+	c.work.Wait() // sends in flight finish (they are durable or fail)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		c.log.Debug("connection ended", zap.Error(err))
+	}
+}
+
+// readLoop reads frames and hands them to run until the socket fails.
+// Each read must finish within our idle timeout.
+func (c *conn) readLoop(frc chan<- frames.Frame) error {
+	idle := c.srv.cfg.IdleTimeout
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(idle))
+		fr, err := c.rd.ReadFrame()
+		if err != nil {
+			return err
+		}
+		select {
+		case frc <- fr:
+		case <-c.ctx.Done():
+			return c.ctx.Err()
+		}
+	}
+}
+
+// writeLoop writes chunks until out is closed or a write fails.
+func (c *conn) writeLoop() {
+	defer close(c.wdone)
+	for p := range c.out {
+		c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+		if _, err := c.nc.Write(p); err != nil {
+			c.cancel()
+			return
+		}
+	}
+}
+
+// post queues f to run on the connection goroutine. It returns false (and
+// drops f) when the connection has ended.
+func (c *conn) post(f func()) bool {
+	select {
+	case c.events <- f:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// goWork runs f in a helper goroutine that serve waits for. A panic in f
+// is logged and closes the connection instead of crashing the server.
+func (c *conn) goWork(f func()) {
+	c.work.Go(func() {
+		defer c.recoverPanic("helper")
+		f()
+	})
+}
+
+// recoverPanic logs a recovered panic and ends the connection.
+func (c *conn) recoverPanic(where string) {
+	if r := recover(); r != nil {
+		c.log.Error("panic in "+where, zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+		c.cancel()
+		c.nc.Close()
+	}
+}
+
+// run is the connection's mux: it dispatches frames and posted events and
+// sends heartbeats until the connection closes. Only run touches the
+// session and link maps.
+func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
+	var beat <-chan time.Time
+	if c.peerIdle > 0 {
+		t := time.NewTicker(c.peerIdle / 2)
+		defer t.Stop()
+		beat = t.C
+	}
+	defer func() {
+		for _, s := range c.local {
+			s.release()
+		}
+	}()
+	for {
+		select {
+		case fr := <-frc:
+			err = c.handleFrame(fr)
+		case f := <-c.events:
+			f()
+		case <-beat:
+			frames.WriteHeartbeat(&c.pending)
+		case rerr := <-readErr:
+			err = c.readFailed(rerr)
+			c.flush()
+			return err
+		case <-c.ctx.Done():
+			if !c.closing {
+				c.write(0, &frames.Close{Error: errorf(frames.CondConnectionForced, "The server is shutting down.")})
+			}
+			c.flush()
+			return c.ctx.Err()
+		}
+		// Take whatever else is ready before flushing, so that bursts of
+		// completions go out in one write.
+	more:
+		for i := 0; i < 64 && err == nil; i++ {
+			select {
+			case fr := <-frc:
+				err = c.handleFrame(fr)
+			case f := <-c.events:
+				f()
+			default:
+				break more
+			}
+		}
+		if err != nil {
+			var ce *connError
+			if errors.As(err, &ce) {
+				c.write(0, &frames.Close{Error: ce.Err})
+			}
+			c.flush()
+			return err
+		}
+		c.flush()
+	}
+}
+
+// readFailed turns a read error into the close frame the peer should see.
+func (c *conn) readFailed(err error) error {
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.closing:
+		return err
+	case errors.As(err, &ne) && ne.Timeout():
+		c.write(0, &frames.Close{Error: errorf(frames.CondResourceLimitExceeded,
+			"Connection idle for more than %v.", c.srv.cfg.IdleTimeout)})
+	case errors.Is(err, frames.ErrFrameTooLarge):
+		c.write(0, &frames.Close{Error: errorf(frames.CondFrameSizeTooSmall, "%v", err)})
+	case errors.Is(err, frames.ErrFrameTooSmall), errors.Is(err, frames.ErrMalformed):
+		c.write(0, &frames.Close{Error: errorf(frames.CondDecodeError, "%v", err)})
+	default:
+		return err
+	}
+	return err
+}
+
+// handleFrame dispatches one incoming frame.
+func (c *conn) handleFrame(fr frames.Frame) error {
+	if fr.Type != frames.TypeAMQP {
+		return closeWith(frames.CondNotAllowed, "SASL frame after SASL negotiation")
+	}
+	if ce := c.log.Check(zap.DebugLevel, "RX"); ce != nil {
+		ce.Write(zap.Uint16("ch", fr.Channel), zap.String("frame", fmt.Sprintf("%T %+v", fr.Body, fr.Body)))
+	}
+	switch b := fr.Body.(type) {
+	case nil:
+		return nil // heartbeat
+	case *frames.Open:
+		return closeWith(frames.CondNotAllowed, "open received twice")
+	case *frames.Close:
+		if !c.closing {
+			c.write(0, &frames.Close{})
+		}
+		c.closing = true
+		return io.EOF
+	case *frames.Begin:
+		return c.handleBegin(fr.Channel, b)
+	}
+	if c.closing {
+		return nil
+	}
+	s := c.sessions[fr.Channel]
+	if s == nil {
+		return closeWith(frames.CondNotAllowed, "frame %T on channel %d without a session", fr.Body, fr.Channel)
+	}
+	return s.handle(fr.Body)
+}
+
+// write appends a frame for channel ch to the pending output.
+func (c *conn) write(ch uint16, body frames.Body) {
+	if ce := c.log.Check(zap.DebugLevel, "TX"); ce != nil {
+		ce.Write(zap.Uint16("ch", ch), zap.String("frame", fmt.Sprintf("%T %+v", body, body)))
+	}
+	if err := frames.Write(&c.pending, frames.Frame{Channel: ch, Body: body}); err != nil {
+		// Our own frames always encode; a failure is a bug worth a log,
+		// not a crash.
+		c.log.Error("encoding frame", zap.Error(err))
+	}
+}
+
+// flush hands the pending output to writeLoop.
+func (c *conn) flush() {
+	if c.pending.Len() == 0 {
+		return
+	}
+	p := c.pending.Bytes()
+	c.pending = buffer.Buffer{}
+	select {
+	case c.out <- p:
+	case <-c.wdone: // the socket failed; nothing more can be written
+	}
+}
+
+// writeNow writes one frame synchronously (handshake phase, before the
+// writer runs).
+func (c *conn) writeNow(body frames.Body) error {
+	var b buffer.Buffer
+	if err := frames.Write(&b, frames.Frame{Body: body}); err != nil {
+		return err
+	}
+	_, err := c.nc.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,48 @@
+// Package amqpserver is omnibus's AMQP 1.0 front: a TCP listener that
+// speaks the Service Bus dialect of AMQP (shared/spec/amqp.md) to the
+// official SDKs and to plain AMQP clients, translating links into calls
+// on [core.Broker].
+//
+// # Connection
+//
+// A connection negotiates SASL (header 3), then AMQP (header 0), then
+// exchanges open frames (handshake.go). SASL offers ANONYMOUS, after
+// which the client must put a token on $cbs for an entity before
+// attaching to it, and PLAIN, where the user name is a key name and the
+// password its key, giving that rule's rights on every entity (sasl.go,
+// auth.go, cbs.go). A client that skips SASL is refused unless the server
+// runs without a validator.
+//
+// Three goroutines serve a connection (conn.go): a reader decoding frames,
+// a writer owning the socket's write side, and the connection goroutine
+// (run) that owns every session, link and delivery map. Blocking work —
+// core.Send, core.Receive, core.Settle, AcceptSession, management calls —
+// runs in helper goroutines that report back with conn.post, so run never
+// waits on storage. Heartbeats go out at half the peer's idle timeout; a
+// peer silent for longer than ours is closed with
+// amqp:resource-limit-exceeded.
+//
+// # Links
+//
+//   - Client senders (incoming.go): the server keeps generous credit
+//     outstanding and hands each complete delivery (assembled across
+//     frames, up to the entity's maximum size) to core.Send in its own
+//     goroutine, so pipelined deliveries are committed in groups. Each is
+//     answered with accepted once durable or rejected{error}.
+//   - Client receivers (outgoing.go): rcv-settle-mode second is
+//     peek-lock, first is receive-and-delete. While the link has credit, one
+//     helper runs core.Receive for up to that many messages. The delivery
+//     tag is the lock token in .NET GUID byte order. Drain uses up the
+//     credit and answers flow(drain=true, link-credit=0).
+//   - Client dispositions (disposition.go) become core.Settle outcomes and
+//     are answered with a settled disposition carrying the final state or
+//     rejected{com.microsoft:message-lock-lost}.
+//   - Session receivers (sessionfilter.go) accept a session through
+//     com.microsoft:session-filter and echo it in the client's encoding;
+//     the server keeps a registry of held session locks for $management.
+//   - $cbs and <entity>/$management (cbs.go, rpc.go, mgmt*.go) are
+//     request/response nodes; replies are routed by reply-to.
+//
+// Every core error becomes an AMQP condition through one table
+// (errors.go).
+package amqpserver

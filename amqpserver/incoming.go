@@ -1,0 +1,179 @@
+package amqpserver
+
+import (
+	"context"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+)
+
+// Credit the server keeps outstanding on links the client sends on: a
+// client may pipeline this many deliveries, which the store then commits
+// in groups. Credit is topped up when it falls below creditLow, unless
+// maxInflight deliveries are still being processed (backpressure).
+const (
+	creditWindow = 2000
+	creditLow    = creditWindow / 2
+	maxInflight  = 4 * creditWindow
+)
+
+// inLink is the state of a link the client sends on (we are the receiver).
+type inLink struct {
+	credit        uint32
+	deliveryCount uint32
+	maxSize       uint64   // largest delivery accepted, in bytes
+	cur           *partial // delivery being assembled across transfers
+	inflight      int      // deliveries handed to helpers, not yet answered
+}
+
+// partial is an incoming delivery whose transfers are still arriving.
+type partial struct {
+	id       uint32
+	settled  bool
+	format   uint32
+	buf      []byte
+	oversize bool // beyond maxSize: the bytes are dropped, the delivery rejected
+}
+
+// attachSender attaches a link the client sends messages on. The maximum
+// message size is the entity's, capped by the server's.
+func (l *link) attachSender(a *frames.Attach) {
+	srv := l.s.c.srv
+	l.in.maxSize = srv.cfg.MaxMessageSize
+	if e, err := srv.b.GetEntity(l.entity); err == nil && e.MaxMessageSizeInKilobytes > 0 {
+		l.in.maxSize = min(l.in.maxSize, uint64(e.MaxMessageSizeInKilobytes)*1024)
+	}
+	l.attach(a, nil)
+}
+
+// grantCredit tops the link credit up to creditWindow when it is low and
+// the link is not overloaded.
+func (l *link) grantCredit() {
+	in := l.in
+	if l.detached || in.credit >= creditLow || in.inflight >= maxInflight {
+		return
+	}
+	in.credit = creditWindow
+	l.writeFlow(false)
+}
+
+// handleTransfer takes one transfer frame from the client.
+func (s *session) handleTransfer(t *frames.Transfer) error {
+	s.received()
+	l := s.links[t.Handle]
+	if l == nil {
+		s.end(errorf(frames.CondUnattachedHandle, "transfer on unattached handle %d", t.Handle))
+		return nil
+	}
+	if l.in == nil {
+		s.end(errorf(frames.CondNotAllowed, "transfer on link %q, which the client receives on", l.name))
+		return nil
+	}
+	if l.detached {
+		return nil // in flight when we detached; dropped
+	}
+	in := l.in
+	if in.cur == nil {
+		if t.DeliveryID == nil {
+			l.detach(errorf(frames.CondNotAllowed, "first transfer of a delivery without delivery-id"))
+			return nil
+		}
+		if in.credit == 0 {
+			l.detach(errorf(frames.CondTransferLimitExceeded, "transfer without link credit"))
+			return nil
+		}
+		in.credit--
+		in.deliveryCount++
+		in.cur = &partial{id: *t.DeliveryID}
+		if t.MessageFormat != nil {
+			in.cur.format = *t.MessageFormat
+		}
+	}
+	p := in.cur
+	p.settled = p.settled || t.Settled
+	if t.Aborted {
+		in.cur = nil
+		l.grantCredit()
+		return nil
+	}
+	if !p.oversize {
+		if uint64(len(p.buf))+uint64(len(t.Payload)) > in.maxSize {
+			p.oversize, p.buf = true, nil
+		} else if len(p.buf) == 0 && !t.More {
+			p.buf = t.Payload // single-frame delivery: no copy
+		} else {
+			p.buf = append(p.buf, t.Payload...)
+		}
+	}
+	if t.More {
+		return nil
+	}
+	in.cur = nil
+	l.delivered(p)
+	l.grantCredit()
+	return nil
+}
+
+// delivered dispatches a complete incoming delivery by node kind.
+func (l *link) delivered(p *partial) {
+	if p.oversize {
+		l.settleIncoming(p, &frames.Rejected{Error: errorf(frames.CondMessageSizeExceeded,
+			"The received message exceeds the limit (%d bytes) of '%s'.", l.in.maxSize, l.address)})
+		return
+	}
+	switch l.kind {
+	case nodeCBS:
+		l.putToken(p)
+	case nodeManagement:
+		l.managementRequest(p)
+	default:
+		l.send(p)
+	}
+}
+
+// send hands a delivery to the broker in a helper goroutine, so that
+// pipelined deliveries are in flight together and the store
+// group-commits them. The disposition goes out once the send is durable.
+func (l *link) send(p *partial) {
+	c := l.s.c
+	in := l.in
+	in.inflight++
+	entity := l.entity
+	c.goWork(func() {
+		err := c.sendDelivery(entity, p)
+		c.post(func() {
+			in.inflight--
+			var state frames.DeliveryState = &frames.Accepted{}
+			if err != nil {
+				state = &frames.Rejected{Error: amqpError(err)}
+			}
+			l.settleIncoming(p, state)
+			l.grantCredit()
+		})
+	})
+}
+
+// sendDelivery decodes and sends one delivery. The send is not cut short
+// when the connection closes: it is either durable or failed.
+func (c *conn) sendDelivery(entity string, p *partial) error {
+	msgs, err := decodeMessage(p.buf, p.format)
+	if err != nil {
+		return &frames.Error{Condition: frames.CondDecodeError, Description: err.Error()}
+	}
+	_, err = c.srv.b.Send(context.WithoutCancel(c.ctx), entity, msgs...)
+	return err
+}
+
+// settleIncoming answers an unsettled delivery with state. In
+// rcv-settle-mode second the disposition is not settled: the client
+// settles it.
+func (l *link) settleIncoming(p *partial, state frames.DeliveryState) {
+	if p.settled || !l.s.live() {
+		return
+	}
+	l.s.c.write(l.s.ch, &frames.Disposition{
+		Role:    frames.RoleReceiver,
+		First:   p.id,
+		Settled: l.rcv == frames.ReceiverSettleModeFirst,
+		State:   state,
+	})
+}

@@ -1,0 +1,259 @@
+package amqpserver
+
+import (
+	"strings"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core/sas"
+)
+
+// nodeKind says what a link is attached to.
+type nodeKind uint8
+
+const (
+	nodeEntity     nodeKind = iota // a queue, topic, subscription or dead-letter subqueue
+	nodeCBS                        // the $cbs claims node
+	nodeManagement                 // <entity>/$management
+)
+
+const (
+	cbsAddress   = "$cbs"
+	mgmtSuffix   = "/$management"
+	propTimeout  = encoding.Symbol("com.microsoft:timeout")
+	propLockedTo = encoding.Symbol("com.microsoft:locked-until-utc")
+)
+
+// link is one attached link. Owned by the connection goroutine. Exactly
+// one of in and out is set: in when the client sends to us (our role is
+// receiver), out when we send to the client.
+type link struct {
+	s      *session
+	name   string
+	handle uint32 // the peer's handle; ours is the same number
+	kind   nodeKind
+	// address is the node the link is attached to: the entity path, "$cbs"
+	// or "<entity>/$management".
+	address string
+	entity  string // entity path (for $management links, without the suffix)
+	// peerTarget is the client's target address on a link the client
+	// receives on: replies are routed by it (amqp.md §2.1).
+	peerTarget string
+	snd        frames.SenderSettleMode
+	rcv        frames.ReceiverSettleMode
+	attached   bool // our attach has been sent
+	detached   bool // detach sent or received; the link is gone
+
+	in  *inLink
+	out *outLink
+}
+
+// handleAttach attaches a link the client asks for.
+func (s *session) handleAttach(a *frames.Attach) error {
+	if a.Handle > defaultHandleMax {
+		s.end(errorf(frames.CondResourceLimitExceeded, "handle %d above handle-max %d", a.Handle, defaultHandleMax))
+		return nil
+	}
+	if s.links[a.Handle] != nil {
+		s.end(errorf(frames.CondHandleInUse, "handle %d is already attached", a.Handle))
+		return nil
+	}
+	l := &link{s: s, name: a.Name, handle: a.Handle, snd: a.SenderSettleMode(), rcv: a.ReceiverSettleMode()}
+	s.links[a.Handle] = l
+	if a.Role == frames.RoleSender {
+		if a.Target == nil {
+			l.refuse(a, errorf(frames.CondNotImplemented, "Attach without a target (coordinator links are not supported)."))
+			return nil
+		}
+		l.address = a.Target.Address
+		l.in = &inLink{}
+	} else {
+		if a.Source == nil {
+			l.refuse(a, errorf(frames.CondInvalidField, "Attach of a receiver without a source."))
+			return nil
+		}
+		l.address = a.Source.Address
+		if a.Target != nil {
+			l.peerTarget = a.Target.Address
+		}
+		l.out = &outLink{}
+	}
+	l.kind, l.entity = classify(l.address)
+
+	switch l.kind {
+	case nodeCBS:
+		l.attach(a, nil)
+	case nodeManagement:
+		if e := s.c.srv.checkEntity(l.entity); e != nil {
+			l.refuse(a, e)
+			return nil
+		}
+		if !s.c.auth.allowsAny(l.address, sas.Manage|sas.Send|sas.Listen) {
+			l.refuse(a, errorf(frames.CondUnauthorizedAccess, "Unauthorized access to '%s'. Put a token on $cbs first.", l.address))
+			return nil
+		}
+		l.attach(a, nil)
+	default:
+		need := sas.Send
+		if l.out != nil {
+			need = sas.Listen
+		}
+		if e := s.c.srv.checkEntity(l.entity); e != nil {
+			l.refuse(a, e)
+			return nil
+		}
+		if !s.c.auth.allows(l.entity, need) {
+			l.refuse(a, errorf(frames.CondUnauthorizedAccess,
+				"Unauthorized access. '%s' claim(s) are required to perform this operation. Resource: '%s'.", need, l.entity))
+			return nil
+		}
+		if l.in != nil {
+			l.attachSender(a)
+		} else {
+			l.attachReceiver(a)
+		}
+	}
+	return nil
+}
+
+// classify splits an address into its node kind and entity path.
+func classify(addr string) (nodeKind, string) {
+	p := strings.Trim(addr, "/")
+	if strings.EqualFold(p, cbsAddress) {
+		return nodeCBS, ""
+	}
+	if n := len(p) - len(mgmtSuffix); n >= 0 && strings.EqualFold(p[n:], mgmtSuffix) {
+		return nodeManagement, p[:n]
+	}
+	return nodeEntity, p
+}
+
+// checkEntity returns amqp:not-found with the Service Bus description when
+// no entity exists at path.
+func (s *Server) checkEntity(path string) *frames.Error {
+	if _, err := s.b.GetEntity(path); err != nil {
+		if conditionOf(err).cond == frames.CondNotFound {
+			return s.notFoundError(path)
+		}
+		return amqpError(err)
+	}
+	return nil
+}
+
+// attach sends our attach for l, echoing the client's terminus and settle
+// modes (go-amqp fails the attach when a requested mode is not echoed),
+// with properties props.
+func (l *link) attach(a *frames.Attach, props encoding.Map) {
+	l.attached = true
+	reply := &frames.Attach{
+		Name:          a.Name,
+		Handle:        l.handle,
+		Role:          !a.Role,
+		SndSettleMode: a.SndSettleMode,
+		RcvSettleMode: a.RcvSettleMode,
+		Source:        a.Source,
+		Target:        a.Target,
+		Properties:    props,
+	}
+	if l.out != nil {
+		var zero uint32
+		reply.InitialDeliveryCount = &zero
+	} else {
+		reply.MaxMessageSize = l.in.maxSize
+		if reply.MaxMessageSize == 0 {
+			reply.MaxMessageSize = l.s.c.srv.cfg.MaxMessageSize
+		}
+	}
+	l.s.c.write(l.s.ch, reply)
+	if l.in != nil {
+		l.grantCredit()
+	}
+}
+
+// refuse answers an attach with a null terminus and an immediate closing
+// detach carrying e (amqp.md §3.3), in the same flush.
+func (l *link) refuse(a *frames.Attach, e *frames.Error) {
+	reply := &frames.Attach{
+		Name:          a.Name,
+		Handle:        l.handle,
+		Role:          !a.Role,
+		SndSettleMode: a.SndSettleMode,
+		RcvSettleMode: a.RcvSettleMode,
+	}
+	if a.Role == frames.RoleSender {
+		reply.Source = a.Source
+	} else {
+		reply.Target = a.Target
+		var zero uint32
+		reply.InitialDeliveryCount = &zero
+	}
+	l.s.c.write(l.s.ch, reply)
+	l.detach(e)
+}
+
+// detach closes the link from our side with e (nil for a clean close).
+func (l *link) detach(e *frames.Error) {
+	if l.detached {
+		return
+	}
+	l.release()
+	l.s.c.write(l.s.ch, &frames.Detach{Handle: l.handle, Closed: true, Error: e})
+}
+
+// handleDetach answers the client's detach and forgets the link.
+func (s *session) handleDetach(d *frames.Detach) error {
+	l := s.links[d.Handle]
+	if l == nil {
+		s.end(errorf(frames.CondUnattachedHandle, "detach of unattached handle %d", d.Handle))
+		return nil
+	}
+	delete(s.links, d.Handle)
+	if !l.detached {
+		l.release()
+		s.c.write(s.ch, &frames.Detach{Handle: d.Handle, Closed: true})
+	}
+	return nil
+}
+
+// release stops the link's work: pulls are cancelled, a held message
+// session is closed. Message locks survive (they can still be settled
+// through $management). The handle stays reserved until the client's
+// detach arrives.
+func (l *link) release() {
+	if l.detached {
+		return
+	}
+	l.detached = true
+	if l.out != nil {
+		l.releaseOut()
+	}
+}
+
+// handleFlow applies a link flow from the client.
+func (l *link) handleFlow(f *frames.Flow) {
+	if l.detached {
+		return
+	}
+	if l.out != nil {
+		l.outFlow(f)
+	} else if f.Echo {
+		l.writeFlow(false)
+	}
+}
+
+// writeFlow sends a flow for l with its current credit.
+func (l *link) writeFlow(drain bool) {
+	f := l.s.flow()
+	h := l.handle
+	f.Handle = &h
+	var dc, credit uint32
+	if l.out != nil {
+		dc, credit = l.out.deliveryCount, l.out.credit
+	} else {
+		dc, credit = l.in.deliveryCount, l.in.credit
+	}
+	f.DeliveryCount = &dc
+	f.LinkCredit = &credit
+	f.Drain = drain
+	l.s.c.write(l.s.ch, f)
+}

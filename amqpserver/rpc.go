@@ -1,0 +1,107 @@
+package amqpserver
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+)
+
+// Request/response nodes ($cbs and <entity>/$management): the client
+// sends requests on a link whose target is the node and receives replies
+// on a link whose source is the node. Replies are routed by the request's
+// reply-to (amqp.md §2.1).
+
+// managementRequest hands a complete $management request to the
+// management handler in a helper goroutine and routes its reply.
+func (l *link) managementRequest(p *partial) {
+	req, err := frames.UnmarshalMessage(p.buf)
+	if err != nil {
+		l.settleIncoming(p, &frames.Rejected{Error: errorf(frames.CondDecodeError, "%v", err)})
+		return
+	}
+	l.settleIncoming(p, &frames.Accepted{})
+	c := l.s.c
+	s := l.s
+	entity := l.entity
+	rights := c.auth.rights(l.address)
+	c.goWork(func() {
+		reply := c.srv.handleManagement(c.ctx, entity, rights, req)
+		c.post(func() {
+			if s.live() {
+				c.routeReply(s, entity+mgmtSuffix, req, reply)
+			}
+		})
+	})
+}
+
+// routeReply sends reply on the link of this connection the client
+// receives replies on: the one whose target address is the request's
+// reply-to, else the one named by reply-to, else the one in the same
+// session whose source is the node. Replies with no such link are dropped.
+func (c *conn) routeReply(s *session, node string, req, reply *frames.Message) {
+	replyTo := ""
+	if req.Properties != nil {
+		replyTo = req.Properties.ReplyTo
+	}
+	l := c.replyLink(s, node, replyTo)
+	if l == nil {
+		c.log.Debug("no link for reply", zap.String("node", node), zap.String("reply-to", replyTo))
+		return
+	}
+	var b buffer.Buffer
+	if err := reply.MarshalAMQP(&b); err != nil {
+		c.log.Error("encoding reply", zap.String("node", node), zap.Error(err))
+		return
+	}
+	l.out.replies = append(l.out.replies, b.Bytes())
+	l.sendReplies()
+}
+
+func (c *conn) replyLink(s *session, node, replyTo string) *link {
+	isReply := func(l *link) bool { return l.out != nil && l.kind != nodeEntity && !l.detached }
+	if replyTo != "" {
+		for _, sess := range c.local {
+			for _, l := range sess.links {
+				if isReply(l) && l.peerTarget == replyTo {
+					return l
+				}
+			}
+		}
+		for _, sess := range c.local {
+			for _, l := range sess.links {
+				if isReply(l) && l.name == replyTo {
+					return l
+				}
+			}
+		}
+	}
+	for _, l := range s.links {
+		if isReply(l) && strings.EqualFold(strings.Trim(l.address, "/"), node) {
+			return l
+		}
+	}
+	return nil
+}
+
+// sendReplies sends queued replies, pre-settled, while there is credit.
+func (l *link) sendReplies() {
+	o := l.out
+	for len(o.replies) > 0 && o.credit > 0 && !l.detached {
+		payload := o.replies[0]
+		o.replies[0] = nil
+		o.replies = o.replies[1:]
+		id := l.s.nextDeliveryID
+		l.s.nextDeliveryID++
+		o.credit--
+		o.deliveryCount++
+		tag := binary.BigEndian.AppendUint32(nil, o.deliveryCount)
+		l.sendPayload(id, tag, true, payload)
+	}
+	if o.drain && len(o.replies) == 0 {
+		l.finishDrain()
+	}
+}

@@ -1,0 +1,65 @@
+package amqpserver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+)
+
+// SASL mechanisms the server offers, ANONYMOUS first: the Service Bus SDKs
+// only use it (amqp.md §1.2), and clients pick the first one they support.
+const (
+	mechAnonymous encoding.Symbol = "ANONYMOUS"
+	mechPlain     encoding.Symbol = "PLAIN"
+)
+
+var saslMechanisms = []encoding.Symbol{mechAnonymous, mechPlain}
+
+// authenticate applies a sasl-init to the connection's rights.
+//
+//   - ANONYMOUS: any initial response; the connection must then put a
+//     $cbs token before attaching to an entity (decisions.md).
+//   - PLAIN (RFC 4616, "authzid NUL authcid NUL passwd"): authcid is a
+//     key name and passwd its key; the connection gets that rule's rights
+//     on every entity the rule covers.
+//
+// Without a validator both succeed and the connection may do everything.
+// Any other mechanism fails.
+func (c *conn) authenticate(init *frames.SASLInit) error {
+	v := c.srv.cfg.Auth
+	switch init.Mechanism {
+	case mechAnonymous:
+		if v == nil {
+			c.auth.allowAll()
+		}
+		return nil
+	case mechPlain:
+		user, pass, err := parsePlain(init.InitialResponse)
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			c.auth.allowAll()
+			return nil
+		}
+		rule, err := v.Authenticate(user, pass)
+		if err != nil {
+			return err
+		}
+		c.auth.login(rule)
+		return nil
+	}
+	return fmt.Errorf("amqpserver: unsupported SASL mechanism %q", init.Mechanism)
+}
+
+// parsePlain splits a PLAIN initial response into authcid and passwd.
+func parsePlain(p []byte) (user, pass string, err error) {
+	parts := bytes.Split(p, []byte{0})
+	if len(parts) != 3 || len(parts[1]) == 0 {
+		return "", "", errors.New("amqpserver: malformed SASL PLAIN response")
+	}
+	return string(parts[1]), string(parts[2]), nil
+}

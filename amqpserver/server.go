@@ -1,0 +1,268 @@
+package amqpserver
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/sas"
+)
+
+// ErrServerClosed is returned by [Server.Serve] and
+// [Server.ListenAndServe] after [Server.Shutdown].
+var ErrServerClosed = errors.New("amqpserver: Server closed")
+
+// Defaults for the zero values of [Config].
+const (
+	DefaultIdleTimeout          = 120 * time.Second
+	DefaultMaxFrameSize         = 65536
+	DefaultMaxMessageSize       = 100 << 20
+	DefaultSessionAcceptTimeout = 60 * time.Second
+	defaultHandshakeTimeout     = 30 * time.Second
+	defaultChannelMax           = 1023
+	defaultHandleMax            = 4095
+)
+
+// Config configures a [Server]. The zero value of every field but Broker
+// means its default.
+type Config struct {
+	// Broker is the engine every link talks to. Required.
+	Broker *core.Broker
+	// Logger receives connection-level events; default zap.NewNop().
+	Logger *zap.Logger
+	// Auth validates SASL PLAIN logins and $cbs tokens. Nil disables
+	// authentication: every connection may do everything (a development
+	// mode; the emulator always has keys).
+	Auth *sas.Validator
+	// MaxConnections caps concurrent connections; 0 means unlimited.
+	// Connections above the cap are closed right after the handshake with
+	// amqp:resource-limit-exceeded.
+	MaxConnections int
+	// IdleTimeout is the idle-time-out the server advertises in its open:
+	// a peer silent for longer is disconnected. Default
+	// [DefaultIdleTimeout].
+	IdleTimeout time.Duration
+	// MaxFrameSize is the max-frame-size the server advertises; values
+	// below 512 are raised to 512. Default [DefaultMaxFrameSize].
+	MaxFrameSize uint32
+	// MaxMessageSize caps an incoming message (all frames of one
+	// delivery) whatever the entity allows. Default
+	// [DefaultMaxMessageSize] (100 MB, the Premium limit).
+	MaxMessageSize uint64
+	// SessionAcceptTimeout bounds the wait for the next available
+	// session when the client gives no com.microsoft:timeout. Default
+	// [DefaultSessionAcceptTimeout].
+	SessionAcceptTimeout time.Duration
+	// Now returns the current time for token expiry; default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) validate() error {
+	if c.Broker == nil {
+		return errors.New("amqpserver: Config.Broker is required")
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.MaxConnections < 0 {
+		return errors.New("amqpserver: Config.MaxConnections is negative")
+	}
+	if c.IdleTimeout < 0 {
+		return errors.New("amqpserver: Config.IdleTimeout is negative")
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxFrameSize == 0 {
+		c.MaxFrameSize = DefaultMaxFrameSize
+	}
+	c.MaxFrameSize = max(c.MaxFrameSize, 512)
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if c.SessionAcceptTimeout <= 0 {
+		c.SessionAcceptTimeout = DefaultSessionAcceptTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Server is an AMQP 1.0 listener speaking the Service Bus dialect: SASL
+// ANONYMOUS with $cbs tokens or PLAIN with a key, entity links that send
+// to and receive from the broker, session receivers, and the $management
+// request/response node.
+type Server struct {
+	cfg   Config
+	log   *zap.Logger
+	b     *core.Broker
+	locks sessionRegistry
+
+	// ctx is cancelled by Shutdown; every connection derives from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // connection goroutines
+
+	mu struct {
+		sync.Mutex // guards the fields below
+		listeners  map[net.Listener]struct{}
+		conns      map[*conn]struct{}
+		addr       net.Addr
+		closed     bool
+	}
+}
+
+// New checks cfg and returns a Server ready to [Server.Serve].
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, b: cfg.Broker}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.conns = make(map[*conn]struct{})
+	s.locks.init()
+	return s, nil
+}
+
+// ListenAndServe listens on the TCP address addr (":5672" when empty) and
+// serves it.
+func (s *Server) ListenAndServe(addr string) error {
+	if addr == "" {
+		addr = ":5672"
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(l)
+}
+
+// Serve accepts connections on l until [Server.Shutdown] and serves each
+// in its own goroutine. It always returns a non-nil error and closes l;
+// after Shutdown the error is [ErrServerClosed].
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		l.Close()
+		return ErrServerClosed
+	}
+	s.mu.listeners[l] = struct{}{}
+	if s.mu.addr == nil {
+		s.mu.addr = l.Addr()
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.mu.listeners, l)
+		s.mu.Unlock()
+		l.Close()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+				select {
+				case <-time.After(backoff):
+					continue
+				case <-s.ctx.Done():
+					return ErrServerClosed
+				}
+			}
+			return err
+		}
+		backoff = 0
+		c := newConn(s, nc)
+		if !s.track(c) {
+			nc.Close()
+			return ErrServerClosed
+		}
+		s.wg.Go(func() {
+			defer s.untrack(c)
+			c.serve(s.ctx)
+		})
+	}
+}
+
+// Addr returns the address of the first listener being served, or nil.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.addr
+}
+
+// Shutdown stops accepting, asks every connection to close with
+// amqp:connection:forced, and waits for their goroutines until ctx is
+// done. In-flight sends finish first (a send's durability is never cut
+// short). It returns ctx.Err() if the wait was cut short.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.cancel()
+	s.mu.Lock()
+	s.mu.closed = true
+	for l := range s.mu.listeners {
+		l.Close()
+	}
+	s.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		// Cut the remaining connections hard.
+		s.mu.Lock()
+		for c := range s.mu.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// track registers c; false when the server is shutting down.
+func (s *Server) track(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return false
+	}
+	s.mu.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	delete(s.mu.conns, c)
+	s.mu.Unlock()
+}
+
+// connCount returns the number of live connections.
+func (s *Server) connCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mu.conns)
+}
+
+// host is the namespace host used in Service Bus style descriptions.
+func (s *Server) host() string {
+	return s.b.Namespace()
+}

@@ -1,0 +1,189 @@
+package amqpserver
+
+import (
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+)
+
+// sessionWindow is the incoming and outgoing window the server
+// advertises, in transfer frames. The incoming window is topped up with a
+// flow whenever half of it is used.
+const sessionWindow = 8192
+
+// session is one AMQP session (§2.5). Owned by the connection goroutine.
+type session struct {
+	c        *conn
+	ch       uint16 // our channel (equal to the peer's: channel numbers are per endpoint)
+	remoteCh uint16
+
+	// Incoming transfer accounting (§2.5.6).
+	nextIncomingID uint32
+	incomingWindow uint32 // remaining before we must send a flow
+
+	// Outgoing transfer accounting.
+	nextOutgoingID       uint32
+	remoteIncomingWindow uint32
+	nextDeliveryID       uint32
+	queued               []*frames.Transfer // waiting for the peer's window, in order
+
+	links map[uint32]*link // by the peer's handle; our handle is the same number
+	// unsettled holds deliveries sent in peek-lock mode, by delivery-id,
+	// until the client settles them.
+	unsettled map[uint32]*outDelivery
+}
+
+// handleBegin opens a session on channel ch.
+func (c *conn) handleBegin(ch uint16, b *frames.Begin) error {
+	if c.closing {
+		return nil
+	}
+	if b.RemoteChannel != nil {
+		return closeWith(frames.CondNotAllowed, "begin with remote-channel: the server never begins sessions")
+	}
+	if ch > c.channelMax {
+		return closeWith(frames.CondNotAllowed, "channel %d above channel-max %d", ch, c.channelMax)
+	}
+	if c.sessions[ch] != nil {
+		return closeWith(frames.CondNotAllowed, "channel %d already has a session", ch)
+	}
+	s := &session{
+		c:                    c,
+		ch:                   ch,
+		remoteCh:             ch,
+		nextIncomingID:       b.NextOutgoingID,
+		incomingWindow:       sessionWindow,
+		remoteIncomingWindow: b.IncomingWindow,
+		links:                make(map[uint32]*link),
+		unsettled:            make(map[uint32]*outDelivery),
+	}
+	c.sessions[ch] = s
+	c.local[ch] = s
+	remote := ch
+	c.write(s.ch, &frames.Begin{
+		RemoteChannel:  &remote,
+		NextOutgoingID: s.nextOutgoingID,
+		IncomingWindow: s.incomingWindow,
+		OutgoingWindow: sessionWindow,
+		HandleMax:      defaultHandleMax,
+	})
+	return nil
+}
+
+// handle dispatches a frame received on the session's channel.
+func (s *session) handle(body frames.Body) error {
+	switch b := body.(type) {
+	case *frames.Attach:
+		return s.handleAttach(b)
+	case *frames.Flow:
+		return s.handleFlow(b)
+	case *frames.Transfer:
+		return s.handleTransfer(b)
+	case *frames.Disposition:
+		s.handleDisposition(b)
+		return nil
+	case *frames.Detach:
+		return s.handleDetach(b)
+	case *frames.End:
+		s.end(nil)
+		return nil
+	}
+	return closeWith(frames.CondNotAllowed, "unexpected %T on a session", body)
+}
+
+// end releases the session and answers (or sends) end with e.
+func (s *session) end(e *frames.Error) {
+	s.release()
+	delete(s.c.sessions, s.remoteCh)
+	delete(s.c.local, s.ch)
+	s.c.write(s.ch, &frames.End{Error: e})
+}
+
+// release stops every link of the session.
+func (s *session) release() {
+	for _, l := range s.links {
+		l.release()
+	}
+	s.links = map[uint32]*link{}
+	s.unsettled = map[uint32]*outDelivery{}
+}
+
+// live reports whether s is still the session on its channel.
+func (s *session) live() bool { return s.c.local[s.ch] == s }
+
+// handleFlow applies a session flow and, if it names a link, a link flow.
+func (s *session) handleFlow(f *frames.Flow) error {
+	next := uint32(0)
+	if f.NextIncomingID != nil {
+		next = *f.NextIncomingID
+	}
+	// §2.5.6: remote-incoming-window = next-incoming-id(flow) +
+	// incoming-window(flow) - next-outgoing-id(endpoint).
+	s.remoteIncomingWindow = next + f.IncomingWindow - s.nextOutgoingID
+	s.sendQueued()
+	if f.Handle == nil {
+		if f.Echo {
+			s.c.write(s.ch, s.flow())
+		}
+		return nil
+	}
+	l := s.links[*f.Handle]
+	if l == nil {
+		s.end(errorf(frames.CondUnattachedHandle, "flow for unattached handle %d", *f.Handle))
+		return nil
+	}
+	l.handleFlow(f)
+	return nil
+}
+
+// flow returns a session-level flow with the current windows.
+func (s *session) flow() *frames.Flow {
+	next := s.nextIncomingID
+	return &frames.Flow{
+		NextIncomingID: &next,
+		IncomingWindow: s.incomingWindow,
+		NextOutgoingID: s.nextOutgoingID,
+		OutgoingWindow: sessionWindow,
+	}
+}
+
+// received accounts for one incoming transfer frame, topping up the
+// incoming window with a flow when half of it is used.
+func (s *session) received() {
+	s.nextIncomingID++
+	if s.incomingWindow > 0 {
+		s.incomingWindow--
+	}
+	if s.incomingWindow <= sessionWindow/2 {
+		s.incomingWindow = sessionWindow
+		s.c.write(s.ch, s.flow())
+	}
+}
+
+// sendTransfer writes an outgoing transfer frame, or queues it while the
+// peer's incoming window is closed.
+func (s *session) sendTransfer(t *frames.Transfer) {
+	if len(s.queued) > 0 || s.remoteIncomingWindow == 0 {
+		s.queued = append(s.queued, t)
+		return
+	}
+	s.writeTransfer(t)
+}
+
+func (s *session) writeTransfer(t *frames.Transfer) {
+	s.c.write(s.ch, t)
+	s.nextOutgoingID++
+	s.remoteIncomingWindow--
+}
+
+// sendQueued writes queued transfers as far as the peer's window allows.
+func (s *session) sendQueued() {
+	n := 0
+	for n < len(s.queued) && s.remoteIncomingWindow > 0 {
+		s.writeTransfer(s.queued[n])
+		s.queued[n] = nil
+		n++
+	}
+	s.queued = s.queued[n:]
+	if len(s.queued) == 0 {
+		s.queued = nil
+	}
+}
