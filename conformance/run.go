@@ -1,0 +1,93 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// Options select and pace a run.
+type Options struct {
+	// Only, when non-nil, keeps scenarios whose name or seed matches.
+	Only *regexp.Regexp
+	// Parallel is how many scenarios run at once (default 8). Scenarios
+	// use their own entities, so they are independent.
+	Parallel int
+	// Budget is each scenario's time limit (default 2 minutes).
+	Budget time.Duration
+	// Faults, when set, keeps only scenarios that detect one of them.
+	Faults []Fault
+}
+
+// Run executes the selected scenarios against target.
+func Run(ctx context.Context, target *Target, opts Options) (*Report, error) {
+	if err := target.open(); err != nil {
+		return nil, err
+	}
+	defer target.close()
+	if opts.Parallel <= 0 {
+		opts.Parallel = 8
+	}
+	if opts.Budget <= 0 {
+		opts.Budget = 2 * time.Minute
+	}
+	var selected []Scenario
+	for _, s := range Scenarios() {
+		if opts.Only != nil && !opts.Only.MatchString(s.Name) && !opts.Only.MatchString(s.Seed) {
+			continue
+		}
+		if len(opts.Faults) > 0 && !detectsAny(s, opts.Faults) {
+			continue
+		}
+		selected = append(selected, s)
+	}
+	rep := &Report{Endpoint: target.cs.Endpoint, Started: time.Now(), Results: make([]Result, len(selected))}
+	sem := make(chan struct{}, opts.Parallel)
+	var wg sync.WaitGroup
+	for i, s := range selected {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			rep.Results[i] = runOne(ctx, target, s, opts.Budget)
+		}()
+	}
+	wg.Wait()
+	rep.Elapsed = time.Since(rep.Started)
+	return rep, nil
+}
+
+func detectsAny(s Scenario, faults []Fault) bool {
+	for _, d := range s.Detects {
+		for _, f := range faults {
+			if d == f {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Counts returns how many scenarios passed, failed and were skipped.
+func (r *Report) Counts() (passed, failed, skipped int) {
+	for _, res := range r.Results {
+		switch res.Status {
+		case Passed:
+			passed++
+		case Failed:
+			failed++
+		default:
+			skipped++
+		}
+	}
+	return
+}
+
+// Summary is the closing line: "N passed, N failed, N skipped".
+func (r *Report) Summary() string {
+	p, f, s := r.Counts()
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", p, f, s)
+}

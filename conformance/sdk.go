@@ -1,0 +1,124 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+)
+
+// Sender opens an SDK sender on a queue or topic, closed at the end.
+func (t *T) Sender(entity string) *azservicebus.Sender {
+	s, err := t.target.sb.NewSender(entity, nil)
+	t.must(err, "sender for %s", entity)
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+// Receiver opens an SDK receiver on a queue (sub == "") or subscription.
+func (t *T) Receiver(entity, sub string, opts *azservicebus.ReceiverOptions) *azservicebus.Receiver {
+	var r *azservicebus.Receiver
+	var err error
+	if sub == "" {
+		r, err = t.target.sb.NewReceiverForQueue(entity, opts)
+	} else {
+		r, err = t.target.sb.NewReceiverForSubscription(entity, sub, opts)
+	}
+	t.must(err, "receiver for %s %s", entity, sub)
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	return r
+}
+
+// DLQ opens a peek-lock receiver on a queue's or subscription's
+// dead-letter subqueue.
+func (t *T) DLQ(entity, sub string) *azservicebus.Receiver {
+	return t.Receiver(entity, sub, &azservicebus.ReceiverOptions{SubQueue: azservicebus.SubQueueDeadLetter})
+}
+
+// Send sends messages one by one and fails the scenario on error.
+func (t *T) Send(entity string, msgs ...*azservicebus.Message) {
+	s := t.Sender(entity)
+	for _, m := range msgs {
+		t.must(s.SendMessage(t.ctx, m, nil), "sending to %s", entity)
+	}
+}
+
+// Text is a message with a text body.
+func Text(body string) *azservicebus.Message { return &azservicebus.Message{Body: []byte(body)} }
+
+// messageReceiver is what Receiver and SessionReceiver share.
+type messageReceiver interface {
+	ReceiveMessages(ctx context.Context, max int, o *azservicebus.ReceiveMessagesOptions) ([]*azservicebus.ReceivedMessage, error)
+}
+
+// ReceiveN receives until it has n messages or wait passes, and fails the
+// scenario if fewer arrived.
+func (t *T) ReceiveN(r messageReceiver, n int, wait time.Duration) []*azservicebus.ReceivedMessage {
+	got := t.receiveUpTo(r, n, wait)
+	if len(got) < n {
+		t.Fatalf("received %d of %d messages within %s", len(got), n, wait)
+	}
+	return got
+}
+
+// ReceiveNone checks that nothing arrives within wait.
+func (t *T) ReceiveNone(r messageReceiver, wait time.Duration, why string) {
+	if got := t.receiveUpTo(r, 1, wait); len(got) > 0 {
+		t.Fatalf("%s, but received %q (sequence %d)", why, got[0].Body, *got[0].SequenceNumber)
+	}
+}
+
+func (t *T) receiveUpTo(r messageReceiver, n int, wait time.Duration) []*azservicebus.ReceivedMessage {
+	deadline := time.Now().Add(wait)
+	var got []*azservicebus.ReceivedMessage
+	for len(got) < n {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		ctx, cancel := context.WithTimeout(t.ctx, left)
+		msgs, err := r.ReceiveMessages(ctx, n-len(got), nil)
+		cancel()
+		got = append(got, msgs...)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				break
+			}
+			t.Fatalf("receive: %v", err)
+		}
+	}
+	return got
+}
+
+// Complete completes a message, failing the scenario on error.
+func (t *T) Complete(r interface {
+	CompleteMessage(context.Context, *azservicebus.ReceivedMessage, *azservicebus.CompleteMessageOptions) error
+}, m *azservicebus.ReceivedMessage) {
+	t.must(r.CompleteMessage(t.ctx, m, nil), "complete")
+}
+
+// Code returns the SDK error code of err ("" if none).
+func Code(err error) azservicebus.Code {
+	var e *azservicebus.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// expectBodies checks that msgs carry exactly the given bodies in order.
+func (t *T) expectBodies(msgs []*azservicebus.ReceivedMessage, want ...string) {
+	if len(msgs) != len(want) {
+		t.Fatalf("got %d messages, want %d", len(msgs), len(want))
+	}
+	for i, m := range msgs {
+		if string(m.Body) != want[i] {
+			t.Errorf("message %d: body %q, want %q", i, m.Body, want[i])
+		}
+	}
+}
+
+func contextWithTimeout(t *T, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(t.ctx, d)
+}
