@@ -28,3 +28,22 @@ func Quiesce(b *Broker) {
 		}
 	}
 }
+
+// WaitForWaiters spins until the queue at path has n blocked receivers
+// (or accept-session waiters), so tests can order a send after a receive
+// has started waiting without sleeping.
+func WaitForWaiters(b *Broker, path string, n int) {
+	q, err := b.queueFor(path)
+	if err != nil {
+		return
+	}
+	for {
+		q.mu.Lock()
+		got := len(q.mu.waiters) + len(q.mu.sessions.waiters)
+		q.mu.Unlock()
+		if got >= n {
+			return
+		}
+		runtime.Gosched()
+	}
+}

@@ -185,6 +185,10 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 		base = m.ScheduledEnqueueTime.UnixNano()
 	}
 	size := int32(m.Size())
+	// From here on the broker keeps m in memory (the hand-over cache): use
+	// a copy that shares nothing with the caller, who may reuse its
+	// message and buffers once Send returns.
+	m = detach(m)
 	if d.Kind == KindQueue {
 		ttl := effectiveTTL(m.TimeToLive, d.DefaultMessageTimeToLive)
 		r := p.newRec(m, seq, e.id, base, ttl, size)
@@ -198,6 +202,16 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 		return nil
 	}
 	return p.fanOut(e, d, ps, m, seq, base, size, hops)
+}
+
+// detach returns a copy of m sharing no memory with it.
+func detach(m *Message) *Message {
+	c := m.Clone()
+	c.Body = append([]byte(nil), m.Body...)
+	if m.UserID != nil {
+		c.UserID = append([]byte(nil), m.UserID...)
+	}
+	return c
 }
 
 func (p *sendPlan) newRec(m *Message, seq int64, owner uint64, base int64, ttl time.Duration, size int32) *msgRec {
@@ -280,22 +294,29 @@ func (ps *pendingSend) publish(now int64) {
 	if len(ps.places) > 0 && ps.places[0].q.shared != nil {
 		ps.in.e.addRefs(ps.places)
 	}
-	for _, pl := range ps.places {
-		q := pl.q
+	// Consecutive records for the same queue (a batch) are all inserted
+	// before waiters are served, so a receiver asking for many gets the
+	// whole batch rather than its first message.
+	for i := 0; i < len(ps.places); {
+		q := ps.places[i].q
 		q.mu.Lock()
-		if q.mu.closed {
-			q.mu.Unlock()
-			continue
-		}
-		if pl.r.msg != nil {
-			if q.cachedBytes.Load() < maxCachedBytes {
-				q.cachedBytes.Add(int64(len(pl.r.msg.Body)))
-			} else {
-				pl.r.msg = nil
+		for ; i < len(ps.places) && ps.places[i].q == q; i++ {
+			pl := ps.places[i]
+			if q.mu.closed {
+				continue
 			}
+			if pl.r.msg != nil {
+				if q.cachedBytes.Load() < maxCachedBytes {
+					q.cachedBytes.Add(int64(len(pl.r.msg.Body)))
+				} else {
+					pl.r.msg = nil
+				}
+			}
+			q.insertLocked(pl.r, now)
 		}
-		q.insertLocked(pl.r, now)
-		q.serveWaitersLocked(now)
+		if !q.mu.closed {
+			q.serveWaitersLocked(now)
+		}
 		q.mu.Unlock()
 		q.kickExpiry()
 	}
