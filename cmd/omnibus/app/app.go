@@ -80,6 +80,9 @@ type App struct {
 	Broker    *core.Broker
 	Auth      *sas.Validator
 	Namespace string
+	// CertPath is the generated HTTPS certificate's file, when one was
+	// generated (clients add it to their trusted roots).
+	CertPath  string
 	fronts    []front
 	amqpAddr  net.Addr
 	httpAddr  net.Addr
