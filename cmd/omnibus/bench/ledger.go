@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"fmt"
+	"sync"
+)
+
+// A Ledger accounts for every message of one run so that a benchmark
+// verifies what it measures. Each message gets a unique sequence number
+// from [Ledger.Next] (dense, starting at 1) and carries it with the run id.
+// Senders report what happened to it ([Ledger.Sent], [Ledger.Acked],
+// [Ledger.SendFailed]); receivers report every delivery
+// ([Ledger.Received]) and every delivery they gave back or lost the lock
+// of ([Ledger.Released]). [Ledger.Tally] then tells loss, duplicates,
+// explained redeliveries and per-session order violations.
+//
+// A run may have several streams: a topic with K subscriptions delivers
+// each message once per subscription, so each subscription is a stream
+// and every stream must see every message.
+//
+// All methods are safe for concurrent use.
+type Ledger struct {
+	runID   string
+	streams int
+
+	mu         sync.Mutex // guards the fields below
+	state      []uint8    // per message (index seq-1): stSent, stAcked, stFailed
+	session    []int32    // per message: index into sessions
+	recv       []uint32   // per message and stream: deliveries seen
+	released   []uint32   // per message and stream: deliveries given back by us
+	sessions   []string
+	sessionIdx map[string]int32
+	lastFirst  []uint64 // per session and stream: highest seq first delivered
+	outOfOrder int64
+	misrouted  int64
+	unknown    int64
+	foreign    int64
+	pending    int64 // acked (message, stream) pairs not delivered yet
+	examples   []string
+}
+
+const (
+	stSent uint8 = 1 << iota
+	stAcked
+	stFailed
+)
+
+const maxExamples = 10
+
+// NewLedger returns a ledger for the run runID whose messages are each
+// delivered to streams receivers' entities (1 for a queue, K for a topic
+// with K subscriptions).
+func NewLedger(runID string, streams int) *Ledger {
+	if streams < 1 {
+		streams = 1
+	}
+	return &Ledger{runID: runID, streams: streams, sessionIdx: map[string]int32{}}
+}
+
+// RunID is the run id every message of this ledger carries.
+func (l *Ledger) RunID() string { return l.runID }
+
+// Next allocates the next sequence number for a message of session
+// ("" when the entity has no sessions). Within a session, messages must
+// be sent in the order of their numbers for the FIFO check to hold.
+func (l *Ledger) Next(session string) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	idx, ok := l.sessionIdx[session]
+	if !ok {
+		idx = int32(len(l.sessions))
+		l.sessions = append(l.sessions, session)
+		l.sessionIdx[session] = idx
+		for range l.streams {
+			l.lastFirst = append(l.lastFirst, 0)
+		}
+	}
+	l.state = append(l.state, 0)
+	l.session = append(l.session, idx)
+	for range l.streams {
+		l.recv = append(l.recv, 0)
+		l.released = append(l.released, 0)
+	}
+	return uint64(len(l.state))
+}
+
+// Sent records that message seq was handed to the transport.
+func (l *Ledger) Sent(seq uint64) { l.mark(seq, stSent) }
+
+// Acked records that the broker accepted message seq (for presettled
+// sends: that the transport took it, as nothing more will be known).
+func (l *Ledger) Acked(seq uint64) { l.mark(seq, stAcked) }
+
+// SendFailed records that sending message seq failed or was rejected.
+// Such a message may or may not arrive; neither is an error.
+func (l *Ledger) SendFailed(seq uint64) { l.mark(seq, stFailed) }
+
+func (l *Ledger) mark(seq uint64, bit uint8) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq == 0 || seq > uint64(len(l.state)) {
+		return
+	}
+	if bit == stAcked && l.state[seq-1]&stAcked == 0 {
+		base := int(seq-1) * l.streams
+		for s := range l.streams {
+			if l.recv[base+s] == 0 {
+				l.pending++
+			}
+		}
+	}
+	l.state[seq-1] |= bit
+}
+
+// Pending is the number of acknowledged messages (counted once per
+// stream) not delivered yet: receivers are done when it reaches zero.
+func (l *Ledger) Pending() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pending
+}
+
+// Received records a delivery on stream (0-based) of a message stamped
+// with runID, seq and session. Messages of other runs are counted as
+// foreign and otherwise ignored. It reports whether the message belongs
+// to this run.
+func (l *Ledger) Received(stream int, runID string, seq uint64, session string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if runID != l.runID {
+		l.foreign++
+		return false
+	}
+	if seq == 0 || seq > uint64(len(l.state)) || stream < 0 || stream >= l.streams {
+		l.unknown++
+		l.exampleLocked("unknown message: stream %d seq %d", stream, seq)
+		return true
+	}
+	i := int(seq-1)*l.streams + stream
+	l.recv[i]++
+	if l.recv[i] == 1 && l.state[seq-1]&stAcked != 0 {
+		l.pending--
+	}
+	sidx := l.session[seq-1]
+	if l.sessions[sidx] != session {
+		l.misrouted++
+		l.exampleLocked("seq %d of session %q arrived in session %q", seq, l.sessions[sidx], session)
+		return true
+	}
+	if l.recv[i] > 1 {
+		return true // a redelivery: judged in Tally
+	}
+	last := &l.lastFirst[int(sidx)*l.streams+stream]
+	if session != "" && seq < *last {
+		l.outOfOrder++
+		l.exampleLocked("session %q stream %d: seq %d after %d", session, stream, seq, *last)
+	}
+	if seq > *last {
+		*last = seq
+	}
+	return true
+}
+
+// Released records that a delivery of seq on stream went back to the
+// broker by our doing (abandoned, released, or its lock expired or was
+// lost), which explains one later redelivery.
+func (l *Ledger) Released(stream int, seq uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq == 0 || seq > uint64(len(l.state)) || stream < 0 || stream >= l.streams {
+		return
+	}
+	l.released[int(seq-1)*l.streams+stream]++
+}
+
+func (l *Ledger) exampleLocked(format string, args ...any) {
+	if len(l.examples) < maxExamples {
+		l.examples = append(l.examples, fmt.Sprintf(format, args...))
+	}
+}

@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+// sendAll allocates n messages of session, marks them sent and acked.
+func sendAll(l *Ledger, session string, n int) []uint64 {
+	var seqs []uint64
+	for range n {
+		seq := l.Next(session)
+		l.Sent(seq)
+		l.Acked(seq)
+		seqs = append(seqs, seq)
+	}
+	return seqs
+}
+
+func TestLedgerClean(t *testing.T) {
+	l := NewLedger("run", 1)
+	seqs := sendAll(l, "", 5)
+	if got := l.Pending(); got != 5 {
+		t.Fatalf("Pending = %d, want 5", got)
+	}
+	for _, s := range seqs {
+		l.Received(0, "run", s, "")
+	}
+	tl := l.Tally(true)
+	if tl.Sent != 5 || tl.Acked != 5 || tl.Unique != 5 || tl.Deliveries != 5 {
+		t.Errorf("tally %+v, want 5 sent, acked, delivered", tl)
+	}
+	if err := tl.Err(); err != nil {
+		t.Errorf("clean run reported %v", err)
+	}
+	if got := l.Pending(); got != 0 {
+		t.Errorf("Pending = %d, want 0", got)
+	}
+}
+
+func TestLedgerLossDetected(t *testing.T) {
+	l := NewLedger("run", 1)
+	seqs := sendAll(l, "", 3)
+	l.Received(0, "run", seqs[0], "")
+	l.Received(0, "run", seqs[2], "")
+	if tl := l.Tally(false); tl.Lost != 0 || tl.Err() != nil {
+		t.Errorf("loss reported without checking: %+v", tl)
+	}
+	tl := l.Tally(true)
+	if tl.Lost != 1 {
+		t.Fatalf("Lost = %d, want 1", tl.Lost)
+	}
+	if err := tl.Err(); err == nil || !strings.Contains(err.Error(), "1 lost") || !strings.Contains(err.Error(), "seq 2") {
+		t.Errorf("Err = %v, want 1 lost naming seq 2", err)
+	}
+}
+
+func TestLedgerFailedSendIsNotLoss(t *testing.T) {
+	l := NewLedger("run", 1)
+	seq := l.Next("")
+	l.Sent(seq)
+	l.SendFailed(seq)
+	tl := l.Tally(true)
+	if tl.Lost != 0 || tl.SendFailed != 1 {
+		t.Errorf("tally %+v, want no loss and 1 failed send", tl)
+	}
+}
+
+func TestLedgerDuplicateDetected(t *testing.T) {
+	l := NewLedger("run", 1)
+	seqs := sendAll(l, "", 2)
+	l.Received(0, "run", seqs[0], "")
+	l.Received(0, "run", seqs[1], "")
+	l.Received(0, "run", seqs[1], "")
+	tl := l.Tally(true)
+	if tl.Duplicates != 1 || tl.Redelivered != 0 {
+		t.Fatalf("tally %+v, want 1 duplicate", tl)
+	}
+	if err := tl.Err(); err == nil || !strings.Contains(err.Error(), "1 duplicated") {
+		t.Errorf("Err = %v, want a duplicate", err)
+	}
+}
+
+func TestLedgerRedeliveryExplained(t *testing.T) {
+	l := NewLedger("run", 1)
+	seqs := sendAll(l, "", 1)
+	// The redelivery may be seen before we learn the lock was lost.
+	l.Received(0, "run", seqs[0], "")
+	l.Received(0, "run", seqs[0], "")
+	l.Released(0, seqs[0])
+	tl := l.Tally(true)
+	if tl.Redelivered != 1 || tl.Duplicates != 0 || tl.Err() != nil {
+		t.Errorf("tally %+v, want 1 explained redelivery and no error", tl)
+	}
+	// A third delivery with only one release is a duplicate.
+	l.Received(0, "run", seqs[0], "")
+	if tl := l.Tally(true); tl.Duplicates != 1 || tl.Redelivered != 1 {
+		t.Errorf("tally %+v, want 1 explained and 1 duplicate", tl)
+	}
+}
+
+func TestLedgerOutOfOrderPerSession(t *testing.T) {
+	l := NewLedger("run", 1)
+	a := sendAll(l, "a", 3)
+	b := sendAll(l, "b", 2)
+	// Sessions interleave freely; only order within one counts.
+	l.Received(0, "run", b[0], "b")
+	l.Received(0, "run", a[0], "a")
+	l.Received(0, "run", a[2], "a")
+	l.Received(0, "run", b[1], "b")
+	l.Received(0, "run", a[1], "a") // after a[2]: out of order
+	tl := l.Tally(true)
+	if tl.OutOfOrder != 1 {
+		t.Fatalf("OutOfOrder = %d, want 1", tl.OutOfOrder)
+	}
+	if err := tl.Err(); err == nil || !strings.Contains(err.Error(), `session "a"`) {
+		t.Errorf("Err = %v, want session a named", err)
+	}
+}
+
+func TestLedgerRedeliveryInSessionIsNotDisorder(t *testing.T) {
+	l := NewLedger("run", 1)
+	a := sendAll(l, "a", 2)
+	l.Received(0, "run", a[0], "a")
+	l.Received(0, "run", a[1], "a")
+	l.Released(0, a[0])
+	l.Received(0, "run", a[0], "a") // redelivered after abandon
+	if tl := l.Tally(true); tl.OutOfOrder != 0 || tl.Err() != nil {
+		t.Errorf("tally %+v, want clean", tl)
+	}
+}
+
+func TestLedgerMisroutedForeignUnknown(t *testing.T) {
+	l := NewLedger("run", 1)
+	a := sendAll(l, "a", 1)
+	if !l.Received(0, "run", a[0], "b") {
+		t.Errorf("own message reported as foreign")
+	}
+	if l.Received(0, "other-run", 1, "") {
+		t.Errorf("other run's message reported as ours")
+	}
+	l.Received(0, "run", 99, "")
+	tl := l.Tally(true)
+	if tl.Misrouted != 1 || tl.Foreign != 1 || tl.Unknown != 1 {
+		t.Errorf("tally %+v, want 1 misrouted, 1 foreign, 1 unknown", tl)
+	}
+}
+
+func TestLedgerStreams(t *testing.T) {
+	l := NewLedger("run", 3)
+	seqs := sendAll(l, "", 2)
+	if got := l.Pending(); got != 6 {
+		t.Fatalf("Pending = %d, want 6", got)
+	}
+	for s := range 3 {
+		l.Received(s, "run", seqs[0], "")
+	}
+	l.Received(0, "run", seqs[1], "")
+	l.Received(2, "run", seqs[1], "")
+	tl := l.Tally(true)
+	if tl.Lost != 1 || tl.Unique != 5 {
+		t.Errorf("tally %+v, want 1 lost (stream 1) and 5 unique", tl)
+	}
+	if got := l.Pending(); got != 1 {
+		t.Errorf("Pending = %d, want 1", got)
+	}
+}
+
+func TestLedgerDeliveredBeforeAck(t *testing.T) {
+	l := NewLedger("run", 1)
+	seq := l.Next("")
+	l.Sent(seq)
+	l.Received(0, "run", seq, "") // the receiver can win the race
+	l.Acked(seq)
+	if got := l.Pending(); got != 0 {
+		t.Errorf("Pending = %d, want 0", got)
+	}
+}

@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Tally is a [Ledger]'s account of a run. Counts of deliveries are summed
+// over all streams.
+type Tally struct {
+	Allocated   int64    `json:"allocated"`   // sequence numbers handed out
+	Sent        int64    `json:"sent"`        // handed to the transport
+	Acked       int64    `json:"acked"`       // accepted by the broker
+	SendFailed  int64    `json:"sendFailed"`  // rejected or failed (may still arrive)
+	Deliveries  int64    `json:"deliveries"`  // every delivery of this run's messages
+	Unique      int64    `json:"unique"`      // distinct (message, stream) pairs delivered
+	Redelivered int64    `json:"redelivered"` // extra deliveries explained by our releases
+	Duplicates  int64    `json:"duplicates"`  // extra deliveries nothing explains
+	Lost        int64    `json:"lost"`        // acked but never delivered (when checked)
+	OutOfOrder  int64    `json:"outOfOrder"`  // first deliveries out of order within a session
+	Misrouted   int64    `json:"misrouted"`   // delivered in another session than sent
+	Unknown     int64    `json:"unknown"`     // this run's id with a sequence never allocated
+	Foreign     int64    `json:"foreign"`     // messages of other runs (not an error)
+	LossChecked bool     `json:"lossChecked"` // whether Lost was computed
+	Examples    []string `json:"examples,omitempty"`
+}
+
+// Problems is the number of violations found: loss, duplicates,
+// misordering, misrouting and unknown messages.
+func (t Tally) Problems() int64 {
+	return t.Lost + t.Duplicates + t.OutOfOrder + t.Misrouted + t.Unknown
+}
+
+// Err returns nil when the run's accounting is clean, or an error naming
+// every kind of violation found.
+func (t Tally) Err() error {
+	if t.Problems() == 0 {
+		return nil
+	}
+	var parts []string
+	add := func(n int64, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(t.Lost, "lost")
+	add(t.Duplicates, "duplicated")
+	add(t.OutOfOrder, "out of order")
+	add(t.Misrouted, "misrouted")
+	add(t.Unknown, "unknown")
+	msg := "verification failed: " + strings.Join(parts, ", ")
+	if len(t.Examples) > 0 {
+		msg += " (e.g. " + strings.Join(t.Examples, "; ") + ")"
+	}
+	return fmt.Errorf("%s", msg)
+}
+
+// Tally counts the run so far. With checkLoss, every acknowledged message
+// that some stream never delivered counts as lost: pass it once receivers
+// have drained everything they were meant to.
+func (l *Ledger) Tally(checkLoss bool) Tally {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := Tally{
+		Allocated:   int64(len(l.state)),
+		OutOfOrder:  l.outOfOrder,
+		Misrouted:   l.misrouted,
+		Unknown:     l.unknown,
+		Foreign:     l.foreign,
+		LossChecked: checkLoss,
+	}
+	examples := append([]string(nil), l.examples...)
+	for m, st := range l.state {
+		if st&stSent != 0 {
+			t.Sent++
+		}
+		if st&stAcked != 0 {
+			t.Acked++
+		}
+		if st&stFailed != 0 {
+			t.SendFailed++
+		}
+		for s := range l.streams {
+			i := m*l.streams + s
+			n := int64(l.recv[i])
+			t.Deliveries += n
+			if n == 0 {
+				if checkLoss && st&stAcked != 0 {
+					t.Lost++
+					if len(examples) < maxExamples {
+						examples = append(examples, fmt.Sprintf("seq %d never delivered on stream %d", m+1, s))
+					}
+				}
+				continue
+			}
+			t.Unique++
+			extra := n - 1
+			explained := min(extra, int64(l.released[i]))
+			t.Redelivered += explained
+			if d := extra - explained; d > 0 {
+				t.Duplicates += d
+				if len(examples) < maxExamples {
+					examples = append(examples, fmt.Sprintf("seq %d delivered %d times on stream %d, %d explained", m+1, n, s, explained))
+				}
+			}
+		}
+	}
+	t.Examples = examples
+	return t
+}
