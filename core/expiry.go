@@ -88,7 +88,7 @@ func (q *queue) tick(now int64) {
 		r := it.rec
 		switch {
 		case it.sess != nil:
-			q.expireSessionLockLocked(it.sess, it.tok, now)
+			outOfDeliveries = append(outOfDeliveries, q.expireSessionLockLocked(it.sess, it.tok, now)...)
 		case it.tok != (LockToken{}):
 			if r.lock != it.tok || r.lockedUntil > now || q.b.cfg.Faults.IgnoreLockExpiry {
 				continue // settled, renewed or re-locked since

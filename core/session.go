@@ -277,25 +277,37 @@ func (b *Broker) CloseSession(path string, sl *SessionLock) error {
 	return nil
 }
 
-// expireSessionLockLocked runs when a session lock's timer falls due.
-func (q *queue) expireSessionLockLocked(s *session, tok LockToken, now int64) {
+// expireSessionLockLocked runs when a session lock's timer falls due. It
+// returns the messages that were locked under it and are now out of
+// deliveries, for the caller to dead-letter once it drops the mutex.
+func (q *queue) expireSessionLockLocked(s *session, tok LockToken, now int64) []*msgRec {
 	if s.lock != tok || s.lockedUntil > now || q.b.cfg.Faults.IgnoreLockExpiry {
-		return
+		return nil
 	}
-	q.unlockSessionLocked(s, true, now)
+	return q.unlockSessionLocked(s, true, now)
 }
 
 // unlockSessionLocked ends a session lock. Messages locked under it go
 // back to the session; expired means the delivery counts (lock expiry),
-// otherwise it does not (clean close).
-func (q *queue) unlockSessionLocked(s *session, expired bool, now int64) {
+// otherwise it does not (clean close). After an expiry, messages out of
+// deliveries are returned instead (to be dead-lettered) and expired ones
+// are set aside for expireLoop, as a message lock expiry does.
+func (q *queue) unlockSessionLocked(s *session, expired bool, now int64) []*msgRec {
+	var late []*msgRec
+	maxDC := q.desc().MaxDeliveryCount
 	for tok, r := range s.locked {
 		delete(q.mu.locked, tok)
 		r.lock = LockToken{}
 		if !expired {
 			r.deliveryCount--
 		}
-		if r.state != StateDeferred {
+		switch {
+		case r.state == StateDeferred:
+		case expired && r.deliveryCount >= maxDC:
+			late = append(late, r)
+		case expired && r.expiresAt != 0 && r.expiresAt <= now:
+			q.mu.expiring = append(q.mu.expiring, r)
+		default:
 			s.avail.push(r)
 		}
 	}
@@ -305,6 +317,7 @@ func (q *queue) unlockSessionLocked(s *session, expired bool, now int64) {
 	q.mu.sessions.changed(s)
 	q.serveAcceptersLocked(now)
 	q.pruneSessionLocked(s)
+	return late
 }
 
 func (q *queue) pruneSessionLocked(s *session) {
