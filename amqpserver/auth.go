@@ -17,7 +17,7 @@ type connAuth struct {
 	now func() time.Time
 
 	mu struct {
-		sync.Mutex // guards the fields below
+		sync.Mutex          // guards the fields below
 		open       bool     // no validator: every right everywhere
 		rule       sas.Rule // SASL PLAIN login; zero Rule when none
 		plain      bool

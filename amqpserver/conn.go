@@ -98,8 +98,10 @@ func (c *conn) serve(parent context.Context) {
 
 	frc := make(chan frames.Frame)
 	readErr := make(chan error, 1)
+	readDone := make(chan struct{})
 	go c.writeLoop()
 	go func() {
+		defer close(readDone)
 		err := errors.New("amqpserver: reader panicked")
 		defer func() { readErr <- err }()
 		defer c.recoverPanic("reader")
@@ -110,7 +112,7 @@ func (c *conn) serve(parent context.Context) {
 	close(c.out)
 	<-c.wdone
 	c.nc.Close() // unblocks readLoop
-	<-readErr
+	<-readDone
 	c.work.Wait() // sends in flight finish (they are durable or fail)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		c.log.Debug("connection ended", zap.Error(err))

@@ -72,8 +72,13 @@ func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 			return
 		}
 		final := state
-		if err != nil {
+		switch {
+		case err != nil:
 			final = &frames.Rejected{Error: amqpError(err)}
+		case outcome.Kind == core.DeadLetter:
+			// Success is a rejected state without an error: go-amqp
+			// reports any error in the reply as a failed settlement.
+			final = &frames.Rejected{}
 		}
 		c.post(func() {
 			if s.live() {

@@ -66,7 +66,7 @@ func (s *session) handleAttach(a *frames.Attach) error {
 			return nil
 		}
 		l.address = a.Target.Address
-		l.in = &inLink{}
+		l.in = &inLink{maxSize: s.c.srv.cfg.MaxMessageSize}
 	} else {
 		if a.Source == nil {
 			l.refuse(a, errorf(frames.CondInvalidField, "Attach of a receiver without a source."))
@@ -160,9 +160,6 @@ func (l *link) attach(a *frames.Attach, props encoding.Map) {
 		reply.InitialDeliveryCount = &zero
 	} else {
 		reply.MaxMessageSize = l.in.maxSize
-		if reply.MaxMessageSize == 0 {
-			reply.MaxMessageSize = l.s.c.srv.cfg.MaxMessageSize
-		}
 	}
 	l.s.c.write(l.s.ch, reply)
 	if l.in != nil {

@@ -1,0 +1,157 @@
+package amqpserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/go-amqp"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
+)
+
+func TestSendSettleModes(t *testing.T) {
+	ts := newTestServer(t, nil)
+	s := ts.session(t)
+
+	// Mixed mode: one unsettled, one pre-settled delivery.
+	mixed := mustSender(t, s, "q")
+	mustSend(t, mixed, "unsettled")
+	if err := mixed.Send(t.Context(), amqp.NewMessage([]byte("presettled")), &amqp.SendOptions{Settled: true}); err != nil {
+		t.Fatalf("pre-settled send: %v", err)
+	}
+	// Settled mode: the attach must echo snd-settle-mode settled.
+	settled, err := s.NewSender(t.Context(), "q", &amqp.SenderOptions{SettlementMode: amqp.SenderSettleModeSettled.Ptr()})
+	if err != nil {
+		t.Fatalf("attach settled sender: %v", err)
+	}
+	if err := settled.Send(t.Context(), amqp.NewMessage([]byte("settled-link")), nil); err != nil {
+		t.Fatal(err)
+	}
+	// Unsettled mode with rcv-settle-mode first.
+	unsettled, err := s.NewSender(t.Context(), "q", &amqp.SenderOptions{
+		SettlementMode:              amqp.SenderSettleModeUnsettled.Ptr(),
+		RequestedReceiverSettleMode: amqp.ReceiverSettleModeFirst.Ptr(),
+	})
+	if err != nil {
+		t.Fatalf("attach unsettled sender: %v", err)
+	}
+	mustSend(t, unsettled, "unsettled-link")
+
+	r := mustReceiver(t, s, "q", amqp.ReceiverSettleModeFirst)
+	want := []string{"unsettled", "presettled", "settled-link", "unsettled-link"}
+	for _, w := range want {
+		if got := string(mustReceive(t, r).GetData()); got != w {
+			t.Errorf("got %q, want %q", got, w)
+		}
+	}
+}
+
+func TestSendPipelined(t *testing.T) {
+	ts := newTestServer(t, nil)
+	snd := mustSender(t, ts.session(t), "q")
+	const n = 1000
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			if err := snd.Send(ctx, amqp.NewMessage([]byte(fmt.Sprint(i))), nil); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Send: %v", err)
+	}
+	if c, _ := ts.Broker.Counts("q"); c.Active != n {
+		t.Errorf("active = %d, want %d", c.Active, n)
+	}
+}
+
+func TestSendMultiFrame(t *testing.T) {
+	ts := newTestServer(t, nil)
+	s := ts.session(t)
+	snd := mustSender(t, s, "q")
+	if got := snd.MaxMessageSize(); got != 1024*1024 {
+		t.Errorf("max-message-size = %d, want the entity's 1 MiB", got)
+	}
+	r := mustReceiver(t, s, "q", amqp.ReceiverSettleModeSecond)
+	for _, size := range []int{200 << 10, 1<<20 - 1024} {
+		body := bytes.Repeat([]byte{byte(size)}, size)
+		if err := snd.Send(t.Context(), amqp.NewMessage(body), nil); err != nil {
+			t.Fatalf("send %d bytes: %v", size, err)
+		}
+		m := mustReceive(t, r)
+		if !bytes.Equal(m.GetData(), body) {
+			t.Errorf("%d-byte body came back as %d bytes", size, len(m.GetData()))
+		}
+		if err := r.AcceptMessage(t.Context(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestSendTooLargeRejected(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "small", MaxMessageSizeInKilobytes: 1})
+	// The client trusts max-message-size, so lie to it: a raw peer sends
+	// a 2 KiB delivery in two frames.
+	p := ts.rawDial(t)
+	p.open()
+	p.writeFrame(0, beginFrame())
+	p.readFrame()
+	p.writeFrame(0, senderAttach("small"))
+	a := p.readFrame().(*frames.Attach)
+	if a.MaxMessageSize != 1024 {
+		t.Errorf("max-message-size = %d, want 1024", a.MaxMessageSize)
+	}
+	p.readFrame() // flow with credit
+	id, format := uint32(0), uint32(0)
+	payload := dataSection(t, 1500)
+	p.writeFrame(0, &frames.Transfer{Handle: 0, DeliveryID: &id, DeliveryTag: []byte{1}, MessageFormat: &format, More: true, Payload: payload[:1000]})
+	p.writeFrame(0, &frames.Transfer{Handle: 0, Payload: payload[1000:]})
+	d, ok := p.readFrame().(*frames.Disposition)
+	if !ok {
+		t.Fatalf("got %T, want a disposition", d)
+	}
+	rej, ok := d.State.(*frames.Rejected)
+	if !ok || rej.Error == nil || rej.Error.Condition != frames.CondMessageSizeExceeded {
+		t.Fatalf("state = %+v, want rejected message-size-exceeded", d.State)
+	}
+}
+
+func TestAttachUnknownEntity(t *testing.T) {
+	ts := newTestServer(t, nil)
+	s := ts.session(t)
+	_, err := s.NewSender(t.Context(), "missing", nil)
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Condition != amqp.ErrCondNotFound {
+		t.Fatalf("attach: %v, want amqp:not-found", err)
+	}
+	if !strings.Contains(ae.Description, "could not be found") {
+		t.Errorf("description %q lacks the Service Bus wording", ae.Description)
+	}
+	// The session survives a refused attach.
+	mustSend(t, mustSender(t, s, "q"), "still fine")
+}
+
+func TestSendRejectedByBroker(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true})
+	snd := mustSender(t, ts.session(t), "sq")
+	err := snd.Send(t.Context(), amqp.NewMessage([]byte("no session id")), nil)
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Condition != amqp.ErrCondNotAllowed {
+		t.Fatalf("send without session id: %v, want rejected amqp:not-allowed", err)
+	}
+}
