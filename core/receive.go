@@ -260,6 +260,11 @@ func (q *queue) message(t *taken) (*Message, error) {
 		m.State = StateActive
 	}
 	m.ExpiresAt = nanosToTime(t.st.expiresAt)
+	if m.ExpiresAt.After(m.EnqueuedTime) && !m.EnqueuedTime.IsZero() {
+		// The TTL in force: capped by the entity (and, on a subscription,
+		// the smaller of topic and subscription defaults).
+		m.TimeToLive = m.ExpiresAt.Sub(m.EnqueuedTime)
+	}
 	m.LockToken = t.lock
 	m.LockedUntil = nanosToTime(t.lockedUntil)
 	return m, nil

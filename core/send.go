@@ -183,6 +183,9 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 	if !m.ScheduledEnqueueTime.IsZero() && m.ScheduledEnqueueTime.UnixNano() > now {
 		m.State = StateScheduled
 		base = m.ScheduledEnqueueTime.UnixNano()
+		// A scheduled message is enqueued at its scheduled time: that is
+		// its EnqueuedTime, and its TTL counts from it (seed 003).
+		m.EnqueuedTime = time.Unix(0, base).UTC()
 	}
 	size := int32(m.Size())
 	// From here on the broker keeps m in memory (the hand-over cache): use
@@ -191,6 +194,9 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 	m = detach(m)
 	if d.Kind == KindQueue {
 		ttl := effectiveTTL(m.TimeToLive, d.DefaultMessageTimeToLive)
+		if ttl < MaxTimeToLive {
+			m.TimeToLive = ttl // silently capped by the entity default (seed 003)
+		}
 		r := p.newRec(m, seq, e.id, base, ttl, size)
 		body, err := encodeBody(nil, m)
 		if err != nil {
