@@ -58,9 +58,9 @@ func testLargeValues(t *testing.T, s storage.Store) {
 }
 
 func testLargeBatch(t *testing.T, s storage.Store) {
-	// 24 MiB in one batch: bigger than a typical memtable, so engines that
+	// 12 MiB in one batch: more than half a typical memtable, so engines that
 	// treat large batches specially take that path.
-	const n = 24
+	const n = 12
 	b := &storage.Batch{Sync: true}
 	for i := range n {
 		b.Set(fmt.Appendf(nil, "lb/%02d", i), randomBytes(uint64(100+i), 1<<20))

@@ -1,0 +1,98 @@
+package pebblestore
+
+import (
+	"errors"
+	"runtime"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
+)
+
+// Defaults for [Options]. They suit a message broker: small (about 1 KiB)
+// values, many more writes than reads, and most keys deleted soon after
+// they are written, while keeping an idle process small.
+const (
+	// DefaultCacheSize is the block cache size. Live messages are mostly
+	// read from the memtable, so a small cache suffices and keeps RSS low.
+	DefaultCacheSize = 16 << 20
+	// DefaultMemTableSize is the steady-state memtable size. A message that
+	// is sent and completed within one memtable's lifetime never reaches an
+	// sstable (its set and delete cancel at flush), so bigger is better
+	// for throughput; Pebble starts small and grows to this size, so an
+	// idle broker does not pay for it.
+	DefaultMemTableSize = 16 << 20
+)
+
+// Options configures [Open]. The zero value is usable: the OS file system,
+// no logging and the Default sizes.
+type Options struct {
+	// FS is the file system the database lives on; nil means the
+	// operating system's. Tests pass vfs.NewMem() or a crashable FS.
+	FS vfs.FS
+	// InMemory keeps the whole database in memory (a fresh vfs.NewMem),
+	// for tests that want Pebble's behaviour without a directory and
+	// without importing Pebble themselves. It excludes FS.
+	InMemory bool
+	// Logger receives Pebble's messages: its informational chatter at
+	// Debug, write stalls and slow disks at Warn, background errors at
+	// Error. Nil means zap.NewNop().
+	Logger *zap.Logger
+	// CacheSize is the block cache size in bytes; 0 means
+	// DefaultCacheSize.
+	CacheSize int64
+	// MemTableSize is the memtable size in bytes; 0 means
+	// DefaultMemTableSize.
+	MemTableSize uint64
+}
+
+// pebbleOptions turns o into Pebble's options. It is shared with the raw
+// Pebble benchmarks so that they measure the same configuration.
+func (o Options) pebbleOptions() (*pebble.Options, error) {
+	if o.InMemory && o.FS != nil {
+		return nil, errors.New("pebblestore: Options.InMemory and Options.FS are exclusive")
+	}
+	if o.CacheSize < 0 {
+		return nil, errors.New("pebblestore: negative Options.CacheSize")
+	}
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	fs := o.FS
+	switch {
+	case o.InMemory:
+		fs = vfs.NewMem()
+	case fs == nil:
+		fs = vfs.Default
+	}
+	popts := &pebble.Options{
+		FS:                 fs,
+		FormatMajorVersion: pebble.FormatNewest,
+		CacheSize:          o.CacheSize,
+		MemTableSize:       o.MemTableSize,
+		Logger:             zapLogger{log.Sugar()},
+		EventListener:      eventListener(log),
+
+		// A broker must keep accepting sends while compactions catch up,
+		// and its deleted keys make L0 files mostly tombstones that
+		// compact cheaply: start compacting L0 early, but stall writes
+		// much later than Pebble's default of 12 sublevels.
+		L0CompactionThreshold: 2,
+		L0StopWritesThreshold: 36,
+		// Allow a few memtables to queue behind a slow flush instead of
+		// stalling every writer after one.
+		MemTableStopWritesThreshold: 4,
+		// One compaction normally, two when behind (a second core).
+		CompactionConcurrencyRange: func() (int, int) {
+			return 1, max(1, min(2, runtime.GOMAXPROCS(0)))
+		},
+	}
+	if popts.CacheSize == 0 {
+		popts.CacheSize = DefaultCacheSize
+	}
+	if popts.MemTableSize == 0 {
+		popts.MemTableSize = DefaultMemTableSize
+	}
+	return popts, nil
+}

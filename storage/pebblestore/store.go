@@ -1,0 +1,258 @@
+package pebblestore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// Store is a [storage.Store] backed by a Pebble database.
+type Store struct {
+	db   *pebble.DB
+	gate *gate
+
+	// applyMu is held for reading by ordinary Apply calls and for writing
+	// by the rare Apply that deletes a prefix with no upper bound (see
+	// applyUnbounded), which must read and write without racing other
+	// writers.
+	applyMu sync.RWMutex
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Open opens the database in dir, creating it if needed. With
+// Options.InMemory, dir only names the database inside its private memory
+// file system.
+func Open(dir string, opts Options) (*Store, error) {
+	popts, err := opts.pebbleOptions()
+	if err != nil {
+		return nil, err
+	}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+	}
+	return &Store{db: db, gate: newGate()}, nil
+}
+
+// Apply implements [storage.Store]. A batch holding an unknown
+// [storage.OpKind] is rejected whole and changes nothing. An empty (or nil)
+// batch does nothing, even with Sync set.
+func (s *Store) Apply(b *storage.Batch) error {
+	if err := s.gate.enter(); err != nil {
+		return err
+	}
+	defer s.gate.leave()
+	if b == nil || len(b.Ops) == 0 {
+		return nil
+	}
+	unbounded := false
+	for i, op := range b.Ops {
+		switch op.Kind {
+		case storage.OpSet, storage.OpDelete:
+		case storage.OpDeletePrefix:
+			if _, ok := prefixEnd(op.Key); !ok {
+				unbounded = true
+			}
+		default:
+			return fmt.Errorf("pebblestore: op %d: unknown kind %d", i, op.Kind)
+		}
+	}
+	if unbounded {
+		return s.applyUnbounded(b)
+	}
+
+	s.applyMu.RLock()
+	defer s.applyMu.RUnlock()
+	pb := s.db.NewBatch()
+	defer pb.Close()
+	for _, op := range b.Ops {
+		var err error
+		switch op.Kind {
+		case storage.OpSet:
+			err = pb.Set(op.Key, op.Value, nil)
+		case storage.OpDelete:
+			err = pb.Delete(op.Key, nil)
+		case storage.OpDeletePrefix:
+			end, _ := prefixEnd(op.Key)
+			err = pb.DeleteRange(op.Key, end, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("pebblestore: build batch: %w", err)
+		}
+	}
+	return s.commit(pb, b.Sync)
+}
+
+// applyUnbounded applies a batch that deletes a prefix with no successor
+// key (empty, or all 0xff bytes). DeleteRange needs an end key, so such a
+// deletion becomes point deletions of the keys present. To stay atomic it
+// excludes every other writer while it reads, and it reads through an
+// indexed batch so that the batch's own earlier operations are seen.
+func (s *Store) applyUnbounded(b *storage.Batch) error {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	pb := s.db.NewIndexedBatch()
+	defer pb.Close()
+	for _, op := range b.Ops {
+		var err error
+		switch op.Kind {
+		case storage.OpSet:
+			err = pb.Set(op.Key, op.Value, nil)
+		case storage.OpDelete:
+			err = pb.Delete(op.Key, nil)
+		case storage.OpDeletePrefix:
+			if end, ok := prefixEnd(op.Key); ok {
+				err = pb.DeleteRange(op.Key, end, nil)
+			} else {
+				err = deleteFrom(pb, op.Key)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("pebblestore: build batch: %w", err)
+		}
+	}
+	return s.commit(pb, b.Sync)
+}
+
+// deleteFrom adds to the indexed batch pb a deletion of every key >= lo
+// that it (with the database beneath it) holds.
+func deleteFrom(pb *pebble.Batch, lo []byte) error {
+	it, err := pb.NewIter(&pebble.IterOptions{LowerBound: lowerBound(lo)})
+	if err != nil {
+		return err
+	}
+	var keys [][]byte
+	for valid := it.First(); valid; valid = it.Next() {
+		keys = append(keys, bytes.Clone(it.Key()))
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := pb.Delete(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commit commits pb, waiting for the WAL fsync if sync is set. Concurrent
+// callers share fsyncs through Pebble's commit pipeline.
+func (s *Store) commit(pb *pebble.Batch, sync bool) error {
+	wo := pebble.NoSync
+	if sync {
+		wo = pebble.Sync
+	}
+	if err := pb.Commit(wo); err != nil {
+		return fmt.Errorf("pebblestore: commit: %w", err)
+	}
+	return nil
+}
+
+// Get implements [storage.Store].
+func (s *Store) Get(key []byte) ([]byte, error) {
+	if err := s.gate.enter(); err != nil {
+		return nil, err
+	}
+	defer s.gate.leave()
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, storage.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: get: %w", err)
+	}
+	out := make([]byte, len(v))
+	copy(out, v)
+	return out, closer.Close()
+}
+
+// Scan implements [storage.Store]. It reads a consistent snapshot: the
+// database as it was when Scan was called. The slices passed to fn belong to
+// the iterator and change on the next call.
+func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) (bool, error)) error {
+	if err := s.gate.enter(); err != nil {
+		return err
+	}
+	defer s.gate.leave()
+	lo := prefix
+	if bytes.Compare(start, prefix) > 0 {
+		lo = start
+	}
+	hi, bounded := prefixEnd(prefix)
+	if bounded && bytes.Compare(lo, hi) >= 0 {
+		return nil // start is past every key with the prefix
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lowerBound(lo), UpperBound: hi})
+	if err != nil {
+		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	err = scan(it, fn)
+	if cerr := it.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("pebblestore: scan: %w", cerr)
+	}
+	return err
+}
+
+// scan feeds fn from it until either is done.
+func scan(it *pebble.Iterator, fn func(key, value []byte) (bool, error)) error {
+	for valid := it.First(); valid; valid = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("pebblestore: scan: %w", err)
+		}
+		more, err := fn(it.Key(), v)
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("pebblestore: scan: %w", err)
+	}
+	return nil
+}
+
+// Close implements [storage.Store]. It waits for calls in progress, then
+// closes Pebble, which flushes nothing it need not: the WAL already holds
+// every committed batch. A second Close returns [storage.ErrClosed].
+func (s *Store) Close() error {
+	if err := s.gate.close(); err != nil {
+		return err
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("pebblestore: close: %w", err)
+	}
+	return nil
+}
+
+// prefixEnd returns the smallest key greater than every key that starts with
+// prefix, and false if there is none (prefix is empty or all 0xff).
+func prefixEnd(prefix []byte) ([]byte, bool) {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			end := make([]byte, i+1)
+			copy(end, prefix)
+			end[i]++
+			return end, true
+		}
+	}
+	return nil, false
+}
+
+// lowerBound maps an empty lower bound to nil. Both mean "from the first
+// key", but Pebble's invariant checks (enabled under -race) index into a
+// non-nil empty bound.
+func lowerBound(lo []byte) []byte {
+	if len(lo) == 0 {
+		return nil
+	}
+	return lo
+}
