@@ -7,7 +7,8 @@
 // checks the SAS token of every request but /health against a
 // [sas.Validator], decodes BrokerProperties and custom-property headers
 // into a [core.Message], and maps core errors to HTTP statuses through one
-// table (errors.go). Every route is listed in [Gateway.routes].
+// table (errors.go). Every route is listed in one function, routes, in
+// gateway.go.
 //
 // The wire contract is /work/shared/spec/rest.md: status codes (§0, §1.2),
 // BrokerProperties (§2), custom property typing (§2.3), SAS (§3), ATOM
