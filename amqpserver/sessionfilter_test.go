@@ -1,0 +1,96 @@
+package amqpserver
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/Azure/go-amqp"
+
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// sessionReceiver attaches a peek-lock receiver for session id ("" = next
+// available, waiting at most wait) the way the Go SDK does.
+func sessionReceiver(t testing.TB, s *amqp.Session, entity, id string, wait time.Duration) (*amqp.Receiver, error) {
+	t.Helper()
+	var v any
+	if id != "" {
+		v = id
+	}
+	opts := &amqp.ReceiverOptions{
+		Credit:         -1,
+		SettlementMode: amqp.ReceiverSettleModeSecond.Ptr(),
+		Filters:        []amqp.LinkFilter{amqp.NewLinkFilter(string(sessionFilterKey), sessionFilterCode, v)},
+	}
+	if wait > 0 {
+		opts.Properties = map[string]any{string(propTimeout): uint32(wait / time.Millisecond)}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	return s.NewReceiver(ctx, entity, opts)
+}
+
+func TestSessionReceivers(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true})
+	ts.MustSend(t, "sq", &core.Message{SessionID: "s1", Body: []byte("one")}, &core.Message{SessionID: "s2", Body: []byte("two")})
+	s := ts.session(t)
+
+	r1, err := sessionReceiver(t, s, "sq", "s1", 0)
+	if err != nil {
+		t.Fatalf("accept s1: %v", err)
+	}
+	if got := r1.LinkSourceFilterValue(string(sessionFilterKey)); got != "s1" {
+		t.Errorf("echoed session filter = %#v, want \"s1\"", got)
+	}
+	if _, ok := r1.Properties()[string(propLockedTo)].(int64); !ok {
+		t.Errorf("locked-until-utc = %#v, want an int64", r1.Properties()[string(propLockedTo)])
+	}
+	if m := mustReceive(t, r1); string(m.GetData()) != "one" || *m.Properties.GroupID != "s1" {
+		t.Errorf("s1 receiver got %q", m.GetData())
+	}
+	if ts.srv.sessionLock("SQ", "s1") == nil {
+		t.Error("session lock not registered for $management")
+	}
+
+	_, err = sessionReceiver(t, s, "sq", "s1", 0)
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || string(ae.Condition) != string(condSessionCannotLock) {
+		t.Errorf("second accept of s1: %v, want session-cannot-be-locked", err)
+	}
+
+	r2, err := sessionReceiver(t, s, "sq", "", time.Second)
+	if err != nil {
+		t.Fatalf("accept next: %v", err)
+	}
+	if got := r2.LinkSourceFilterValue(string(sessionFilterKey)); got != "s2" {
+		t.Errorf("next available session = %#v, want \"s2\"", got)
+	}
+
+	_, err = sessionReceiver(t, s, "sq", "", 50*time.Millisecond)
+	if !errors.As(err, &ae) || string(ae.Condition) != string(condTimeout) {
+		t.Errorf("accept with none left: %v, want com.microsoft:timeout", err)
+	}
+
+	if err := r1.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if ts.srv.sessionLock("sq", "s1") != nil {
+		t.Error("session lock still registered after detach")
+	}
+	if _, err := sessionReceiver(t, s, "sq", "s1", 0); err != nil {
+		t.Errorf("accept s1 after its receiver closed: %v", err)
+	}
+}
+
+func TestSessionEntityNeedsFilter(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true})
+	_, err := ts.session(t).NewReceiver(t.Context(), "sq", nil)
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Condition != amqp.ErrCondNotAllowed {
+		t.Errorf("plain receiver on a session queue: %v, want amqp:not-allowed", err)
+	}
+}
