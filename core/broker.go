@@ -54,6 +54,7 @@ type Broker struct {
 	clk   clock.Clock
 	log   *zap.Logger
 	timer brokerTimer
+	idle  idleReaper // AutoDeleteOnIdle (autodelete.go)
 	wg    sync.WaitGroup // background goroutines (expireLoop)
 
 	mu struct {
@@ -98,6 +99,7 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.recover(); err != nil {
 		return nil, err
 	}
+	b.armIdle()
 	return b, nil
 }
 
@@ -122,6 +124,7 @@ func (b *Broker) Close() error {
 	}
 	b.mu.Unlock()
 	b.timer.close()
+	b.idle.close()
 	for _, e := range ents {
 		if e.q != nil {
 			e.q.close()

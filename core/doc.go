@@ -50,7 +50,8 @@
 // Lock order: Broker.manage → inlet.mu → queue.mu (a queue's main before
 // its dead-letter subqueue is never needed: moves release one before
 // taking the other) → entity.refs → brokerTimer.mu. Broker.mu is taken
-// alone. No mutex is held across storage I/O, except inlet.mu while
+// alone; so is idleReaper.mu (autodelete.go), after the queue mutexes
+// have been released. No mutex is held across storage I/O, except inlet.mu while
 // publishing, which is in-memory work only.
 //
 // # Durability

@@ -127,6 +127,9 @@ func (q *queue) tick(now int64) {
 	q.kickExpiry()
 
 	if len(activated) > 0 {
+		// Holding scheduled messages keeps an entity from idling until
+		// they activate (AutoDeleteOnIdle).
+		q.ent.touch(now)
 		// The state change need not be synced: a scheduled message found
 		// past its time at recovery is activated then.
 		var batch storage.Batch

@@ -24,7 +24,11 @@ type entityRecord struct {
 func (b *Broker) CreateEntity(ctx context.Context, e Entity) (*Entity, error) {
 	b.manage.Lock()
 	defer b.manage.Unlock()
-	return b.createLocked(e)
+	d, err := b.createLocked(e)
+	if err == nil {
+		b.armIdle()
+	}
+	return d, err
 }
 
 func (b *Broker) createLocked(e Entity) (*Entity, error) {
@@ -204,7 +208,11 @@ func (e *entity) setSubs(change func([]*entity) []*entity) {
 func (b *Broker) UpdateEntity(ctx context.Context, e Entity) (*Entity, error) {
 	b.manage.Lock()
 	defer b.manage.Unlock()
-	return b.updateLocked(e)
+	d, err := b.updateLocked(e)
+	if err == nil {
+		b.armIdle()
+	}
+	return d, err
 }
 
 func (b *Broker) updateLocked(e Entity) (*Entity, error) {
