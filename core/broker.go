@@ -54,7 +54,7 @@ type Broker struct {
 	clk   clock.Clock
 	log   *zap.Logger
 	timer brokerTimer
-	idle  idleReaper // AutoDeleteOnIdle (autodelete.go)
+	idle  idleReaper     // AutoDeleteOnIdle (autodelete.go)
 	wg    sync.WaitGroup // background goroutines (expireLoop)
 
 	mu struct {
