@@ -52,6 +52,7 @@ type conn struct {
 	sessions map[uint16]*session // by the peer's channel
 	local    map[uint16]*session // by our channel
 	pending  buffer.Buffer       // frames written since the last flush
+	ackers   []*session          // sessions with acknowledgements queued
 	closing  bool                // close sent; draining until the peer's close
 }
 
@@ -300,8 +301,13 @@ func (c *conn) write(ch uint16, body frames.Body) {
 	}
 }
 
-// flush hands the pending output to writeLoop.
+// flush writes queued acknowledgements and hands the pending output to
+// writeLoop.
 func (c *conn) flush() {
+	for _, s := range c.ackers {
+		s.writeAcks()
+	}
+	c.ackers = c.ackers[:0]
 	if c.pending.Len() == 0 {
 		return
 	}
