@@ -22,8 +22,8 @@ func TestHandleLimits(t *testing.T) {
 		t.Fatalf("begin reply %+v, want handle-max %d", b, defaultHandleMax)
 	}
 	p.writeFrame(0, senderAttach("q"))
-	p.readFrame() // attach
-	p.readFrame() // flow
+	p.readFrame()                      // attach
+	p.readFrame()                      // flow
 	p.writeFrame(0, senderAttach("q")) // same handle again
 	if e, ok := p.readFrame().(*frames.End); !ok || e.Error == nil || e.Error.Condition != frames.CondHandleInUse {
 		t.Fatalf("got %+v, want end with handle-in-use", e)
