@@ -77,6 +77,9 @@ func (b *Broker) Send(ctx context.Context, path string, msgs ...*Message) ([]int
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	p := &sendPlan{b: b, now: b.Now(), batch: storage.Batch{Sync: true}}
 	p.seqs = make([]int64, len(msgs))
 	err = p.add(e, msgs, p.seqs, 0)
@@ -87,7 +90,9 @@ func (b *Broker) Send(ctx context.Context, path string, msgs ...*Message) ([]int
 	if err != nil {
 		return nil, err
 	}
-	return p.seqs, ctx.Err()
+	// Durable now: report success even if ctx ended meanwhile, or a
+	// retrying client would store the messages twice.
+	return p.seqs, nil
 }
 
 // add plans msgs onto entity e. seqs, when non-nil, receives the sequence

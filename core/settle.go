@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -273,6 +274,10 @@ func (b *Broker) ReceiveDeferred(ctx context.Context, path string, mode ReceiveM
 	if err != nil {
 		return nil, err
 	}
+	// A number asked for twice is one message, delivered (and locked) once.
+	seqs = slices.Clone(seqs)
+	slices.Sort(seqs)
+	seqs = slices.Compact(seqs)
 	now := b.Now()
 	q.mu.Lock()
 	for _, s := range seqs {

@@ -1,0 +1,160 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/coretest"
+)
+
+// Competing receivers never get the same message while it is locked.
+func TestPeekLockExclusiveUnderConcurrency(t *testing.T) {
+	env := coretest.New(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	const n = 200
+	msgs := make([]*core.Message, n)
+	for i := range msgs {
+		msgs[i] = coretest.Text("m")
+	}
+	env.MustSend(t, "q", msgs...)
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				got, err := env.Broker.Receive(coretest.Now(t), "q", core.ReceiveOptions{Max: 3})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, m := range got {
+					seen[m.SequenceNumber]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Errorf("%d distinct messages delivered, want %d", len(seen), n)
+	}
+	for seq, k := range seen {
+		if k != 1 {
+			t.Errorf("message %d delivered %d times under lock", seq, k)
+		}
+	}
+}
+
+// Of concurrent settlements of one lock, exactly one wins.
+func TestConcurrentSettleOneWins(t *testing.T) {
+	env := coretest.New(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	for range 20 {
+		env.MustSend(t, "q", coretest.Text("m"))
+		m := env.MustReceive(t, "q", core.PeekLock, 1)[0]
+		var ok, lost atomic.Int32
+		var wg sync.WaitGroup
+		for _, k := range []core.OutcomeKind{core.Complete, core.Abandon, core.DeadLetter, core.Defer} {
+			wg.Go(func() {
+				err := env.Broker.Settle(t.Context(), "q", m.LockToken, core.Outcome{Kind: k})
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, core.ErrLockLost):
+					lost.Add(1)
+				default:
+					t.Errorf("settle %v: %v", k, err)
+				}
+			})
+		}
+		wg.Wait()
+		if ok.Load() != 1 || lost.Load() != 3 {
+			t.Fatalf("%d settlements won, %d lost the lock; want 1 and 3", ok.Load(), lost.Load())
+		}
+		// Leave the queue empty for the next round.
+		env.MustReceive(t, "q", core.ReceiveAndDelete, 5)
+		env.MustReceive(t, "q/$DeadLetterQueue", core.ReceiveAndDelete, 5)
+		if c := env.MustCounts(t, "q"); c.Deferred == 1 {
+			d, err := env.Broker.ReceiveDeferred(t.Context(), "q", core.ReceiveAndDelete, []int64{m.SequenceNumber})
+			if err != nil || len(d) != 1 {
+				t.Fatalf("deferred: %v %v", err, d)
+			}
+		}
+		if c := env.MustCounts(t, "q"); c.Total != 0 {
+			t.Fatalf("counts %+v, want empty", c)
+		}
+	}
+}
+
+// Asking twice for the same deferred message in one call locks it once.
+func TestReceiveDeferredDuplicateSequenceNumbers(t *testing.T) {
+	env := coretest.New(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: 10 * time.Second})
+	env.MustSend(t, "q", coretest.Text("m"))
+	m := env.MustReceive(t, "q", core.PeekLock, 1)[0]
+	env.MustSettle(t, "q", m.LockToken, core.Outcome{Kind: core.Defer})
+	got, err := env.Broker.ReceiveDeferred(t.Context(), "q", core.PeekLock, []int64{1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].DeliveryCount != 2 {
+		t.Fatalf("ReceiveDeferred([1 1]) returned %d messages (dc %v), want the message once", len(got), seqsOf(got))
+	}
+	env.MustSettle(t, "q", got[0].LockToken, core.Outcome{Kind: core.Complete})
+	if c := env.MustCounts(t, "q"); c.Total != 0 {
+		t.Errorf("after completing: %+v", c)
+	}
+}
+
+// A send whose context is cancelled either fails without storing or
+// succeeds: it never stores the message and reports failure, which would
+// make a retrying client store it twice.
+func TestSendWithCancelledContext(t *testing.T) {
+	env := coretest.New(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := env.Broker.Send(ctx, "q", coretest.Text("m"))
+	c := env.MustCounts(t, "q")
+	if err != nil && c.Total != 0 {
+		t.Errorf("send returned %v but stored the message (%+v)", err, c)
+	}
+	if err == nil && c.Total != 1 {
+		t.Errorf("send succeeded but stored %+v", c)
+	}
+}
+
+// Lock expiry and renewal with the session lock as the umbrella: message
+// locks taken in a session end with it.
+func TestMessageLockEndsWithSessionLock(t *testing.T) {
+	env := coretest.New(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", RequiresSession: true, LockDuration: 10 * time.Second})
+	env.MustSend(t, "q", &core.Message{Body: []byte("x"), SessionID: "s"})
+	sl, err := env.Broker.AcceptSession(t.Context(), "q", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := env.Broker.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl})
+	if err != nil || len(m) != 1 {
+		t.Fatal(err, m)
+	}
+	env.Clock.Advance(8 * time.Second)
+	if _, err := env.Broker.RenewSessionLock(t.Context(), "q", sl); err != nil {
+		t.Fatal(err)
+	}
+	env.Clock.Advance(8 * time.Second) // past the first lock, within the renewed one
+	if until, err := env.Broker.RenewLock(t.Context(), "q", m[0].LockToken); err != nil || !until.Equal(sl.LockedUntil) {
+		t.Errorf("renew message lock in a session: %v %v, want the session lock's %v", until, err, sl.LockedUntil)
+	}
+	env.MustSettle(t, "q", m[0].LockToken, core.Outcome{Kind: core.Complete})
+}
