@@ -42,6 +42,10 @@ func serve(args []string) error {
 	defer log.Sync()
 	o.Logger = log
 
+	// Listen for signals before anything starts, so a signal during
+	// start-up is a clean shutdown too.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	start := time.Now()
 	a, err := app.Start(o)
 	if err != nil {
@@ -65,8 +69,6 @@ func serve(args []string) error {
 	log.Info("omnibus is ready", fields...)
 	log.Info("connect with", zap.String("connectionString", a.ConnectionString()))
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	got := <-sig
 	log.Info("shutting down", zap.Stringer("signal", got))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

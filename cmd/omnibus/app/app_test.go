@@ -1,0 +1,138 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	"go.uber.org/zap/zaptest"
+)
+
+const testConfig = `{
+  // an emulator file, comments and all
+  "UserConfig": {
+    "Namespaces": [{
+      "Name": "sbemulatorns",
+      "Queues": [{ "Name": "orders", "Properties": { "MaxDeliveryCount": 3, "LockDuration": "PT30S" } }],
+      "Topics": [{ "Name": "events", "Properties": {},
+        "Subscriptions": [{ "Name": "all", "Properties": {} }] }]
+    }],
+    "Logging": { "Type": "Console" }
+  }
+}`
+
+func startTest(t *testing.T, dir string) *App {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "Config.json")
+	if err := os.WriteFile(cfg, []byte(testConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Start(Options{DataDir: dir, ConfigPath: cfg, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		HTTPSAddr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return a
+}
+
+// TestRestartKeepsMessages sends through the official SDK, restarts the
+// whole app on the same data directory and receives the messages.
+func TestRestartKeepsMessages(t *testing.T) {
+	dir := t.TempDir()
+	a := startTest(t, dir)
+	if !strings.Contains(a.ConnectionString(), "UseDevelopmentEmulator=true") {
+		t.Fatalf("connection string %q", a.ConnectionString())
+	}
+	if a.Namespace != "sbemulatorns" {
+		t.Errorf("namespace %q", a.Namespace)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := azservicebus.NewClientFromConnectionString(a.ConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.NewSender("orders", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"one", "two"} {
+		if err := s.SendMessage(ctx, &azservicebus.Message{Body: []byte(b)}, nil); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+	}
+	r, err := c.NewReceiverForQueue("orders", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked, err := r.ReceiveMessages(ctx, 1, nil)
+	if err != nil || len(locked) != 1 {
+		t.Fatalf("receive before restart: %v %d", err, len(locked))
+	}
+	c.Close(ctx)
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+
+	a = startTest(t, dir)
+	defer a.Shutdown(context.Background())
+	c, err = azservicebus.NewClientFromConnectionString(a.ConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	r, err = c.NewReceiverForQueue("orders", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*azservicebus.ReceivedMessage
+	for len(got) < 2 {
+		msgs, err := r.ReceiveMessages(ctx, 2-len(got), nil)
+		if err != nil {
+			t.Fatalf("receive after restart: %v", err)
+		}
+		got = append(got, msgs...)
+	}
+	counts := map[string]uint32{}
+	for _, m := range got {
+		counts[string(m.Body)] = m.DeliveryCount
+	}
+	// "one" was locked when the broker stopped: its delivery counted.
+	if counts["one"] != 2 || counts["two"] != 1 {
+		t.Fatalf("delivery counts after restart %v, want one:2 two:1", counts)
+	}
+	if _, err := a.Broker.GetEntity("events/Subscriptions/all"); err != nil {
+		t.Errorf("config subscription missing after restart: %v", err)
+	}
+	if a.CertPath == "" || !strings.HasPrefix(a.CertPath, dir) {
+		t.Errorf("generated certificate %q not in the data directory", a.CertPath)
+	}
+}
+
+func TestStartRejectsBadConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "Config.json")
+	bad := strings.Replace(testConfig, `"PT30S"`, `"PT10M"`, 1)
+	if err := os.WriteFile(cfg, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(Options{Memory: true, ConfigPath: cfg, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-"})
+	if err == nil || !strings.Contains(err.Error(), `queue "orders": LockDuration`) {
+		t.Fatalf("Start with LockDuration 10m: %v", err)
+	}
+}
+
+func TestStartReportsPortInUse(t *testing.T) {
+	a, err := Start(Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "-", HTTPSAddr: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(context.Background())
+	_, err = Start(Options{Memory: true, AMQPAddr: a.AMQPAddr().String(), HTTPAddr: "-", HTTPSAddr: "-"})
+	if err == nil || !strings.Contains(err.Error(), "AMQP listener") {
+		t.Fatalf("second Start on a used port: %v", err)
+	}
+}

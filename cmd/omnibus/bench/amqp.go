@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/Azure/go-amqp"
+)
+
+// amqpTransport drives a plain AMQP 1.0 endpoint with go-amqp: one
+// connection and one session per --connections.
+type amqpTransport struct {
+	c     *Config
+	runID string
+
+	mu       sync.Mutex // guards sessions
+	conns    []*amqp.Conn
+	sessions []*amqp.Session
+}
+
+func newAMQPTransport(ctx context.Context, c *Config, runID string) (*amqpTransport, error) {
+	t := &amqpTransport{c: c, runID: runID}
+	for i := range c.Connections {
+		conn, err := amqp.Dial(ctx, c.URL, &amqp.ConnOptions{
+			SASLType:    amqp.SASLTypePlain(c.User, c.Password),
+			ContainerID: fmt.Sprintf("omnibus-bench-%s-%d", runID, i),
+		})
+		if err != nil {
+			t.close(ctx)
+			return nil, fmt.Errorf("connecting to %s: %w", c.URL, err)
+		}
+		t.conns = append(t.conns, conn)
+		s, err := conn.NewSession(ctx, nil)
+		if err != nil {
+			t.close(ctx)
+			return nil, fmt.Errorf("session: %w", err)
+		}
+		t.sessions = append(t.sessions, s)
+	}
+	return t, nil
+}
+
+func (t *amqpTransport) close(context.Context) {
+	for _, c := range t.conns {
+		c.Close()
+	}
+}
+
+func (t *amqpTransport) sender(ctx context.Context, conn int) (sender, error) {
+	opts := &amqp.SenderOptions{}
+	if t.c.Presettled {
+		opts.SettlementMode = amqp.SenderSettleModeSettled.Ptr()
+	}
+	s, err := t.sessions[conn%len(t.sessions)].NewSender(ctx, t.c.Queue, opts)
+	if err != nil {
+		return nil, fmt.Errorf("attaching a sender to %s: %w", t.c.Queue, err)
+	}
+	return &amqpSender{s: s, runID: t.runID, durable: t.c.Durable}, nil
+}
+
+func (t *amqpTransport) receiver(ctx context.Context, conn, _ int, _ string) (receiver, error) {
+	opts := &amqp.ReceiverOptions{Credit: int32(t.c.Credit)}
+	if t.c.RAD {
+		opts.RequestedSenderSettleMode = amqp.SenderSettleModeSettled.Ptr()
+	}
+	r, err := t.sessions[conn%len(t.sessions)].NewReceiver(ctx, t.c.Queue, opts)
+	if err != nil {
+		return nil, fmt.Errorf("attaching a receiver to %s: %w", t.c.Queue, err)
+	}
+	return &amqpReceiver{r: r, rad: t.c.RAD}, nil
+}
+
+type amqpSender struct {
+	s       *amqp.Sender
+	runID   string
+	durable bool
+}
+
+func (s *amqpSender) send(ctx context.Context, m outMsg, payload []byte) error {
+	msg := amqp.NewMessage(payload)
+	msg.ApplicationProperties = stampProps(s.runID, m)
+	if s.durable {
+		msg.Header = &amqp.MessageHeader{Durable: true}
+	}
+	if m.session != "" {
+		msg.Properties = &amqp.MessageProperties{GroupID: &m.session}
+	}
+	return s.s.Send(ctx, msg, nil)
+}
+
+func (s *amqpSender) close(ctx context.Context) { s.s.Close(ctx) }
+
+type amqpReceiver struct {
+	r   *amqp.Receiver
+	rad bool
+}
+
+func (r *amqpReceiver) receive(ctx context.Context) ([]inMsg, error) {
+	msg, err := r.r.Receive(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := []inMsg{amqpIn(msg)}
+	// Take what is already buffered without waiting, to amortise.
+	for len(out) < 64 {
+		m := r.r.Prefetched()
+		if m == nil {
+			break
+		}
+		out = append(out, amqpIn(m))
+	}
+	return out, nil
+}
+
+func amqpIn(msg *amqp.Message) inMsg {
+	in := inMsg{handle: msg}
+	in.run, in.seq, in.sent, _ = readStamp(msg.ApplicationProperties)
+	if msg.Properties != nil && msg.Properties.GroupID != nil {
+		in.session = *msg.Properties.GroupID
+	}
+	return in
+}
+
+func (r *amqpReceiver) settle(ctx context.Context, m inMsg) error {
+	if r.rad {
+		return nil
+	}
+	msg, ok := m.handle.(*amqp.Message)
+	if !ok {
+		return errors.New("bench: not an AMQP delivery")
+	}
+	return r.r.AcceptMessage(ctx, msg)
+}
+
+func (r *amqpReceiver) close(ctx context.Context) { r.r.Close(ctx) }

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Scenario names accepted by --scenario.
+const (
+	ScenarioSend     = "send"     // senders only
+	ScenarioReceive  = "receive"  // pre-fill the queue, then receive it
+	ScenarioBoth     = "both"     // send and receive at once, end-to-end latency
+	ScenarioSessions = "sessions" // S sessions through the SDK, FIFO checked per session
+	ScenarioFanout   = "fanout"   // a topic with K subscriptions through the SDK
+	ScenarioREST     = "rest"     // REST send and peek-lock+complete through the HTTP gateway
+)
+
+// Config is one benchmark run. The zero value of a field means its
+// default (see [Config.validate]).
+type Config struct {
+	Scenario string
+	Label    string // names the target in the output, e.g. "omnibus" or "rabbitmq-quorum"
+
+	// Endpoint. Plain AMQP uses URL, User and Password; the SDK uses
+	// ConnString; REST uses HTTPURL with KeyName and Key.
+	URL        string
+	User       string
+	Password   string
+	SDK        bool
+	ConnString string
+	HTTPURL    string
+	KeyName    string
+	Key        string
+
+	// Entities. Queue is the AMQP address (for RabbitMQ 3.x, e.g.
+	// "/amq/queue/NAME"); fanout uses Topic and Subscriptions.
+	Queue         string
+	Topic         string
+	Subscriptions []string
+
+	// Load shape.
+	Size         int           // payload bytes
+	Connections  int           // connections (each with one session)
+	Links        int           // sender and receiver links per connection
+	Inflight     int           // unsettled sends in flight per sender link
+	Credit       int           // link credit per receiver
+	Presettled   bool          // send settled (at-most-once, no acknowledgement)
+	RAD          bool          // receive-and-delete: the broker sends settled
+	Durable      bool          // AMQP header durable flag
+	Sessions     int           // sessions scenario: number of sessions
+	Duration     time.Duration // how long to send (when Count is 0)
+	Count        int64         // messages to send (overrides Duration)
+	Prefill      int64         // receive scenario: messages put in first (default Count or 20000)
+	Rate         float64       // target messages/s over all senders (0: as fast as possible)
+	Warmup       time.Duration // leading part of the run left out of the numbers
+	DrainTimeout time.Duration // how long receivers may go without a delivery before the rest counts as lost
+
+	// Output.
+	JSONPath string // write the result as JSON here
+	PlotPath string // draw throughput and latency here (.png or .svg)
+	Quiet    bool   // no live progress line
+}
+
+// errUsage marks configuration errors (exit status 2).
+var errUsage = errors.New("bench: usage")
+
+// IsUsage reports whether err is a flag or configuration error.
+func IsUsage(err error) bool { return errors.Is(err, errUsage) }
+
+// NewFlagSet returns the bench flags bound to c, with c's current values
+// as defaults.
+func NewFlagSet(c *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("omnibus bench", flag.ContinueOnError)
+	fs.StringVar(&c.Scenario, "scenario", ScenarioSend, "send, receive, both, sessions, fanout or rest")
+	fs.StringVar(&c.Label, "label", "", "name of the target in the output")
+	fs.StringVar(&c.URL, "url", "amqp://127.0.0.1:5672", "AMQP 1.0 endpoint")
+	fs.StringVar(&c.User, "user", "RootManageSharedAccessKey", "SASL PLAIN user name")
+	fs.StringVar(&c.Password, "pass", "SAS_KEY_VALUE", "SASL PLAIN password")
+	fs.BoolVar(&c.SDK, "sdk", false, "drive the endpoint through the azservicebus SDK (implied by sessions and fanout)")
+	fs.StringVar(&c.ConnString, "connection-string", "", "Service Bus connection string for --sdk (default: built from --url and the key)")
+	fs.StringVar(&c.HTTPURL, "http", "http://127.0.0.1:5300", "REST base URL for --scenario rest")
+	fs.StringVar(&c.KeyName, "key-name", "RootManageSharedAccessKey", "SAS key name for REST tokens")
+	fs.StringVar(&c.Key, "key", "SAS_KEY_VALUE", "SAS key for REST tokens")
+	fs.StringVar(&c.Queue, "queue", "bench", "queue (AMQP address) to send to and receive from")
+	fs.StringVar(&c.Topic, "topic", "bench-topic", "topic for --scenario fanout")
+	fs.Func("subscriptions", "comma-separated subscriptions of --topic for fanout (default s1,s2)", func(s string) error {
+		c.Subscriptions = splitList(s)
+		return nil
+	})
+	fs.IntVar(&c.Size, "size", 1024, "payload size in bytes")
+	fs.IntVar(&c.Connections, "connections", 1, "connections")
+	fs.IntVar(&c.Links, "links", 1, "sender and receiver links per connection")
+	fs.IntVar(&c.Inflight, "inflight", 100, "unsettled sends in flight per sender link")
+	fs.IntVar(&c.Credit, "credit", 100, "link credit per receiver")
+	fs.BoolVar(&c.Presettled, "presettled", false, "send presettled (fire and forget)")
+	fs.BoolVar(&c.RAD, "rad", false, "receive-and-delete: ask the broker to send presettled")
+	fs.BoolVar(&c.Durable, "durable", false, "set the AMQP header durable flag")
+	fs.IntVar(&c.Sessions, "sessions", 8, "number of sessions for --scenario sessions")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long to send (ignored with --count)")
+	fs.Int64Var(&c.Count, "count", 0, "number of messages to send (overrides --duration)")
+	fs.Int64Var(&c.Prefill, "prefill", 0, "receive scenario: messages to put in first (default --count, else 20000)")
+	fs.Float64Var(&c.Rate, "rate", 0, "target messages/s over all senders (0: unlimited)")
+	fs.DurationVar(&c.Warmup, "warmup", 0, "leading part of the run left out of the numbers")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "receivers give up after this long without a delivery")
+	fs.StringVar(&c.JSONPath, "json", "", "write the result as JSON to this file")
+	fs.StringVar(&c.PlotPath, "plot", "", "draw throughput over time and the latency distribution (.png or .svg)")
+	fs.BoolVar(&c.Quiet, "quiet", false, "no live progress line")
+	return fs
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// validate fills defaults and rejects nonsense.
+func (c *Config) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+	}
+	switch c.Scenario {
+	case ScenarioSend, ScenarioReceive, ScenarioBoth, ScenarioREST:
+	case ScenarioSessions, ScenarioFanout:
+		c.SDK = true
+	default:
+		return bad("unknown scenario %q", c.Scenario)
+	}
+	if c.Label == "" {
+		c.Label = c.URL
+		if c.Scenario == ScenarioREST {
+			c.Label = c.HTTPURL
+		}
+	}
+	if c.Size < 0 || c.Connections < 1 || c.Links < 1 || c.Inflight < 1 || c.Credit < 1 {
+		return bad("--size must be ≥ 0 and --connections, --links, --inflight, --credit ≥ 1")
+	}
+	if c.Count < 0 || c.Rate < 0 || c.Warmup < 0 || c.Prefill < 0 {
+		return bad("--count, --rate, --warmup and --prefill must not be negative")
+	}
+	if c.Count == 0 && c.Duration <= 0 {
+		return bad("give --count or a positive --duration")
+	}
+	if c.Scenario == ScenarioReceive && c.Prefill == 0 {
+		c.Prefill = c.Count
+		if c.Prefill == 0 {
+			c.Prefill = 20000
+		}
+	}
+	if c.Scenario == ScenarioSessions && c.Sessions < 1 {
+		return bad("--sessions must be ≥ 1")
+	}
+	if c.Scenario == ScenarioFanout && len(c.Subscriptions) == 0 {
+		c.Subscriptions = []string{"s1", "s2"}
+	}
+	if c.Presettled && c.SDK {
+		return bad("--presettled needs plain AMQP (the SDK always waits for the broker)")
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 30 * time.Second
+	}
+	return nil
+}
+
+// sends reports whether the scenario's timed phase sends.
+func (c *Config) sends() bool { return c.Scenario != ScenarioReceive }
+
+// receives reports whether the scenario's timed phase receives.
+func (c *Config) receives() bool { return c.Scenario != ScenarioSend }
+
+// streams is how many times each message is delivered.
+func (c *Config) streams() int {
+	if c.Scenario == ScenarioFanout {
+		return len(c.Subscriptions)
+	}
+	return 1
+}

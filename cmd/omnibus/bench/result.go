@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is the outcome of one run: what was measured and what the
+// ledger verified. It is what --json writes.
+type Result struct {
+	Label       string    `json:"label"`
+	Scenario    string    `json:"scenario"`
+	RunID       string    `json:"runId"`
+	Started     time.Time `json:"started"`
+	Seconds     float64   `json:"seconds"` // measured span (after warm-up)
+	Size        int       `json:"size"`
+	Connections int       `json:"connections"`
+	Links       int       `json:"links"`
+	Inflight    int       `json:"inflight"`
+	Credit      int       `json:"credit"`
+	Presettled  bool      `json:"presettled"`
+	RAD         bool      `json:"rad"`
+	Durable     bool      `json:"durable"`
+	SDK         bool      `json:"sdk"`
+	TargetRate  float64   `json:"targetRate,omitempty"`
+
+	Sent        int64          `json:"sent"`     // measured acknowledged sends
+	Received    int64          `json:"received"` // measured deliveries
+	Errors      int64          `json:"errors"`
+	SendRate    float64        `json:"sendRate"` // messages/s
+	RecvRate    float64        `json:"recvRate"`
+	SendLatency LatencySummary `json:"sendLatency"` // send → acknowledgement
+	E2ELatency  LatencySummary `json:"e2eLatency"`  // send timestamp → delivery
+	Tally       Tally          `json:"tally"`
+	ErrorSample []string       `json:"errorSample,omitempty"`
+	Timeline    []Point        `json:"timeline"`
+
+	sendHist, e2eHist Histogram // for the plot
+}
+
+// LatencySummary condenses a [Histogram], in milliseconds.
+type LatencySummary struct {
+	Count  uint64  `json:"count"`
+	MeanMs float64 `json:"meanMs"`
+	P50ms  float64 `json:"p50ms"`
+	P90ms  float64 `json:"p90ms"`
+	P99ms  float64 `json:"p99ms"`
+	P999ms float64 `json:"p999ms"`
+	MaxMs  float64 `json:"maxMs"`
+}
+
+func summarize(h *Histogram) LatencySummary {
+	return LatencySummary{
+		Count: h.Count(), MeanMs: ms(h.Mean()),
+		P50ms: ms(h.Quantile(0.5)), P90ms: ms(h.Quantile(0.9)),
+		P99ms: ms(h.Quantile(0.99)), P999ms: ms(h.Quantile(0.999)), MaxMs: ms(h.Max()),
+	}
+}
+
+// result fills a Result from the collected stats.
+func (s *Stats) result(c *Config, runID string) *Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &Result{
+		Label: c.Label, Scenario: c.Scenario, RunID: runID, Started: s.start,
+		Size: c.Size, Connections: c.Connections, Links: c.Links, Inflight: c.Inflight,
+		Credit: c.Credit, Presettled: c.Presettled, RAD: c.RAD, Durable: c.Durable, SDK: c.SDK,
+		TargetRate: c.Rate,
+		Sent:       s.sent, Received: s.received, Errors: s.errs,
+		SendRate:    s.rateLocked(s.sent, s.lastSend),
+		RecvRate:    s.rateLocked(s.received, s.lastRecv),
+		SendLatency: summarize(&s.sendLat), E2ELatency: summarize(&s.e2eLat),
+		ErrorSample: append([]string(nil), s.errSample...),
+		Timeline:    append([]Point(nil), s.timeline...),
+		sendHist:    s.sendLat, e2eHist: s.e2eLat,
+	}
+	last := s.measureFrom
+	for _, t := range []time.Time{s.lastSend, s.lastRecv} {
+		if t.After(last) {
+			last = t
+		}
+	}
+	r.Seconds = last.Sub(s.measureFrom).Seconds()
+	return r
+}
+
+// Err is nil when the run had no errors and its accounting is clean.
+func (r *Result) Err() error {
+	if err := r.Tally.Err(); err != nil {
+		return err
+	}
+	if r.Errors > 0 {
+		return fmt.Errorf("%d operations failed (first: %s)", r.Errors, first(r.ErrorSample))
+	}
+	return nil
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return "?"
+	}
+	return s[0]
+}
+
+// WriteTable prints the result for a person.
+func (r *Result) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
+	p("target\t%s\tscenario\t%s\trun\t%s", r.Label, r.Scenario, r.RunID)
+	p("size\t%d B\tconnections×links\t%d×%d\tinflight/credit\t%d/%d", r.Size, r.Connections, r.Links, r.Inflight, r.Credit)
+	p("measured\t%.2f s\tsent\t%d (%.0f msg/s)\treceived\t%d (%.0f msg/s)", r.Seconds, r.Sent, r.SendRate, r.Received, r.RecvRate)
+	for _, l := range []struct {
+		name string
+		s    LatencySummary
+	}{{"send→ack", r.SendLatency}, {"end-to-end", r.E2ELatency}} {
+		if l.s.Count == 0 {
+			continue
+		}
+		p("%s ms\tp50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\t\t(n=%d)", l.name,
+			l.s.P50ms, l.s.P90ms, l.s.P99ms, l.s.P999ms, l.s.MaxMs, l.s.Count)
+	}
+	t := r.Tally
+	loss := "not checked"
+	if t.LossChecked {
+		loss = fmt.Sprint(t.Lost)
+	}
+	p("verified\tsent %d acked %d failed %d\tdelivered %d (unique %d, redelivered %d)\tlost %s dup %d disorder %d foreign %d",
+		t.Sent, t.Acked, t.SendFailed, t.Deliveries, t.Unique, t.Redelivered, loss, t.Duplicates, t.OutOfOrder, t.Foreign)
+	status := "OK"
+	if err := r.Err(); err != nil {
+		status = "FAILED: " + err.Error()
+	}
+	p("errors\t%d\tresult\t%s", r.Errors, status)
+	return tw.Flush()
+}
+
+// WriteJSON writes the result to path.
+func (r *Result) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

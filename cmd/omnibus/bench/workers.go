@@ -1,0 +1,206 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// pacer hands out message slots to sender goroutines: at most count of
+// them (0: until the context ends), each at its scheduled time when a
+// target rate is set. The scheduled time is what the message carries as
+// its send timestamp, so a slow broker cannot hide queueing delay in the
+// sender (no coordinated omission).
+type pacer struct {
+	count int64
+	rate  float64
+	start time.Time
+	next  atomic.Int64
+}
+
+// claim waits for the next slot and returns its scheduled time; ok is
+// false when the run has sent enough or ctx ended.
+func (p *pacer) claim(ctx context.Context) (sched time.Time, ok bool) {
+	i := p.next.Add(1) - 1
+	if (p.count > 0 && i >= p.count) || ctx.Err() != nil {
+		return time.Time{}, false
+	}
+	if p.rate <= 0 {
+		return time.Now(), true
+	}
+	sched = p.start.Add(time.Duration(float64(i) / p.rate * float64(time.Second)))
+	if d := time.Until(sched); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return time.Time{}, false
+		}
+	}
+	return sched, true
+}
+
+// sendPlan says who sends: one sender link per (connection, link), with
+// Inflight goroutines each; for sessions, one goroutine per session so
+// that each session's messages go out in order.
+type sendPlan struct {
+	c        *Config
+	tr       transport
+	ledger   *Ledger
+	stats    *Stats
+	pacer    *pacer
+	sessions []string // nil: no sessions
+}
+
+// run sends until the pacer says stop. claimCtx ends the claiming (the
+// --duration); sendCtx bounds the sends themselves.
+func (p *sendPlan) run(claimCtx, sendCtx context.Context) error {
+	var senders []sender
+	defer func() {
+		for _, s := range senders {
+			s.close(context.Background())
+		}
+	}()
+	for conn := range p.c.Connections {
+		for range p.c.Links {
+			s, err := p.tr.sender(sendCtx, conn)
+			if err != nil {
+				return err
+			}
+			senders = append(senders, s)
+		}
+	}
+	payload := make([]byte, p.c.Size)
+	for i := range payload {
+		payload[i] = byte('a' + i%26)
+	}
+	var wg sync.WaitGroup
+	if p.sessions != nil {
+		for j, session := range p.sessions {
+			wg.Go(func() { p.loop(claimCtx, sendCtx, senders[j%len(senders)], session, payload) })
+		}
+	} else {
+		for _, s := range senders {
+			for range p.c.Inflight {
+				wg.Go(func() { p.loop(claimCtx, sendCtx, s, "", payload) })
+			}
+		}
+	}
+	wg.Wait()
+	return nil
+}
+
+func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session string, payload []byte) {
+	for {
+		sched, ok := p.pacer.claim(claimCtx)
+		if !ok {
+			return
+		}
+		seq := p.ledger.Next(session)
+		p.ledger.Sent(seq)
+		t0 := time.Now()
+		err := s.send(sendCtx, outMsg{seq: seq, session: session, sent: sched}, payload)
+		now := time.Now()
+		if err != nil {
+			p.ledger.SendFailed(seq)
+			p.stats.Error(fmt.Errorf("send: %w", err))
+			if sendCtx.Err() != nil {
+				return
+			}
+			continue
+		}
+		p.ledger.Acked(seq)
+		lat := now.Sub(t0)
+		if p.c.Presettled {
+			lat = -1
+		}
+		p.stats.Send(now, lat)
+	}
+}
+
+// recvPlan says who receives: Links receivers per connection on every
+// stream, or one receiver per session.
+type recvPlan struct {
+	c        *Config
+	tr       transport
+	ledger   *Ledger
+	stats    *Stats
+	sessions []string
+	lastRecv atomic.Int64 // Unix nanoseconds of the latest delivery
+}
+
+// open attaches every receiver before any message flows.
+func (p *recvPlan) open(ctx context.Context) ([]func(context.Context), func(), error) {
+	var loops []func(context.Context)
+	var rs []receiver
+	closeAll := func() {
+		for _, r := range rs {
+			r.close(context.Background())
+		}
+	}
+	add := func(conn, stream int, session string) error {
+		r, err := p.tr.receiver(ctx, conn, stream, session)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+		loops = append(loops, func(ctx context.Context) { p.loop(ctx, r, stream) })
+		return nil
+	}
+	var err error
+	if p.sessions != nil {
+		for j, s := range p.sessions {
+			if err = add(j%p.c.Connections, 0, s); err != nil {
+				break
+			}
+		}
+	} else {
+	outer:
+		for conn := range p.c.Connections {
+			for range p.c.Links {
+				for stream := range p.c.streams() {
+					if err = add(conn, stream, ""); err != nil {
+						break outer
+					}
+				}
+			}
+		}
+	}
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return loops, closeAll, nil
+}
+
+func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
+	for {
+		msgs, err := r.receive(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			p.stats.Error(fmt.Errorf("receive: %w", err))
+			return
+		}
+		for _, m := range msgs {
+			now := time.Now()
+			own := p.ledger.Received(stream, m.run, m.seq, m.session)
+			if err := r.settle(ctx, m); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				p.ledger.Released(stream, m.seq)
+				p.stats.Error(fmt.Errorf("settle: %w", err))
+				continue
+			}
+			if own {
+				p.stats.Receive(now, now.Sub(m.sent))
+				p.lastRecv.Store(now.UnixNano())
+			}
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+)
+
+// buildBinary compiles omnibus once per test binary run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "omnibus")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	amqp string
+	logs *logBuffer
+	done chan struct{}
+}
+
+// logBuffer collects the broker's log lines; the reader goroutine writes
+// while the test reads.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(line + "\n")
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var amqpAddrRE = regexp.MustCompile(`"amqp": "([^"]+)"`)
+
+// startBinary runs omnibus and waits for its ready line.
+func startBinary(t *testing.T, bin string, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, logs: &logBuffer{}, done: make(chan struct{})}
+	ready := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		var addr string
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.logs.add(line)
+			if m := amqpAddrRE.FindStringSubmatch(line); m != nil && strings.Contains(line, "omnibus is ready") {
+				addr = m[1]
+			}
+			if strings.Contains(line, "connect with") {
+				ready <- addr
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.done; _ = cmd.Wait() })
+	select {
+	case p.amqp = <-ready:
+	case <-p.done:
+		t.Fatalf("omnibus exited before it was ready:\n%s", p.logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("omnibus not ready in 30s:\n%s", p.logs)
+	}
+	return p
+}
+
+func connStr(addr string) string {
+	return fmt.Sprintf("Endpoint=sb://%s;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true", addr)
+}
+
+const killConfig = `{"UserConfig":{"Namespaces":[{"Name":"sbemulatorns","Queues":[{"Name":"q"}]}],"Logging":{"Type":"Console"}}}`
+
+// TestKill9KeepsAcknowledgedMessages kills the broker with SIGKILL right
+// after the sends were acknowledged and finds every message after restart.
+func TestKill9KeepsAcknowledgedMessages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "Config.json")
+	if err := os.WriteFile(cfg, []byte(killConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--data", filepath.Join(dir, "data"), "--config", cfg, "--amqp-addr", "127.0.0.1:0", "--http-addr", "-", "--https-addr", "-"}
+	p := startBinary(t, bin, nil, args...)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	c, err := azservicebus.NewClientFromConnectionString(connStr(p.amqp), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.NewSender("q", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- s.SendMessage(ctx, &azservicebus.Message{Body: []byte(fmt.Sprint(i))}, nil) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("send: %v", err)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	_ = p.cmd.Wait()
+	_ = c.Close(context.Background())
+
+	p2 := startBinary(t, bin, nil, args...)
+	c2, err := azservicebus.NewClientFromConnectionString(connStr(p2.amqp), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close(context.Background())
+	r, err := c2.NewReceiverForQueue("q", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for len(seen) < n {
+		msgs, err := r.ReceiveMessages(ctx, 100, nil)
+		if err != nil {
+			t.Fatalf("receive after kill -9: %v (have %d of %d)", err, len(seen), n)
+		}
+		for _, m := range msgs {
+			seen[string(m.Body)] = true
+		}
+	}
+}
+
+// TestEnvAndCleanShutdown configures the broker only through OMNIBUS_*
+// variables and stops it with SIGTERM.
+func TestEnvAndCleanShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	p := startBinary(t, bin, []string{"OMNIBUS_MEMORY=true", "OMNIBUS_AMQP_ADDR=127.0.0.1:0", "OMNIBUS_HTTP_ADDR=-", "OMNIBUS_HTTPS_ADDR=-"})
+	if p.amqp == "" {
+		t.Fatalf("no AMQP address in the ready line:\n%s", p.logs)
+	}
+	if !strings.Contains(p.logs.String(), "UseDevelopmentEmulator=true") {
+		t.Errorf("the connection string was not logged:\n%s", p.logs)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit 30s after SIGTERM")
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Errorf("exit after SIGTERM: %v\n%s", err, p.logs)
+	}
+	if !strings.Contains(p.logs.String(), "stopped cleanly") {
+		t.Errorf("no clean stop logged:\n%s", p.logs)
+	}
+}
+
+func TestBadFlagEnv(t *testing.T) {
+	t.Setenv("OMNIBUS_MAX_CONNECTIONS", "many")
+	err := serve(nil)
+	if err == nil || !strings.Contains(err.Error(), "OMNIBUS_MAX_CONNECTIONS") || exitCode(err) != 2 {
+		t.Fatalf("serve with a bad env value: %v", err)
+	}
+}
