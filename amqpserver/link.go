@@ -5,6 +5,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -102,6 +103,10 @@ func (s *session) handleAttach(a *frames.Attach) error {
 			l.refuse(a, e)
 			return nil
 		}
+		if e := s.c.srv.checkDirection(l.entity, l.in != nil); e != nil {
+			l.refuse(a, e)
+			return nil
+		}
 		if !s.c.auth.allows(l.entity, need) {
 			l.refuse(a, errorf(frames.CondUnauthorizedAccess,
 				"Unauthorized access. '%s' claim(s) are required to perform this operation. Resource: '%s'.", need, l.entity))
@@ -136,6 +141,22 @@ func (s *Server) checkEntity(path string) *frames.Error {
 			return s.notFoundError(path)
 		}
 		return amqpError(err)
+	}
+	return nil
+}
+
+// checkDirection refuses sending to a subscription or a dead-letter
+// subqueue, and receiving from a topic, with amqp:not-allowed.
+func (s *Server) checkDirection(path string, send bool) *frames.Error {
+	a := core.ParseAddress(path)
+	if send {
+		if a.Sub != "" || a.DeadLetter {
+			return errorf(frames.CondNotAllowed, "Cannot send to '%s': send to its queue or topic.", path)
+		}
+		return nil
+	}
+	if e, err := s.b.GetEntity(path); err == nil && e.Kind == core.KindTopic {
+		return errorf(frames.CondNotAllowed, "Cannot receive from topic '%s': receive from one of its subscriptions.", path)
 	}
 	return nil
 }

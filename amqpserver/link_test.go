@@ -94,6 +94,13 @@ func TestTopicSubscription(t *testing.T) {
 	ts.MustCreate(t, core.Entity{Kind: core.KindTopic, Name: "t"})
 	ts.MustCreate(t, core.Entity{Kind: core.KindSubscription, Topic: "t", Name: "s"})
 	s := ts.session(t)
+	var ae *amqp.Error
+	if _, err := s.NewReceiver(t.Context(), "t", nil); !errors.As(err, &ae) || ae.Condition != amqp.ErrCondNotAllowed {
+		t.Errorf("receiver on a topic: %v, want amqp:not-allowed", err)
+	}
+	if _, err := s.NewSender(t.Context(), "t/Subscriptions/s", nil); !errors.As(err, &ae) || ae.Condition != amqp.ErrCondNotAllowed {
+		t.Errorf("sender to a subscription: %v, want amqp:not-allowed", err)
+	}
 	mustSend(t, mustSender(t, s, "t"), "fan-out")
 	r := mustReceiver(t, s, "t/Subscriptions/s", amqp.ReceiverSettleModeSecond)
 	m := mustReceive(t, r)
