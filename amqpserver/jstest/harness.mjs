@@ -1,0 +1,387 @@
+// Test harness: builds the omnibus binary once per `node --test` run,
+// starts one broker per test file on free loopback ports with an in-memory
+// store and the Config.json below, and stops it (by PID) when the file's
+// tests end — also when they fail or the process dies.
+
+import { spawn, execFile } from "node:child_process";
+import { once } from "node:events";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repoRoot = path.resolve(here, "..", "..");
+
+/** Shared access key the broker is started with. */
+export const KEY_NAME = "RootManageSharedAccessKey";
+export const KEY = "SAS_KEY_VALUE";
+
+/** How long the broker may take to say "omnibus is ready". */
+const READY_TIMEOUT_MS = 30_000;
+/** How long a cold `go build` may take on a 2-core machine. */
+const BUILD_TIMEOUT_MS = 240_000;
+
+// ---------------------------------------------------------------------------
+// Config.json: every entity the test files use. Each file gets its own
+// broker, and each test uses its own entities, so tests never share state.
+// ---------------------------------------------------------------------------
+
+function queue(name, props = {}) {
+  return {
+    Name: name,
+    Properties: {
+      DeadLetteringOnMessageExpiration: false,
+      DefaultMessageTimeToLive: "PT1H",
+      DuplicateDetectionHistoryTimeWindow: "PT20S",
+      ForwardDeadLetteredMessagesTo: "",
+      ForwardTo: "",
+      LockDuration: "PT1M",
+      MaxDeliveryCount: 10,
+      RequiresDuplicateDetection: false,
+      RequiresSession: false,
+      ...props,
+    },
+  };
+}
+
+function subscription(name, rules = [], props = {}) {
+  return {
+    Name: name,
+    Properties: {
+      DeadLetteringOnMessageExpiration: false,
+      DefaultMessageTimeToLive: "PT1H",
+      LockDuration: "PT1M",
+      MaxDeliveryCount: 10,
+      ForwardDeadLetteredMessagesTo: "",
+      ForwardTo: "",
+      RequiresSession: false,
+      ...props,
+    },
+    Rules: rules,
+  };
+}
+
+/** The emulator-format Config.json every broker starts with. */
+export const CONFIG = {
+  UserConfig: {
+    Namespaces: [
+      {
+        Name: "sbemulatorns",
+        Queues: [
+          queue("basic"),
+          queue("receive-delete"),
+          queue("streaming"),
+          queue("batch"),
+          queue("props"),
+          queue("bodies"),
+          queue("abandon", { MaxDeliveryCount: 5 }),
+          queue("maxdelivery", { MaxDeliveryCount: 2 }),
+          queue("deadletter"),
+          queue("expiry", { DeadLetteringOnMessageExpiration: true }),
+          queue("defer"),
+          queue("lockrenew", { LockDuration: "PT5S" }),
+          queue("lockexpiry", { LockDuration: "PT5S" }),
+          queue("peek"),
+          queue("schedule"),
+          queue("schedule-cancel"),
+          queue("sessions", { RequiresSession: true }),
+          queue("sessions-next", { RequiresSession: true }),
+          queue("sessions-state", { RequiresSession: true, LockDuration: "PT5S" }),
+          queue("sessions-empty", { RequiresSession: true }),
+          queue("sessions-locked", { RequiresSession: true }),
+        ],
+        Topics: [
+          {
+            Name: "events",
+            Properties: {
+              DefaultMessageTimeToLive: "PT1H",
+              DuplicateDetectionHistoryTimeWindow: "PT20S",
+              RequiresDuplicateDetection: false,
+            },
+            Subscriptions: [
+              subscription("all"),
+              subscription("red", [
+                {
+                  Name: "red-only",
+                  Properties: { FilterType: "Sql", SqlFilter: { SqlExpression: "color = 'red'" } },
+                },
+              ]),
+              subscription("orders", [
+                {
+                  Name: "orders-corr",
+                  Properties: {
+                    FilterType: "Correlation",
+                    CorrelationFilter: { CorrelationId: "order", Properties: { region: "eu" } },
+                  },
+                },
+              ]),
+              subscription("managed"),
+              subscription("duplicate-rules"),
+            ],
+          },
+        ],
+      },
+    ],
+    Logging: { Type: "Console" },
+  },
+};
+
+// ---------------------------------------------------------------------------
+// Building the binary once.
+// ---------------------------------------------------------------------------
+
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Builds ./cmd/omnibus and returns the binary's path. Under `node --test`
+ * every test file runs in a child of the runner, so the build directory is
+ * keyed by the runner's PID: the first file builds (holding a mkdir lock),
+ * the others wait for it. Directories of runners that are gone are removed.
+ * Run outside the runner, the file builds into a private directory.
+ */
+export async function buildOmnibus() {
+  const base = path.join(os.tmpdir(), "omnibus-jstest");
+  fs.mkdirSync(base, { recursive: true });
+  for (const name of fs.readdirSync(base)) {
+    const pid = Number(name);
+    if (Number.isInteger(pid) && pid !== process.ppid && !pidAlive(pid)) {
+      fs.rmSync(path.join(base, name), { recursive: true, force: true });
+    }
+  }
+  const underRunner = Boolean(process.env.NODE_TEST_CONTEXT);
+  const dir = underRunner ? path.join(base, String(process.ppid)) : fs.mkdtempSync(path.join(base, "solo-"));
+  if (!underRunner) process.on("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.mkdirSync(dir, { recursive: true });
+  const bin = path.join(dir, "omnibus");
+  const done = path.join(dir, "built");
+  const failed = path.join(dir, "failed");
+
+  let holder = false;
+  try {
+    fs.mkdirSync(path.join(dir, "lock"));
+    holder = true;
+  } catch (err) {
+    if (err.code !== "EEXIST") throw err;
+  }
+  if (holder) {
+    try {
+      await promisify(execFile)("go", ["build", "-o", bin, "./cmd/omnibus"], {
+        cwd: repoRoot,
+        timeout: BUILD_TIMEOUT_MS,
+        maxBuffer: 16 << 20,
+      });
+      fs.writeFileSync(done, "");
+    } catch (err) {
+      const msg = `go build ./cmd/omnibus failed: ${err.stderr || err.message}`;
+      fs.writeFileSync(failed, msg);
+      throw new Error(msg);
+    }
+    return bin;
+  }
+  const deadline = Date.now() + BUILD_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (fs.existsSync(done)) return bin;
+    if (fs.existsSync(failed)) throw new Error(fs.readFileSync(failed, "utf8"));
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for another test file to build ${bin}`);
+}
+
+// ---------------------------------------------------------------------------
+// Starting and stopping a broker.
+// ---------------------------------------------------------------------------
+
+async function freePort() {
+  const srv = net.createServer();
+  srv.listen(0, "127.0.0.1");
+  await once(srv, "listening");
+  const { port } = srv.address();
+  srv.close();
+  await once(srv, "close");
+  return port;
+}
+
+/** Every broker this process started, so an exit handler can kill them. */
+const running = new Set();
+process.on("exit", () => {
+  for (const child of running) {
+    try {
+      process.kill(child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+});
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.once(sig, () => process.exit(130));
+}
+
+/**
+ * A running broker: connection strings, ports, its output so far, and stop().
+ */
+export class Omnibus {
+  constructor(child, amqpPort, httpPort, dir) {
+    this.child = child;
+    this.pid = child.pid;
+    this.amqpPort = amqpPort;
+    this.httpPort = httpPort;
+    this.dir = dir;
+    this.output = "";
+    this.exited = false;
+  }
+
+  /** AMQP connection string in the emulator's form. */
+  get connectionString() {
+    return (
+      `Endpoint=sb://127.0.0.1:${this.amqpPort};SharedAccessKeyName=${KEY_NAME};` +
+      `SharedAccessKey=${KEY};UseDevelopmentEmulator=true`
+    );
+  }
+
+  /**
+   * Connection string for ServiceBusAdministrationClient: the admin client
+   * takes host[:port] from Endpoint verbatim and always builds
+   * https://host:port/ URLs, so this points at the HTTP gateway's port (see
+   * adminClient() in lib.mjs for the scheme).
+   */
+  get adminConnectionString() {
+    return (
+      `Endpoint=sb://127.0.0.1:${this.httpPort};SharedAccessKeyName=${KEY_NAME};` +
+      `SharedAccessKey=${KEY};UseDevelopmentEmulator=true`
+    );
+  }
+
+  /** The last lines the broker logged, for failure messages. */
+  tail(lines = 30) {
+    return this.output.split("\n").slice(-lines).join("\n");
+  }
+
+  /** Stops the broker: SIGTERM, then SIGKILL after 5 s. */
+  async stop() {
+    if (!this.exited) {
+      const exited = once(this.child, "exit");
+      try {
+        process.kill(this.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(this.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }, 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+    running.delete(this.child);
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Builds (once) and starts omnibus with --memory and CONFIG (or config),
+ * waits until it logs "omnibus is ready" and its AMQP port accepts
+ * connections. Set OMNIBUS_JSTEST_LOG=1 to copy the broker's log to stderr.
+ */
+export async function startOmnibus({ config = CONFIG } = {}) {
+  const bin = await buildOmnibus();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "omnibus-jstest-run-"));
+  const configPath = path.join(dir, "Config.json");
+  fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
+  const amqpPort = await freePort();
+  const httpPort = await freePort();
+  const args = [
+    "--memory",
+    "--data", dir,
+    "--config", configPath,
+    "--amqp-addr", `127.0.0.1:${amqpPort}`,
+    "--http-addr", `127.0.0.1:${httpPort}`,
+    "--https-addr", "-",
+    "--key-name", KEY_NAME,
+    "--key", KEY,
+  ];
+  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir });
+  running.add(child);
+  const ob = new Omnibus(child, amqpPort, httpPort, dir);
+  const echo = process.env.OMNIBUS_JSTEST_LOG === "1";
+
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`omnibus did not become ready in ${READY_TIMEOUT_MS} ms:\n${ob.tail()}`)),
+      READY_TIMEOUT_MS,
+    );
+    const onData = (chunk) => {
+      const text = chunk.toString();
+      ob.output += text;
+      if (echo) process.stderr.write(text);
+      if (ob.output.includes("omnibus is ready")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.on("exit", (code, signal) => {
+      ob.exited = true;
+      running.delete(child);
+      clearTimeout(timer);
+      reject(new Error(`omnibus exited (code ${code}, signal ${signal}) before it was ready:\n${ob.tail()}`));
+    });
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+  try {
+    await ready;
+    await waitForPort(amqpPort, 5000, ob);
+  } catch (err) {
+    await ob.stop();
+    throw err;
+  }
+  return ob;
+}
+
+async function waitForPort(port, timeoutMs, ob) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise((resolve) => {
+      const sock = net.connect(port, "127.0.0.1");
+      sock.once("connect", () => {
+        sock.destroy();
+        resolve(true);
+      });
+      sock.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) {
+      throw new Error(`omnibus said it is ready but nothing listens on AMQP port ${port}:\n${ob.tail()}`);
+    }
+    await sleep(50);
+  }
+}
+
+/** Probes the HTTP gateway: true when GET /health answers at all. */
+export async function httpGatewayUp(ob) {
+  try {
+    const res = await fetch(`http://127.0.0.1:${ob.httpPort}/health`, { signal: AbortSignal.timeout(2000) });
+    await res.arrayBuffer();
+    return res.status < 500;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,107 @@
+// Helpers shared by the test files: a per-file broker and client, bounded
+// receive loops, and timeouts so a broken broker fails a test instead of
+// hanging the run.
+
+import { after, before } from "node:test";
+import { ServiceBusAdministrationClient, ServiceBusClient } from "@azure/service-bus";
+import { startOmnibus } from "./harness.mjs";
+
+/** Per-test timeout: every test here finishes in a few seconds when the broker is right. */
+export const TEST_TIMEOUT_MS = 30_000;
+
+/**
+ * Retry options for every client: the SDK's defaults (60 s operation
+ * timeout, 3 retries) would turn each broker bug into minutes of waiting.
+ */
+export const RETRY = { maxRetries: 1, retryDelayInMs: 200, maxRetryDelayInMs: 500, timeoutInMs: 10_000 };
+
+/**
+ * Starts a broker before the file's tests and stops it afterwards. Returns
+ * an object whose fields (broker, client) are filled in by the before hook.
+ */
+export function useBroker() {
+  const env = { broker: undefined, client: undefined, clients: [] };
+  before(async () => {
+    env.broker = await startOmnibus();
+    env.client = newClient(env);
+  });
+  after(async () => {
+    for (const c of env.clients) {
+      await withTimeout(c.close(), 5000, "closing a ServiceBusClient").catch(() => {});
+    }
+    if (env.broker) await env.broker.stop();
+    // rhea keeps reconnecting to a broker that is gone; do not let a stuck
+    // socket keep this file's process (and so the whole run) alive.
+    setTimeout(() => process.exit(), 3000).unref();
+  });
+  return env;
+}
+
+/** A further ServiceBusClient on env's broker, closed after the file. */
+export function newClient(env, options = {}) {
+  const c = new ServiceBusClient(env.broker.connectionString, { retryOptions: RETRY, ...options });
+  env.clients.push(c);
+  return c;
+}
+
+/**
+ * ServiceBusAdministrationClient for env's broker. The JS admin client
+ * always builds https://<host:port>/ URLs (getUrl in
+ * serviceBusAtomManagementClient.ts) and drops allowInsecureConnection, so
+ * — like the Service Bus emulator's own JS sample — this swaps the scheme
+ * to http and talks to the HTTP gateway's port.
+ */
+export function adminClient(env) {
+  const admin = new ServiceBusAdministrationClient(env.broker.adminConnectionString, {
+    retryOptions: { maxRetries: 0 },
+  });
+  const getUrl = admin.getUrl.bind(admin);
+  admin.getUrl = (p, q) => getUrl(p, q).replace(/^https:/, "http:");
+  return admin;
+}
+
+/** Rejects with a clear message when p does not settle within ms. */
+export function withTimeout(p, ms, what) {
+  let timer;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+    }),
+  ]);
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Receives until n messages arrived or timeoutMs passed; returns what came.
+ */
+export async function receiveN(receiver, n, timeoutMs = 10_000) {
+  const got = [];
+  const deadline = Date.now() + timeoutMs;
+  while (got.length < n) {
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    const batch = await receiver.receiveMessages(n - got.length, { maxWaitTimeInMs: Math.min(left, 5000) });
+    got.push(...batch);
+  }
+  return got;
+}
+
+/** Receives for waitMs and asserts nothing arrives; returns what did. */
+export async function receiveNone(receiver, waitMs = 1000) {
+  return receiver.receiveMessages(10, { maxWaitTimeInMs: waitMs });
+}
+
+/** Asserts that p rejects with a ServiceBusError (or RestError) of the given code. */
+export async function rejectsWithCode(assert, p, code) {
+  await assert.rejects(p, (err) => {
+    assert.equal(err.code, code, `expected error code ${code}, got ${err.code}: ${err.message}`);
+    return true;
+  });
+}
+
+/** Test options: a timeout, plus `todo` when reason is given. */
+export function opts(reason) {
+  return reason ? { timeout: TEST_TIMEOUT_MS, todo: reason } : { timeout: TEST_TIMEOUT_MS };
+}

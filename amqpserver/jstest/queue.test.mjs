@@ -1,0 +1,157 @@
+// Queues: send, receive in both modes, complete, streaming subscribe, batches.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { opts, receiveN, receiveNone, useBroker } from "./lib.mjs";
+
+const env = useBroker();
+
+test("send, receive in peekLock, complete", opts(), async () => {
+  const sender = env.client.createSender("basic");
+  const receiver = env.client.createReceiver("basic");
+  await sender.sendMessages({ body: "hello", messageId: "m-1" });
+
+  const [msg] = await receiveN(receiver, 1);
+  assert.ok(msg, "no message received");
+  assert.equal(msg.body, "hello");
+  assert.equal(msg.messageId, "m-1");
+  assert.equal(msg.deliveryCount, 0, "first delivery: the broker puts prior attempts (0) on the wire");
+  assert.match(msg.lockToken, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  assert.ok(msg.lockedUntilUtc instanceof Date && msg.lockedUntilUtc > new Date(), "lockedUntilUtc in the future");
+  assert.ok(msg.sequenceNumber.toNumber() >= 1, "sequence number set");
+  assert.ok(Math.abs(msg.enqueuedTimeUtc - Date.now()) < 60_000, "enqueuedTimeUtc near now");
+  assert.equal(msg.state, "active");
+  await receiver.completeMessage(msg);
+
+  assert.deepEqual(await receiveNone(receiver), [], "completed message must not come back");
+  await receiver.close();
+  await sender.close();
+});
+
+test("receiveMessages in receiveAndDelete removes the messages", opts(), async () => {
+  const sender = env.client.createSender("receive-delete");
+  const receiver = env.client.createReceiver("receive-delete", { receiveMode: "receiveAndDelete" });
+  await sender.sendMessages([{ body: "a" }, { body: "b" }, { body: "c" }]);
+
+  const got = await receiveN(receiver, 3);
+  assert.deepEqual(got.map((m) => m.body), ["a", "b", "c"]);
+  assert.deepEqual(await receiveNone(receiver), []);
+
+  const peeker = env.client.createReceiver("receive-delete");
+  assert.deepEqual(await peeker.peekMessages(10), [], "nothing left to peek");
+  await peeker.close();
+  await receiver.close();
+  await sender.close();
+});
+
+test("receiveMessages returns up to maxMessageCount in peekLock", opts(), async () => {
+  const sender = env.client.createSender("basic");
+  const receiver = env.client.createReceiver("basic");
+  await sender.sendMessages(Array.from({ length: 8 }, (_, i) => ({ body: `n${i}` })));
+
+  const first = await receiver.receiveMessages(5, { maxWaitTimeInMs: 5000 });
+  assert.ok(first.length >= 1 && first.length <= 5, `got ${first.length} of at most 5`);
+  const rest = await receiveN(receiver, 8 - first.length);
+  const all = [...first, ...rest];
+  assert.deepEqual(
+    all.map((m) => m.body),
+    Array.from({ length: 8 }, (_, i) => `n${i}`),
+    "FIFO order across calls",
+  );
+  for (const m of all) await receiver.completeMessage(m);
+  assert.deepEqual(await receiveNone(receiver), []);
+  await receiver.close();
+  await sender.close();
+});
+
+test("subscribe() streams many messages to the handler", opts(), async () => {
+  const total = 60;
+  const sender = env.client.createSender("streaming");
+  const batch = await sender.createMessageBatch();
+  for (let i = 0; i < total; i++) assert.ok(batch.tryAddMessage({ body: { i } }));
+  await sender.sendMessages(batch);
+
+  const receiver = env.client.createReceiver("streaming");
+  const seen = new Set();
+  const errors = [];
+  let resolveAll;
+  const allSeen = new Promise((r) => (resolveAll = r));
+  const sub = receiver.subscribe(
+    {
+      processMessage: async (m) => {
+        seen.add(m.body.i);
+        if (seen.size === total) resolveAll();
+      },
+      processError: async (args) => {
+        errors.push(args.error);
+      },
+    },
+    { maxConcurrentCalls: 8, autoCompleteMessages: true },
+  );
+  await Promise.race([allSeen, new Promise((r) => setTimeout(r, 20_000))]);
+  await sub.close();
+  assert.deepEqual(errors, [], "processError must not be called");
+  assert.equal(seen.size, total, `handler saw ${seen.size} of ${total} messages`);
+
+  // autoCompleteMessages settled everything.
+  const check = env.client.createReceiver("streaming", { receiveMode: "receiveAndDelete" });
+  assert.deepEqual(await receiveNone(check), []);
+  await check.close();
+  await receiver.close();
+  await sender.close();
+});
+
+test("createMessageBatch packs messages into one transfer and they arrive separately", opts(), async () => {
+  const sender = env.client.createSender("batch");
+  const batch = await sender.createMessageBatch();
+  assert.ok(batch.maxSizeInBytes > 0, "maxSizeInBytes comes from the attach's max-message-size");
+  for (let i = 0; i < 25; i++) {
+    assert.ok(
+      batch.tryAddMessage({ body: `b${i}`, messageId: `id-${i}`, applicationProperties: { i } }),
+      `message ${i} fits`,
+    );
+  }
+  assert.equal(batch.count, 25);
+  await sender.sendMessages(batch);
+
+  const receiver = env.client.createReceiver("batch", { receiveMode: "receiveAndDelete" });
+  const got = await receiveN(receiver, 25);
+  assert.equal(got.length, 25);
+  got.forEach((m, i) => {
+    assert.equal(m.body, `b${i}`);
+    assert.equal(m.messageId, `id-${i}`);
+    assert.equal(m.applicationProperties.i, i);
+  });
+  const seqs = got.map((m) => m.sequenceNumber.toNumber());
+  assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), "each message gets its own increasing sequence number");
+  assert.equal(new Set(seqs).size, 25);
+  await receiver.close();
+  await sender.close();
+});
+
+test("a batch refuses a message larger than maxSizeInBytes", opts(), async () => {
+  const sender = env.client.createSender("batch");
+  const batch = await sender.createMessageBatch({ maxSizeInBytes: 1024 });
+  assert.equal(batch.tryAddMessage({ body: Buffer.alloc(2048) }), false);
+  assert.equal(batch.tryAddMessage({ body: "small" }), true);
+  await sender.close();
+});
+
+test("sendMessages with an array sends every message", opts(), async () => {
+  const sender = env.client.createSender("batch");
+  await sender.sendMessages(Array.from({ length: 10 }, (_, i) => ({ body: i })));
+  const receiver = env.client.createReceiver("batch", { receiveMode: "receiveAndDelete" });
+  const got = await receiveN(receiver, 10);
+  assert.deepEqual(got.map((m) => m.body), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  await receiver.close();
+  await sender.close();
+});
+
+test("sending to a queue that does not exist fails with MessagingEntityNotFound", opts(), async () => {
+  const sender = env.client.createSender("no-such-queue");
+  await assert.rejects(sender.sendMessages({ body: "x" }), (err) => {
+    assert.equal(err.code, "MessagingEntityNotFound", `${err.code}: ${err.message}`);
+    return true;
+  });
+  await sender.close();
+});
