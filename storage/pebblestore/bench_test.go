@@ -1,0 +1,190 @@
+package pebblestore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// The benchmarks below write what a durable message send writes: a 1 KiB
+// message under a short key plus a ~64-byte index key, in one synced batch.
+// They run with 1, 16 and 64 concurrent writers on a real directory, so
+// they measure fsync cost and how well concurrent commits share fsyncs.
+// BenchmarkRawPebbleSyncWrite talks to Pebble directly and is the physical
+// limit ("raw Pebble rate") that the store and the core are measured
+// against; BenchmarkStoreApplySync adds this package's layer.
+
+var benchWriters = []int{1, 16, 64}
+
+const (
+	benchValueSize = 1024
+	benchIndexLen  = 64
+)
+
+// benchKeys holds one writer's key buffers, rewritten for each message so
+// that key building does not count as allocation.
+type benchKeys struct {
+	msg, idx []byte
+}
+
+func newBenchKeys() *benchKeys {
+	k := &benchKeys{
+		msg: []byte("q/orders/m/\x00\x00\x00\x00\x00\x00\x00\x00"),
+		idx: make([]byte, benchIndexLen),
+	}
+	copy(k.idx, "q/orders/x/some-property-index/")
+	return k
+}
+
+// set points both keys at message i.
+func (k *benchKeys) set(i int) {
+	binary.BigEndian.PutUint64(k.msg[len(k.msg)-8:], uint64(i))
+	binary.BigEndian.PutUint64(k.idx[len(k.idx)-8:], uint64(i))
+}
+
+// runWriters spreads b.N messages over the given number of goroutines.
+// newWorker is called once per goroutine and returns its send function.
+// It reports messages per second as msg/s.
+// If syncs is not nil it also reports messages per WAL fsync as msg/fsync.
+func runWriters(b *testing.B, writers int, syncs *atomic.Int64, newWorker func() func(i int) error) {
+	b.ReportAllocs()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	workers := make([]func(int) error, writers)
+	for w := range workers {
+		workers[w] = newWorker()
+	}
+	b.ResetTimer()
+	syncsBefore := syncs.Load()
+	for _, send := range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= b.N {
+					return
+				}
+				if err := send(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msg/s")
+	if n := syncs.Load() - syncsBefore; n > 0 {
+		b.ReportMetric(float64(b.N)/float64(n), "msg/fsync")
+	}
+}
+
+// openBenchStore opens a store on a real directory, counting WAL fsyncs.
+func openBenchStore(b *testing.B) (*Store, *atomic.Int64) {
+	b.Helper()
+	fs := newWALSyncFS(vfs.Default)
+	s, err := Open(b.TempDir(), Options{FS: fs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s, fs.syncs
+}
+
+func BenchmarkRawPebbleSyncWrite(b *testing.B) {
+	value := make([]byte, benchValueSize)
+	index := []byte("12345678")
+	for _, writers := range benchWriters {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			fs := newWALSyncFS(vfs.Default)
+			opts, err := Options{FS: fs}.pebbleOptions()
+			if err != nil {
+				b.Fatal(err)
+			}
+			db, err := pebble.Open(b.TempDir(), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			runWriters(b, writers, fs.syncs, func() func(int) error {
+				k := newBenchKeys()
+				return func(i int) error {
+					k.set(i)
+					pb := db.NewBatch()
+					defer pb.Close()
+					if err := pb.Set(k.msg, value, nil); err != nil {
+						return err
+					}
+					if err := pb.Set(k.idx, index, nil); err != nil {
+						return err
+					}
+					return pb.Commit(pebble.Sync)
+				}
+			})
+		})
+	}
+}
+
+func BenchmarkStoreApplySync(b *testing.B) {
+	value := make([]byte, benchValueSize)
+	index := []byte("12345678")
+	for _, writers := range benchWriters {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			s, syncs := openBenchStore(b)
+			runWriters(b, writers, syncs, func() func(int) error {
+				k := newBenchKeys()
+				var batch storage.Batch
+				return func(i int) error {
+					k.set(i)
+					batch.Reset()
+					batch.Sync = true
+					batch.Set(k.msg, value)
+					batch.Set(k.idx, index)
+					return s.Apply(&batch)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkStoreSendComplete writes each message and then deletes it, each
+// in its own synced batch: a send followed by a receive-and-complete. One
+// op is one message, so two commits.
+func BenchmarkStoreSendComplete(b *testing.B) {
+	value := make([]byte, benchValueSize)
+	index := []byte("12345678")
+	for _, writers := range benchWriters {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			s, syncs := openBenchStore(b)
+			runWriters(b, writers, syncs, func() func(int) error {
+				k := newBenchKeys()
+				var batch storage.Batch
+				return func(i int) error {
+					k.set(i)
+					batch.Reset()
+					batch.Sync = true
+					batch.Set(k.msg, value)
+					batch.Set(k.idx, index)
+					if err := s.Apply(&batch); err != nil {
+						return err
+					}
+					batch.Reset()
+					batch.Sync = true
+					batch.Delete(k.msg)
+					batch.Delete(k.idx)
+					return s.Apply(&batch)
+				}
+			})
+		})
+	}
+}
