@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+
+	"github.com/omnibusmq/omnibus/core/sas"
 )
 
 // buildBinary compiles omnibus once per test binary run.
@@ -202,5 +204,28 @@ func TestBadFlagEnv(t *testing.T) {
 	err := serve(nil)
 	if err == nil || !strings.Contains(err.Error(), "OMNIBUS_MAX_CONNECTIONS") || exitCode(err) != 2 {
 		t.Fatalf("serve with a bad env value: %v", err)
+	}
+}
+
+func TestTokenValidates(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	err = runToken([]string{"--resource", "http://localhost:5300/orders", "--ttl", "10m"})
+	os.Stdout = stdout
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(r)
+	v, err := sas.NewValidator(sas.Config{Rules: []sas.Rule{{KeyName: "RootManageSharedAccessKey", Key: "SAS_KEY_VALUE", Rights: sas.Manage}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Validate(strings.TrimSpace(string(out)), "orders", sas.Send); err != nil {
+		t.Fatalf("token %q does not validate: %v", out, err)
 	}
 }
