@@ -69,15 +69,21 @@ func (b *Broker) Settle(ctx context.Context, path string, tok LockToken, o Outco
 	switch o.Kind {
 	case Complete:
 		return q.complete(r, st, tok)
-	case Abandon, Release:
-		return q.abandon(r, st, o, now)
 	case Defer:
 		return q.deferMsg(r, st, tok, o)
+	case Abandon, Release:
+		err = q.abandon(r, st, o, now)
 	case DeadLetter:
-		return q.deadLetter([]*msgRec{r}, o.DeadLetterReason, o.DeadLetterDescription, o.Properties)
+		err = q.deadLetter([]*msgRec{r}, o.DeadLetterReason, o.DeadLetterDescription, o.Properties)
+	default:
+		err = errf(CodeBadRequest, "unknown outcome %d", o.Kind)
 	}
-	q.relock(r, tok)
-	return errf(CodeBadRequest, "unknown outcome %d", o.Kind)
+	if err != nil {
+		// Nothing was changed durably: the receiver keeps its lock and
+		// may retry, and the message is not stranded outside every list.
+		q.relock(r, tok)
+	}
+	return err
 }
 
 // lockedLocked finds the record locked by tok, checking the lock is live.
@@ -101,12 +107,18 @@ func (q *queue) lockedLocked(tok LockToken, now int64) (*msgRec, error) {
 	return r, nil
 }
 
-// relock restores a lock whose settlement failed to persist.
+// relock restores a lock whose settlement failed to persist, with its
+// expiry (the timer entry may have been dropped meanwhile).
 func (q *queue) relock(r *msgRec, tok LockToken) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	r.lock = tok
 	q.mu.locked[tok] = r
+	if s := q.sessionLocked(r); s != nil && s.lock != (LockToken{}) {
+		s.locked[tok] = r
+		return
+	}
+	q.addTimerLocked(timeItem{at: r.lockedUntil, rec: r, tok: tok})
 }
 
 func (q *queue) complete(r *msgRec, st stateRec, tok LockToken) error {
