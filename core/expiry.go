@@ -61,13 +61,18 @@ func (q *queue) expire(recs []*msgRec) error {
 	// Dropping an expired message need not wait for fsync: if the delete
 	// is lost in a crash, the message is found expired again.
 	var batch storage.Batch
-	for _, r := range recs {
+	shared := make([]bool, len(recs))
+	for i, r := range recs {
 		q.mu.Lock()
-		owner, shared := r.owner, q.sharedBody(r)
+		owner := r.owner
+		shared[i] = q.sharedBody(r)
 		q.mu.Unlock()
-		q.deleteRecords(&batch, r.seq, owner, shared)
+		q.deleteRecords(&batch, r.seq, owner, shared[i])
 	}
 	if err := q.b.store.Apply(&batch); err != nil {
+		for i, r := range recs {
+			q.restoreRef(r.seq, shared[i])
+		}
 		return err
 	}
 	q.forget(recs)

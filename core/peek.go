@@ -118,6 +118,14 @@ func (q *queue) cancelScheduled(seqs []int64) error {
 		q.deleteRecords(&batch, r.seq, r.owner, q.sharedBody(r))
 	}
 	if err := q.b.store.Apply(&batch); err != nil {
+		// Still scheduled: put them back, timers included.
+		q.mu.Lock()
+		for _, r := range recs {
+			q.restoreRef(r.seq, q.sharedBody(r))
+			q.mu.scheduled[r.seq] = r
+			q.addTimerLocked(timeItem{at: r.scheduledAt, rec: r})
+		}
+		q.mu.Unlock()
 		return err
 	}
 	q.mu.Lock()

@@ -233,6 +233,11 @@ func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
 		}
 	}
 	if err := q.b.store.Apply(&batch); err != nil {
+		if mode == ReceiveAndDelete {
+			for i := range got {
+				q.restoreRef(got[i].seq, got[i].shared)
+			}
+		}
 		q.untake(got, mode)
 		return nil, err
 	}
@@ -284,6 +289,14 @@ func (q *queue) deleteRecords(batch *storage.Batch, seq int64, owner uint64, sha
 	batch.Delete(seqKey(tabState, q.id, seq))
 	if !shared || q.shared.releaseRef(seq) {
 		batch.Delete(seqKey(tabBody, owner, seq))
+	}
+}
+
+// restoreRef undoes the releaseRef that deleteRecords made for a shared
+// body, when the batch holding the deletion failed to apply.
+func (q *queue) restoreRef(seq int64, shared bool) {
+	if shared {
+		q.shared.addRef(seq)
 	}
 }
 

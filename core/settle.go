@@ -124,8 +124,10 @@ func (q *queue) relock(r *msgRec, tok LockToken) {
 func (q *queue) complete(r *msgRec, st stateRec, tok LockToken) error {
 	var batch storage.Batch
 	batch.Sync = true
-	q.deleteRecords(&batch, r.seq, st.owner, q.sharedBody(r))
+	shared := q.sharedBody(r)
+	q.deleteRecords(&batch, r.seq, st.owner, shared)
 	if err := q.b.store.Apply(&batch); err != nil {
+		q.restoreRef(r.seq, shared)
 		q.relock(r, tok)
 		return err
 	}

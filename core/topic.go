@@ -197,6 +197,16 @@ func (e *entity) addRefs(places []placement) {
 	}
 }
 
+// addRef takes back a reference that releaseRef dropped.
+func (e *entity) addRef(seq int64) {
+	e.refs.Lock()
+	defer e.refs.Unlock()
+	if e.refs.m == nil {
+		e.refs.m = make(map[int64]int32)
+	}
+	e.refs.m[seq]++
+}
+
 // releaseRef drops one reference to a shared body and reports whether it
 // was the last.
 func (e *entity) releaseRef(seq int64) bool {

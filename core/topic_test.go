@@ -100,3 +100,33 @@ func TestTopicSessionSubscriptionWithoutSessionId(t *testing.T) {
 		t.Errorf("counts %+v: a message without SessionId goes to the dead-letter subqueue", c)
 	}
 }
+
+// A completion that fails to persist must not drop its reference to the
+// shared body, or the retry would delete the body another subscription
+// still needs.
+func TestTopicFailedCompleteKeepsSharedBody(t *testing.T) {
+	fs := &failingStore{}
+	env := coretest.NewWith(t, func(t testing.TB, prev storage.Store) storage.Store {
+		if fs.Store == nil {
+			fs.Store = coretest.MemOpener(t, nil)
+		}
+		return fs
+	})
+	env.MustCreate(t, core.Entity{Kind: core.KindTopic, Name: "t"})
+	env.MustCreate(t, core.Entity{Kind: core.KindSubscription, Topic: "t", Name: "a"})
+	env.MustCreate(t, core.Entity{Kind: core.KindSubscription, Topic: "t", Name: "b"})
+	env.MustSend(t, "t", coretest.Text("shared"))
+	m := env.MustReceive(t, "t/Subscriptions/a", core.PeekLock, 1)[0]
+	fs.fail.Store(true)
+	if err := env.Broker.Settle(t.Context(), "t/Subscriptions/a", m.LockToken, core.Outcome{Kind: core.Complete}); err == nil {
+		t.Fatal("complete did not fail")
+	}
+	env.MustSettle(t, "t/Subscriptions/a", m.LockToken, core.Outcome{Kind: core.Complete})
+	got, err := env.Broker.Receive(coretest.Now(t), "t/Subscriptions/b", core.ReceiveOptions{Mode: core.ReceiveAndDelete})
+	if err != nil || len(got) != 1 || string(got[0].Body) != "shared" {
+		t.Fatalf("b's copy after a's failed and retried complete: %v %v", got, err)
+	}
+	if n := countKeys(t, env.Store, 'B'); n != 0 {
+		t.Errorf("%d bodies left", n)
+	}
+}
