@@ -68,6 +68,7 @@ func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 	answer := !d.Settled
 	c.goWork(func() {
 		err := c.srv.b.Settle(context.WithoutCancel(c.ctx), od.entity, od.token, outcome)
+		err = c.srv.sessionLockErr(od, err)
 		if !answer {
 			return
 		}
@@ -86,6 +87,20 @@ func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 			}
 		})
 	})
+}
+
+// sessionLockErr reports a lost message lock of a message received under
+// a session whose lock has expired as the session lock being lost, which
+// is what the SDKs expect (amqp.md §5.2).
+func (s *Server) sessionLockErr(od *outDelivery, err error) error {
+	if err == nil || od.sess == nil || core.CodeOf(err) != core.CodeLockLost {
+		return err
+	}
+	if s.b.Now() < od.sess.LockedUntil.UnixNano() {
+		return err
+	}
+	return &core.Error{Code: core.CodeSessionLockLost,
+		Msg: "The session lock has expired on the MessageSession. Accept a new MessageSession."}
 }
 
 // outcomeOf maps a client delivery state to a core outcome (amqp.md §5.1):

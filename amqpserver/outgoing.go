@@ -35,6 +35,7 @@ type outDelivery struct {
 	l      *link
 	entity string
 	token  core.LockToken
+	sess   *core.SessionLock // the session it was received under, if any
 }
 
 // attachReceiver attaches a link the client receives entity messages on.
@@ -181,7 +182,7 @@ func (l *link) deliver(m *core.Message) {
 	var tag []byte
 	if peekLock {
 		tag = lockTokenToDeliveryTag(m.LockToken)
-		s.unsettled[id] = &outDelivery{l: l, entity: l.entity, token: m.LockToken}
+		s.unsettled[id] = &outDelivery{l: l, entity: l.entity, token: m.LockToken, sess: o.sess}
 	} else {
 		tag = binary.BigEndian.AppendUint64(nil, uint64(m.SequenceNumber))
 	}

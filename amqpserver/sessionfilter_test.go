@@ -94,3 +94,20 @@ func TestSessionEntityNeedsFilter(t *testing.T) {
 		t.Errorf("plain receiver on a session queue: %v, want amqp:not-allowed", err)
 	}
 }
+
+func TestSettleAfterSessionLockExpiry(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true, LockDuration: time.Minute})
+	ts.MustSend(t, "sq", &core.Message{SessionID: "s1", Body: []byte("one")})
+	r, err := sessionReceiver(t, ts.session(t), "sq", "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mustReceive(t, r)
+	ts.Clock.Advance(2 * time.Minute)
+	err = r.AcceptMessage(t.Context(), m)
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || string(ae.Condition) != string(condSessionLockLost) {
+		t.Fatalf("accept after the session lock expired: %v, want session-lock-lost", err)
+	}
+}
