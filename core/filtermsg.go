@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"time"
 
 	"github.com/omnibusmq/omnibus/core/filter"
@@ -63,10 +64,20 @@ func (f filterMsg) System(name string) (any, bool) {
 	return nil, false
 }
 
-// Property returns an application property.
+// Property returns an application property. Names match
+// case-insensitively, as in Service Bus filters, after an exact match is
+// tried: HTTP clients cannot preserve the case of a custom property
+// header, so "color" must find "Color".
 func (f filterMsg) Property(name string) (any, bool) {
-	v, ok := f.m.ApplicationProperties[name]
-	return v, ok
+	if v, ok := f.m.ApplicationProperties[name]; ok {
+		return v, true
+	}
+	for k, v := range f.m.ApplicationProperties {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return nil, false
 }
 
 // SetSystem sets a settable system property (rule actions).
