@@ -45,4 +45,22 @@
 //
 // Every core error becomes an AMQP condition through one table
 // (errors.go).
+//
+// # Decisions
+//
+//   - A client that opens with the AMQP header instead of SASL gets the
+//     SASL header back and is disconnected (AMQP §2.2), unless the server
+//     has no validator.
+//   - rcv-settle-mode first with an explicit snd-settle-mode unsettled is
+//     peek-lock settled by the client in one step (plain AMQP clients);
+//     every other first-mode receiver is receive-and-delete.
+//   - Attaching to <entity>/$management needs any right on it; each
+//     operation then checks the right it needs.
+//   - A put-token grant lasts until the token's expiry plus
+//     sas.DefaultClockSkew; links already attached are not cut when it
+//     lapses.
+//   - Frames above our max-frame-size close the connection with
+//     amqp:frame-size-too-small, undecodable frames with amqp:decode-error,
+//     a peer silent past our idle timeout with
+//     amqp:resource-limit-exceeded.
 package amqpserver
