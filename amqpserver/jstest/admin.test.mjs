@@ -11,6 +11,7 @@ const env = useBroker();
 let admin;
 
 before(async () => {
+  await env.ready;
   if (!(await httpGatewayUp(env.broker))) {
     throw new Error(`the HTTP gateway does not answer GET /health on port ${env.broker.httpPort}`);
   }
@@ -70,8 +71,8 @@ test("createQueue / getQueue / updateQueue / deleteQueue", opts(), async () => {
   await admin.deleteQueue("admin-q");
   assert.equal(await admin.queueExists("admin-q"), false);
   await assert.rejects(admin.getQueue("admin-q"), (err) => {
+    // 404, or real Service Bus's 200 with an empty feed: the SDK maps both.
     assert.equal(err.code, "MessageEntityNotFoundError", `${err.code}: ${err.message}`);
-    assert.equal(err.statusCode, 404);
     return true;
   });
 });
@@ -79,7 +80,7 @@ test("createQueue / getQueue / updateQueue / deleteQueue", opts(), async () => {
 test("a queue created over HTTP works over AMQP; getQueueRuntimeProperties counts", opts(), async () => {
   await admin.createQueue("admin-runtime", { lockDuration: "PT5S" });
   const sender = env.client.createSender("admin-runtime");
-  await sender.sendMessages([{ body: 1 }, { body: 2 }, { body: 3 }]);
+  await sender.sendMessages([1, 2, 3].map((i) => ({ body: i, messageId: `rt-${i}` })));
   await sender.scheduleMessages({ body: "later" }, new Date(Date.now() + 600_000));
 
   const receiver = env.client.createReceiver("admin-runtime");

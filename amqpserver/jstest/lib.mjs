@@ -17,13 +17,25 @@ export const RETRY = { maxRetries: 1, retryDelayInMs: 200, maxRetryDelayInMs: 50
 
 /**
  * Starts a broker before the file's tests and stops it afterwards. Returns
- * an object whose fields (broker, client) are filled in by the before hook.
+ * an object whose fields (broker, client) are filled in by the before hook;
+ * env.ready resolves once they are.
  */
 export function useBroker() {
-  const env = { broker: undefined, client: undefined, clients: [] };
+  const env = { broker: undefined, client: undefined, clients: [], ready: undefined };
+  // node 20 may run a file's top-level before hooks side by side: further
+  // hooks that need the broker await env.ready.
+  let resolveReady, rejectReady;
+  env.ready = new Promise((res, rej) => ((resolveReady = res), (rejectReady = rej)));
+  env.ready.catch(() => {});
   before(async () => {
-    env.broker = await startOmnibus();
-    env.client = newClient(env);
+    try {
+      env.broker = await startOmnibus();
+      env.client = newClient(env);
+      resolveReady(env);
+    } catch (err) {
+      rejectReady(err);
+      throw err;
+    }
   });
   after(async () => {
     for (const c of env.clients) {
@@ -47,9 +59,10 @@ export function newClient(env, options = {}) {
 /**
  * ServiceBusAdministrationClient for env's broker. The JS admin client
  * always builds https://<host:port>/ URLs (getUrl in
- * serviceBusAtomManagementClient.ts) and drops allowInsecureConnection, so
- * — like the Service Bus emulator's own JS sample — this swaps the scheme
- * to http and talks to the HTTP gateway's port.
+ * serviceBusAtomManagementClient.ts) and drops allowInsecureConnection
+ * (Azure/azure-sdk-for-js#32757), so — like the Service Bus emulator's own
+ * JS sample — this swaps the scheme to http before the request is signed
+ * and lets the pipeline send plain HTTP to the gateway's port.
  */
 export function adminClient(env) {
   const admin = new ServiceBusAdministrationClient(env.broker.adminConnectionString, {
@@ -57,6 +70,13 @@ export function adminClient(env) {
   });
   const getUrl = admin.getUrl.bind(admin);
   admin.getUrl = (p, q) => getUrl(p, q).replace(/^https:/, "http:");
+  admin.pipeline.addPolicy({
+    name: "omnibusPlainHttp",
+    sendRequest(request, next) {
+      request.allowInsecureConnection = true;
+      return next(request);
+    },
+  });
   return admin;
 }
 

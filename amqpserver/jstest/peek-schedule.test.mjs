@@ -44,7 +44,7 @@ test("peekMessages pages through the queue without locking", opts(), async () =>
 test("peek shows locked messages too", opts(), async () => {
   const sender = env.client.createSender("peek");
   const receiver = env.client.createReceiver("peek");
-  await sender.sendMessages({ body: "locked" });
+  await sender.sendMessages({ body: "locked", messageId: "locked-1" });
   const [m] = await receiveN(receiver, 1);
   assert.ok(m);
   const [p] = await receiver.peekMessages(1, { fromSequenceNumber: m.sequenceNumber });
@@ -85,7 +85,7 @@ test("sendMessages with scheduledEnqueueTimeUtc schedules too", opts(), async ()
   const sender = env.client.createSender("schedule");
   const receiver = env.client.createReceiver("schedule");
   const at = new Date(Date.now() + 1500);
-  await sender.sendMessages({ body: "via-annotation", scheduledEnqueueTimeUtc: at });
+  await sender.sendMessages({ body: "via-annotation", messageId: "via-ann-1", scheduledEnqueueTimeUtc: at });
   assert.deepEqual(await receiveNone(receiver, 700), [], "not delivered before its time");
   const [m] = await receiveN(receiver, 1, 8000);
   assert.ok(m);

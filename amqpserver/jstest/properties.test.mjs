@@ -62,7 +62,7 @@ test("system and application properties round trip", opts(), async () => {
   assert.equal(p.empty, "");
 
   // The raw AMQP view shows the wire types the broker preserved.
-  const raw = m.getRawAmqpMessage();
+  const raw = m._rawAmqpMessage;
   assert.equal(raw.bodyType, "data", "a JSON body is sent as one data section");
   assert.equal(typeof raw.messageAnnotations["x-opt-sequence-number"], "number");
   assert.equal(typeof raw.messageAnnotations["x-opt-enqueued-time"], "number");
@@ -107,9 +107,9 @@ test("AMQP value and sequence bodies are preserved verbatim", opts(), async () =
   await sender.sendMessages({ body: [["a", 1], ["b", 2]], bodyType: "sequence" });
   const got = await receiveN(receiver, 2);
   assert.equal(got.length, 2);
-  assert.equal(got[0].getRawAmqpMessage().bodyType, "value");
+  assert.equal(got[0]._rawAmqpMessage.bodyType, "value");
   assert.deepEqual(got[0].body, { nested: ["x", 1] });
-  assert.equal(got[1].getRawAmqpMessage().bodyType, "sequence");
+  assert.equal(got[1]._rawAmqpMessage.bodyType, "sequence");
   assert.deepEqual(got[1].body, [["a", 1], ["b", 2]]);
   await receiver.close();
   await sender.close();

@@ -28,6 +28,23 @@ test("send, receive in peekLock, complete", opts(), async () => {
   await sender.close();
 });
 
+test("a message sent without messageId gets one, so default auto lock renewal can settle it", opts(), async () => {
+  // The JS SDK keys its auto lock renewer by messageId and throws "Failed to
+  // stop auto lock renewal - no message ID" on settle when it is missing;
+  // Service Bus assigns one (a GUID) to messages sent without.
+  const sender = env.client.createSender("basic");
+  const receiver = env.client.createReceiver("basic"); // default maxAutoLockRenewalDurationInMs: 5 min
+  await sender.sendMessages({ body: "anonymous" });
+  const [msg] = await receiveN(receiver, 1);
+  assert.ok(msg);
+  assert.equal(typeof msg.messageId, "string", "the broker assigned a message-id");
+  assert.ok(msg.messageId.length > 0);
+  await receiver.completeMessage(msg);
+  assert.deepEqual(await receiveNone(receiver), []);
+  await receiver.close();
+  await sender.close();
+});
+
 test("receiveMessages in receiveAndDelete removes the messages", opts(), async () => {
   const sender = env.client.createSender("receive-delete");
   const receiver = env.client.createReceiver("receive-delete", { receiveMode: "receiveAndDelete" });
@@ -47,7 +64,7 @@ test("receiveMessages in receiveAndDelete removes the messages", opts(), async (
 test("receiveMessages returns up to maxMessageCount in peekLock", opts(), async () => {
   const sender = env.client.createSender("basic");
   const receiver = env.client.createReceiver("basic");
-  await sender.sendMessages(Array.from({ length: 8 }, (_, i) => ({ body: `n${i}` })));
+  await sender.sendMessages(Array.from({ length: 8 }, (_, i) => ({ body: `n${i}`, messageId: `n-${i}` })));
 
   const first = await receiver.receiveMessages(5, { maxWaitTimeInMs: 5000 });
   assert.ok(first.length >= 1 && first.length <= 5, `got ${first.length} of at most 5`);
@@ -68,7 +85,7 @@ test("subscribe() streams many messages to the handler", opts(), async () => {
   const total = 60;
   const sender = env.client.createSender("streaming");
   const batch = await sender.createMessageBatch();
-  for (let i = 0; i < total; i++) assert.ok(batch.tryAddMessage({ body: { i } }));
+  for (let i = 0; i < total; i++) assert.ok(batch.tryAddMessage({ body: { i }, messageId: `stream-${i}` }));
   await sender.sendMessages(batch);
 
   const receiver = env.client.createReceiver("streaming");

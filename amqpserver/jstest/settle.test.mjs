@@ -9,7 +9,7 @@ const env = useBroker();
 test("abandon redelivers with deliveryCount + 1 and merged properties", opts(), async () => {
   const sender = env.client.createSender("abandon");
   const receiver = env.client.createReceiver("abandon");
-  await sender.sendMessages({ body: "again", applicationProperties: { keep: "k" } });
+  await sender.sendMessages({ body: "again", messageId: "again-1", applicationProperties: { keep: "k" } });
 
   const [first] = await receiveN(receiver, 1);
   assert.ok(first);
@@ -142,7 +142,7 @@ test("defer, then receiveDeferredMessages by sequence number", opts(), async () 
 test("receiveDeferredMessages with several sequence numbers, in receiveAndDelete", opts(), async () => {
   const sender = env.client.createSender("defer");
   const receiver = env.client.createReceiver("defer");
-  await sender.sendMessages([{ body: 1 }, { body: 2 }, { body: 3 }]);
+  await sender.sendMessages([1, 2, 3].map((i) => ({ body: i, messageId: `multi-${i}` })));
   const got = await receiveN(receiver, 3);
   assert.equal(got.length, 3);
   for (const m of got) await receiver.deferMessage(m);
@@ -202,7 +202,7 @@ test("an expired lock fails completion with MessageLockLost and the message come
 test("auto lock renewal keeps a message locked while the handler runs", opts(), async () => {
   const sender = env.client.createSender("lockrenew");
   const receiver = env.client.createReceiver("lockrenew", { maxAutoLockRenewalDurationInMs: 20_000 });
-  await sender.sendMessages({ body: "auto" });
+  await sender.sendMessages({ body: "auto", messageId: "auto-1" });
   const [m] = await receiveN(receiver, 1);
   assert.ok(m);
   const original = m.lockedUntilUtc;

@@ -118,7 +118,6 @@ test("rule manager: list, delete $Default, create SQL and correlation rules, fil
 
   await rcv.close();
   await sender.close();
-  await rm.close();
 });
 
 test("rule manager errors: duplicate name and unknown rule", opts(), async () => {
@@ -135,7 +134,6 @@ test("rule manager errors: duplicate name and unknown rule", opts(), async () =>
   await assert.rejects(rm.createRule("broken", { sqlExpression: "a = = 1" }), "an unparsable SQL filter is refused");
   const names = (await listAll(rm)).map((r) => r.name).sort();
   assert.deepEqual(names, ["$Default", "dup"]);
-  await rm.close();
 });
 
 test("peekLock on a subscription, abandon and dead-letter there", opts(), async () => {
