@@ -3,6 +3,7 @@ package amqpserver
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
@@ -82,9 +83,14 @@ func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 			final = &frames.Rejected{}
 		}
 		c.post(func() {
-			if s.live() {
-				c.write(s.ch, &frames.Disposition{Role: frames.RoleSender, First: id, Settled: true, State: final})
+			if !s.live() {
+				return
 			}
+			if _, ok := final.(*frames.Accepted); ok {
+				s.queueAck(frames.RoleSender, id)
+				return
+			}
+			c.write(s.ch, &frames.Disposition{Role: frames.RoleSender, First: id, Settled: true, State: final})
 		})
 	})
 }
@@ -101,6 +107,54 @@ func (s *Server) sessionLockErr(od *outDelivery, err error) error {
 	}
 	return &core.Error{Code: core.CodeSessionLockLost,
 		Msg: "The session lock has expired on the MessageSession. Accept a new MessageSession."}
+}
+
+// ackIndex maps the role of an acknowledgement to its queue in
+// session.acks.
+func ackIndex(r frames.Role) int {
+	if r == frames.RoleReceiver {
+		return 0
+	}
+	return 1
+}
+
+// queueAck records that delivery id was accepted and settled by us in
+// role r. The connection writes pending acknowledgements as range
+// dispositions just before it flushes, so a burst of completed sends or
+// completions costs a few frames.
+func (s *session) queueAck(r frames.Role, id uint32) {
+	if len(s.acks[0]) == 0 && len(s.acks[1]) == 0 {
+		s.c.ackers = append(s.c.ackers, s)
+	}
+	i := ackIndex(r)
+	s.acks[i] = append(s.acks[i], id)
+}
+
+// writeAcks writes the pending acknowledgements of s as dispositions, one
+// per run of consecutive delivery ids.
+func (s *session) writeAcks() {
+	for _, r := range [...]frames.Role{frames.RoleReceiver, frames.RoleSender} {
+		i := ackIndex(r)
+		ids := s.acks[i]
+		s.acks[i] = ids[:0]
+		if !s.live() {
+			continue
+		}
+		slices.Sort(ids)
+		for j := 0; j < len(ids); {
+			k := j
+			for k+1 < len(ids) && ids[k+1] == ids[k]+1 {
+				k++
+			}
+			d := &frames.Disposition{Role: r, First: ids[j], Settled: true, State: &frames.Accepted{}}
+			if k > j {
+				last := ids[k]
+				d.Last = &last
+			}
+			s.c.write(s.ch, d)
+			j = k + 1
+		}
+	}
 }
 
 // outcomeOf maps a client delivery state to a core outcome (amqp.md §5.1):

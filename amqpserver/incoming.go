@@ -2,7 +2,6 @@ package amqpserver
 
 import (
 	"context"
-	"slices"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 )
@@ -164,40 +163,6 @@ func (c *conn) sendDelivery(entity string, p *partial) error {
 	return err
 }
 
-// queueAck records that delivery id was accepted and settled; the
-// connection writes pending acknowledgements as range dispositions just
-// before it flushes, so a burst of completed sends costs a few frames.
-func (s *session) queueAck(id uint32) {
-	if len(s.acks) == 0 {
-		s.c.ackers = append(s.c.ackers, s)
-	}
-	s.acks = append(s.acks, id)
-}
-
-// writeAcks writes the pending acknowledgements of s as dispositions, one
-// per run of consecutive delivery ids.
-func (s *session) writeAcks() {
-	acks := s.acks
-	s.acks = s.acks[:0]
-	if !s.live() || len(acks) == 0 {
-		return
-	}
-	slices.Sort(acks)
-	for i := 0; i < len(acks); {
-		j := i
-		for j+1 < len(acks) && acks[j+1] == acks[j]+1 {
-			j++
-		}
-		d := &frames.Disposition{Role: frames.RoleReceiver, First: acks[i], Settled: true, State: &frames.Accepted{}}
-		if j > i {
-			last := acks[j]
-			d.Last = &last
-		}
-		s.c.write(s.ch, d)
-		i = j + 1
-	}
-}
-
 // settleIncoming answers an unsettled delivery with state. In
 // rcv-settle-mode second the disposition is not settled: the client
 // settles it.
@@ -206,7 +171,7 @@ func (l *link) settleIncoming(p *partial, state frames.DeliveryState) {
 		return
 	}
 	if _, ok := state.(*frames.Accepted); ok && l.rcv == frames.ReceiverSettleModeFirst {
-		l.s.queueAck(p.id)
+		l.s.queueAck(frames.RoleReceiver, p.id)
 		return
 	}
 	l.s.c.write(l.s.ch, &frames.Disposition{

@@ -26,7 +26,7 @@ type session struct {
 	queued               []*frames.Transfer // waiting for the peer's window, in order
 
 	links map[uint32]*link // by the peer's handle; our handle is the same number
-	acks  []uint32         // accepted deliveries to acknowledge at the next flush (see queueAck)
+	acks  [2][]uint32      // accepted deliveries to acknowledge at the next flush, by role (see queueAck)
 	// unsettled holds deliveries sent in peek-lock mode, by delivery-id,
 	// until the client settles them.
 	unsettled map[uint32]*outDelivery
