@@ -150,7 +150,7 @@ func (b *Broker) checkForwarding(e *Entity) error {
 			if td.Kind == KindSubscription {
 				return errf(CodeBadRequest, "%s '%s': cannot forward to subscription '%s'", e.Kind, e.Path(), cur)
 			}
-			if hop > maxForwardHops {
+			if hop >= maxForwardHops {
 				return errf(CodeBadRequest, "%s '%s': forwarding chain is longer than %d", e.Kind, e.Path(), maxForwardHops)
 			}
 			cur = td.ForwardTo
