@@ -122,6 +122,15 @@ export const CONFIG = {
               subscription("duplicate-rules"),
             ],
           },
+          {
+            Name: "session-topic",
+            Properties: {
+              DefaultMessageTimeToLive: "PT1H",
+              DuplicateDetectionHistoryTimeWindow: "PT20S",
+              RequiresDuplicateDetection: false,
+            },
+            Subscriptions: [subscription("by-session", [], { RequiresSession: true })],
+          },
         ],
       },
     ],

@@ -2,6 +2,8 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { ServiceBusClient } from "@azure/service-bus";
+import { KEY } from "./harness.mjs";
 import { opts, receiveN, receiveNone, useBroker } from "./lib.mjs";
 
 const env = useBroker();
@@ -170,5 +172,90 @@ test("sending to a queue that does not exist fails with MessagingEntityNotFound"
     assert.equal(err.code, "MessagingEntityNotFound", `${err.code}: ${err.message}`);
     return true;
   });
+  await sender.close();
+});
+
+test("a receiver on a queue that does not exist fails with MessagingEntityNotFound", opts(), async () => {
+  const receiver = env.client.createReceiver("no-such-queue");
+  await assert.rejects(receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 }), (err) => {
+    assert.equal(err.code, "MessagingEntityNotFound", `${err.code}: ${err.message}`);
+    return true;
+  });
+  await receiver.close();
+});
+
+test("a wrong SAS key fails with UnauthorizedAccess", opts(), async () => {
+  const bad = new ServiceBusClient(env.broker.connectionString.replace(`SharedAccessKey=${KEY}`, "SharedAccessKey=wrong"), {
+    retryOptions: { maxRetries: 0, timeoutInMs: 5000 },
+  });
+  try {
+    await assert.rejects(bad.createSender("basic").sendMessages({ body: "x" }), (err) => {
+      assert.equal(err.code, "UnauthorizedAccess", `${err.code}: ${err.message}`);
+      return true;
+    });
+  } finally {
+    await bad.close();
+  }
+});
+
+test("receiveMessages on an empty queue returns by maxWaitTimeInMs and the link keeps working", opts(), async () => {
+  // At the end of every receiveMessages the SDK drains the link and waits
+  // at most max(200 ms, time left) for the broker's flow(drain=true,
+  // link-credit=0); without it the SDK closes the link.
+  const receiver = env.client.createReceiver("basic");
+  for (let i = 0; i < 3; i++) {
+    const start = Date.now();
+    const got = await receiver.receiveMessages(5, { maxWaitTimeInMs: 500 });
+    const took = Date.now() - start;
+    assert.deepEqual(got, []);
+    assert.ok(took < 2000, `empty receive ${i} took ${took} ms for a 500 ms wait`);
+  }
+  const sender = env.client.createSender("basic");
+  await sender.sendMessages({ body: "after-drain", messageId: "after-drain" });
+  const [m] = await receiveN(receiver, 1);
+  assert.ok(m, "the drained link still delivers");
+  assert.equal(m.body, "after-drain");
+  await receiver.completeMessage(m);
+  await receiver.close();
+  await sender.close();
+});
+
+test("getMessageIterator yields messages as they arrive", opts(), async () => {
+  const sender = env.client.createSender("streaming");
+  await sender.sendMessages([0, 1, 2, 3].map((i) => ({ body: i, messageId: `it-${i}` })));
+  const receiver = env.client.createReceiver("streaming");
+  const seen = [];
+  for await (const m of receiver.getMessageIterator()) {
+    seen.push(m.body);
+    await receiver.completeMessage(m);
+    if (seen.length === 4) break;
+  }
+  assert.deepEqual(seen, [0, 1, 2, 3]);
+  await receiver.close();
+  await sender.close();
+});
+
+test("500 messages through batches and receiveAndDelete", opts(), async () => {
+  const total = 500;
+  const sender = env.client.createSender("receive-delete");
+  let batch = await sender.createMessageBatch();
+  for (let i = 0; i < total; i++) {
+    const m = { body: i, messageId: `bulk-${i}` };
+    if (!batch.tryAddMessage(m)) {
+      await sender.sendMessages(batch);
+      batch = await sender.createMessageBatch();
+      assert.ok(batch.tryAddMessage(m));
+    }
+  }
+  await sender.sendMessages(batch);
+  const receiver = env.client.createReceiver("receive-delete", { receiveMode: "receiveAndDelete" });
+  const got = [];
+  const deadline = Date.now() + 20_000;
+  while (got.length < total && Date.now() < deadline) {
+    got.push(...(await receiver.receiveMessages(100, { maxWaitTimeInMs: 2000 })));
+  }
+  assert.equal(got.length, total);
+  assert.deepEqual(got.map((m) => m.body), Array.from({ length: total }, (_, i) => i), "FIFO across batches");
+  await receiver.close();
   await sender.close();
 });

@@ -193,3 +193,28 @@ test("sending without sessionId to a session queue is rejected", opts(), async (
   await assert.rejects(sender.sendMessages({ body: "no-session" }));
   await sender.close();
 });
+
+test("sessions on a topic subscription", opts(), async () => {
+  const sender = env.client.createSender("session-topic");
+  await sender.sendMessages([
+    { body: "t1", sessionId: "topic-s" },
+    { body: "other", sessionId: "topic-other" },
+    { body: "t2", sessionId: "topic-s" },
+  ]);
+  const r = await env.client.acceptSession("session-topic", "by-session", "topic-s");
+  assert.equal(r.sessionId, "topic-s");
+  assert.equal(r.entityPath, "session-topic/Subscriptions/by-session");
+  const got = await receiveN(r, 2);
+  assert.deepEqual(got.map((m) => m.body), ["t1", "t2"]);
+  for (const m of got) await r.completeMessage(m);
+  await r.setSessionState("sub-state");
+  assert.equal(await r.getSessionState(), "sub-state");
+  await r.close();
+
+  const next = await env.client.acceptNextSession("session-topic", "by-session", { receiveMode: "receiveAndDelete" });
+  assert.equal(next.sessionId, "topic-other");
+  const [o] = await receiveN(next, 1);
+  assert.equal(o?.body, "other");
+  await next.close();
+  await sender.close();
+});

@@ -212,3 +212,31 @@ test("auto lock renewal keeps a message locked while the handler runs", opts(), 
   await receiver.close();
   await sender.close();
 });
+
+test("settling after the receive link closed goes through $management update-disposition", opts(), async () => {
+  // The SDK settles a non-session message whose link is gone by lock token
+  // on $management, so locks must outlive the link that delivered them.
+  const sender = env.client.createSender("basic");
+  await sender.sendMessages([
+    { body: "done-later", messageId: "mgmt-complete" },
+    { body: "give-back", messageId: "mgmt-abandon" },
+  ]);
+  const first = env.client.createReceiver("basic", { maxAutoLockRenewalDurationInMs: 0 });
+  const got = await receiveN(first, 2);
+  assert.equal(got.length, 2);
+  await first.close();
+
+  const second = env.client.createReceiver("basic", { maxAutoLockRenewalDurationInMs: 0 });
+  assert.deepEqual(await receiveNone(second, 700), [], "closing the link did not release the locks");
+  const byId = Object.fromEntries(got.map((m) => [m.messageId, m]));
+  await second.completeMessage(byId["mgmt-complete"]);
+  await second.abandonMessage(byId["mgmt-abandon"]);
+  const [back] = await receiveN(second, 1);
+  assert.ok(back, "the abandoned message is available again");
+  assert.equal(back.messageId, "mgmt-abandon");
+  assert.equal(back.deliveryCount, 1);
+  await second.completeMessage(back);
+  assert.deepEqual(await receiveNone(second), [], "the completed one is gone");
+  await second.close();
+  await sender.close();
+});
