@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 )
@@ -19,6 +21,9 @@ type Options struct {
 	Budget time.Duration
 	// Faults, when set, keeps only scenarios that detect one of them.
 	Faults []Fault
+	// Slow lets scenarios that need minutes (AutoDeleteOnIdle's 5-minute
+	// minimum) run instead of being skipped.
+	Slow bool
 }
 
 // Run executes the selected scenarios against target.
@@ -44,6 +49,7 @@ func Run(ctx context.Context, target *Target, opts Options) (*Report, error) {
 		selected = append(selected, s)
 	}
 	rep := &Report{Endpoint: target.cs.Endpoint, Started: time.Now(), Results: make([]Result, len(selected))}
+	locks := newProfileLocks(target.Predeclared)
 	sem := make(chan struct{}, opts.Parallel)
 	var wg sync.WaitGroup
 	for i, s := range selected {
@@ -52,12 +58,60 @@ func Run(ctx context.Context, target *Target, opts Options) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			rep.Results[i] = runOne(ctx, target, s, opts.Budget)
+			unlock := locks.lock(ProfilesUsed(s))
+			defer unlock()
+			rep.Results[i] = runOne(ctx, target, s, opts.Budget, opts.Slow)
 		}()
 	}
 	wg.Wait()
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, nil
+}
+
+// ProfilesUsed returns the entity profiles scenario s asks for, found by
+// running it against a recording target that stops it before any network
+// use.
+func ProfilesUsed(s Scenario) []string {
+	_, used := runScenario(context.Background(), &Target{recording: true}, s, time.Minute, false)
+	sort.Strings(used)
+	return slices.Compact(used)
+}
+
+// profileLocks serialises scenarios sharing a predeclared entity: they
+// would drain and receive each other's messages.
+type profileLocks struct {
+	on bool
+	mu sync.Mutex
+	m  map[string]*sync.Mutex
+}
+
+func newProfileLocks(on bool) *profileLocks {
+	return &profileLocks{on: on, m: map[string]*sync.Mutex{}}
+}
+
+// lock takes the locks of profiles (sorted, so never deadlocks) and
+// returns their release.
+func (l *profileLocks) lock(profiles []string) func() {
+	if !l.on {
+		return func() {}
+	}
+	var held []*sync.Mutex
+	for _, p := range profiles {
+		l.mu.Lock()
+		m := l.m[p]
+		if m == nil {
+			m = &sync.Mutex{}
+			l.m[p] = m
+		}
+		l.mu.Unlock()
+		m.Lock()
+		held = append(held, m)
+	}
+	return func() {
+		for _, m := range held {
+			m.Unlock()
+		}
+	}
 }
 
 func detectsAny(s Scenario, faults []Fault) bool {

@@ -13,7 +13,7 @@ import (
 func init() {
 	register(
 		Scenario{Name: "send-then-receive", Seed: "002 a sent message is accepted and stored for later retrieval", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("hello"))
 			r := t.Receiver(q, "", nil)
 			m := t.ReceiveN(r, 1, 10*time.Second)[0]
@@ -23,7 +23,7 @@ func init() {
 			t.Complete(r, m)
 		}},
 		Scenario{Name: "sequence-numbers-increase", Seed: "002 every accepted message gets a sequence number, in order", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("1"), Text("2"), Text("3"))
 			r := t.Receiver(q, "", nil)
 			msgs := t.ReceiveN(r, 3, 10*time.Second)
@@ -35,7 +35,7 @@ func init() {
 		}},
 		Scenario{Name: "fifo-order-single-receiver", Seed: "002 messages are retrieved in the order they were accepted", Protocol: AMQP,
 			Detects: []Fault{FaultBreakFIFO}, Run: func(t *T) {
-				q := t.Queue("cf-basic", nil)
+				q := t.Queue("cf-basic")
 				var want []string
 				var msgs []*azservicebus.Message
 				for i := range 8 {
@@ -52,7 +52,7 @@ func init() {
 				t.expectBodies(got, want...)
 			}},
 		Scenario{Name: "system-properties-roundtrip", Seed: "000 BrokerProperties are stored with the message and returned on receive", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			m := &azservicebus.Message{
 				Body: []byte("p"), MessageID: to.Ptr("mid-1"), CorrelationID: to.Ptr("cid-1"),
 				ContentType: to.Ptr("application/json"), Subject: to.Ptr("label-1"), To: to.Ptr("to-1"),
@@ -82,7 +82,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "application-properties-typed", Seed: "000 custom properties keep their types", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			ts := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 			props := map[string]any{"s": "text", "i32": int32(-7), "i64": int64(1) << 40, "f": 2.5, "b": true, "t": ts, "u8": uint8(200)}
 			t.Send(q, &azservicebus.Message{Body: []byte("x"), ApplicationProperties: props})
@@ -101,14 +101,14 @@ func init() {
 			}
 		}},
 		Scenario{Name: "receive-and-delete-removes", Seed: "002 ReceiveAndDelete: the message is consumed as soon as it is sent to the receiver", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("once"))
 			r := t.Receiver(q, "", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
 			t.ReceiveN(r, 1, 10*time.Second)
 			t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "a received-and-deleted message must be gone")
 		}},
 		Scenario{Name: "batch-send", Seed: "002 pipelined/batched sends are each accepted and stored", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			s := t.Sender(q)
 			batch, err := s.NewMessageBatch(t.ctx, nil)
 			t.must(err, "new batch")
@@ -119,7 +119,7 @@ func init() {
 			t.ReceiveN(t.Receiver(q, "", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete}), 20, 15*time.Second)
 		}},
 		Scenario{Name: "message-too-large-rejected", Seed: "rest.md §4.6 / amqp.md §10 messages above the entity's maximum size are refused", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			err := t.Sender(q).SendMessage(t.ctx, &azservicebus.Message{Body: make([]byte, 1100*1024)}, nil)
 			if err == nil {
 				t.Fatalf("a 1.1 MB message to a 256 KiB-limit queue was accepted")
@@ -132,7 +132,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "large-message-200k", Seed: "amqp.md §11 multi-frame transfers up to the entity's size", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			body := make([]byte, 200*1024)
 			for i := range body {
 				body[i] = byte(i * 7)

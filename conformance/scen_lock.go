@@ -5,28 +5,25 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
-	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
 )
 
 // Peek-lock, lock renewal and expiry, and the settlement outcomes: seed
 // 002 ("PeekLock", "Renew locks") and amqp.md §5.
 
 // lock5s is a queue whose locks last 5 s, the shortest Service Bus allows.
-func lock5s(t *T, maxDelivery int32) string {
-	return t.Queue("cf-lock5s", &admin.QueueProperties{LockDuration: to.Ptr("PT5S"), MaxDeliveryCount: to.Ptr(maxDelivery)})
-}
+func lock5s(t *T) string { return t.Queue("cf-lock5s") }
 
 func init() {
 	register(
 		Scenario{Name: "peeklock-exclusive", Seed: "002 PeekLock: a locked message is hidden from competing receivers", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("only"))
 			first := t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)
 			_ = first
 			t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "a competing receiver must not see a locked message")
 		}},
 		Scenario{Name: "peeklock-next-available", Seed: "002 PeekLock: other receivers get the next messages not under lock", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("a"), Text("b"))
 			a := t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)[0]
 			b := t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)[0]
@@ -35,7 +32,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "first-delivery-count-is-1", Seed: "002 DeliveryCount counts deliveries; the first delivery has 1", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("x"))
 			m := t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)[0]
 			if m.DeliveryCount != 1 {
@@ -47,7 +44,7 @@ func init() {
 		}},
 		Scenario{Name: "lock-expiry-redelivers", Seed: "002 when the lock expires the message is available again with DeliveryCount+1", Protocol: AMQP,
 			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
-				q := lock5s(t, 10)
+				q := lock5s(t)
 				t.Send(q, Text("x"))
 				t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)
 				m := t.ReceiveN(t.Receiver(q, "", nil), 1, 15*time.Second)[0]
@@ -57,7 +54,7 @@ func init() {
 			}},
 		Scenario{Name: "settle-after-expiry-lock-lost", Seed: "002 Complete fails when the lock has expired (MessageLockLost)", Protocol: AMQP,
 			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
-				q := lock5s(t, 10)
+				q := lock5s(t)
 				t.Send(q, Text("x"))
 				r := t.Receiver(q, "", nil)
 				m := t.ReceiveN(r, 1, 10*time.Second)[0]
@@ -69,7 +66,7 @@ func init() {
 			}},
 		Scenario{Name: "renew-lock-extends", Seed: "002 RenewMessageLock extends the lock", Protocol: AMQP,
 			Run: func(t *T) {
-				q := lock5s(t, 10)
+				q := lock5s(t)
 				t.Send(q, Text("x"))
 				r := t.Receiver(q, "", nil)
 				m := t.ReceiveN(r, 1, 10*time.Second)[0]
@@ -84,14 +81,14 @@ func init() {
 				t.Complete(r, m)
 			}},
 		Scenario{Name: "complete-removes", Seed: "002 Complete: the message is removed from the queue", Protocol: AMQP, Run: func(t *T) {
-			q := lock5s(t, 10)
+			q := lock5s(t)
 			t.Send(q, Text("x"))
 			r := t.Receiver(q, "", nil)
 			t.Complete(r, t.ReceiveN(r, 1, 10*time.Second)[0])
 			t.ReceiveNone(r, 7*time.Second, "a completed message must not come back")
 		}},
 		Scenario{Name: "settled-lock-is-gone", Seed: "002 once a message is completed its lock is gone (renew fails with lock lost)", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("x"))
 			r := t.Receiver(q, "", nil)
 			m := t.ReceiveN(r, 1, 10*time.Second)[0]
@@ -101,7 +98,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "abandon-redelivers-now", Seed: "002 Abandon releases the lock at once; DeliveryCount+1", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("x"))
 			r := t.Receiver(q, "", nil)
 			m := t.ReceiveN(r, 1, 10*time.Second)[0]
@@ -112,7 +109,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "abandon-modifies-properties", Seed: "amqp.md §5.1 abandon merges propertiesToModify", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, &azservicebus.Message{Body: []byte("x"), ApplicationProperties: map[string]any{"keep": "k", "n": int64(1)}})
 			r := t.Receiver(q, "", nil)
 			m := t.ReceiveN(r, 1, 10*time.Second)[0]
@@ -123,7 +120,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "deadletter-with-reason", Seed: "002 DeadLetter moves the message to the dead-letter queue with a reason", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("bad"))
 			r := t.Receiver(q, "", nil)
 			m := t.ReceiveN(r, 1, 10*time.Second)[0]
@@ -137,7 +134,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "deadletter-queue-settleable", Seed: "002 the dead-letter subqueue is received and settled like a queue", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("d"))
 			r := t.Receiver(q, "", nil)
 			t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], nil), "dead-letter")
@@ -146,7 +143,7 @@ func init() {
 			t.ReceiveNone(t.DLQ(q, ""), 2*time.Second, "a completed dead letter must be gone")
 		}},
 		Scenario{Name: "max-delivery-count-deadletters", Seed: "002 after MaxDeliveryCount deliveries the message goes to the DLQ (MaxDeliveryCountExceeded)", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-maxdelivery2", &admin.QueueProperties{MaxDeliveryCount: to.Ptr[int32](2)})
+			q := t.Queue("cf-maxdelivery2")
 			t.Send(q, Text("x"))
 			r := t.Receiver(q, "", nil)
 			for range 2 {
@@ -159,7 +156,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "defer-then-receive-deferred", Seed: "002 Defer: the message is only reachable by sequence number", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("later"))
 			r := t.Receiver(q, "", nil)
 			m := t.ReceiveN(r, 1, 10*time.Second)[0]
@@ -173,7 +170,7 @@ func init() {
 			t.Complete(r, got[0])
 		}},
 		Scenario{Name: "settle-by-other-receiver", Seed: "amqp.md §5.3 a lock token is valid from another link", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("x"))
 			r1 := t.Receiver(q, "", nil)
 			m := t.ReceiveN(r1, 1, 10*time.Second)[0]

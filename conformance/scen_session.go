@@ -6,13 +6,12 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
-	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
 )
 
 // Message sessions: seed 004.
 
 func sessionQueue(t *T) string {
-	return t.Queue("cf-session", &admin.QueueProperties{RequiresSession: to.Ptr(true), LockDuration: to.Ptr("PT5S")})
+	return t.Queue("cf-session")
 }
 
 func inSession(sid, body string) *azservicebus.Message {
@@ -20,6 +19,7 @@ func inSession(sid, body string) *azservicebus.Message {
 }
 
 func (t *T) acceptSession(q, sid string) *azservicebus.SessionReceiver {
+	t.live()
 	r, err := t.target.sb.AcceptSessionForQueue(t.ctx, q, sid, nil)
 	t.must(err, "accept session %q", sid)
 	t.Cleanup(func() { _ = r.Close(t.ctx) })
@@ -180,7 +180,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "session-request-response", Seed: "004 request-response: replies carry ReplyToSessionId as their SessionId", Protocol: AMQP, Run: func(t *T) {
-			req := t.Queue("cf-basic", nil)
+			req := t.Queue("cf-basic")
 			replies := sessionQueue(t)
 			t.Send(req, &azservicebus.Message{Body: []byte("ping"), ReplyTo: to.Ptr(replies), ReplyToSessionID: to.Ptr("caller-7")})
 			r := t.Receiver(req, "", nil)

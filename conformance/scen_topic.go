@@ -10,29 +10,24 @@ import (
 
 // Topics, subscriptions, rules and forwarding.
 
-func rule(name string, f admin.RuleFilter, a admin.RuleAction) admin.RuleProperties {
-	return admin.RuleProperties{Name: name, Filter: f, Action: a}
-}
-
 func init() {
 	register(
 		Scenario{Name: "topic-fanout", Seed: "topics: a message sent to a topic reaches every subscription", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic", nil, Sub{Name: "a"}, Sub{Name: "b"})
+			tp := t.Topic("cf-topic")
 			t.Send(tp, Text("news"))
 			for _, s := range []string{"a", "b"} {
 				t.expectBodies(t.ReceiveN(t.Receiver(tp, s, nil), 1, 10*time.Second), "news")
 			}
 		}},
 		Scenario{Name: "topic-subscriptions-independent", Seed: "topics: each subscription settles its own copy", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic", nil, Sub{Name: "a"}, Sub{Name: "b"})
+			tp := t.Topic("cf-topic")
 			t.Send(tp, Text("x"))
 			ra := t.Receiver(tp, "a", nil)
 			t.Complete(ra, t.ReceiveN(ra, 1, 10*time.Second)[0])
 			t.expectBodies(t.ReceiveN(t.Receiver(tp, "b", nil), 1, 10*time.Second), "x")
 		}},
 		Scenario{Name: "topic-correlation-filter", Seed: "filters: a correlation filter matches on system and application properties", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic", nil,
-				Sub{Name: "red", Rules: []admin.RuleProperties{rule("red", &admin.CorrelationFilter{Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"color": "red"}}, nil)}})
+			tp := t.Topic("cf-topic-corr")
 			t.Send(tp,
 				&azservicebus.Message{Body: []byte("red-order"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"color": "red"}},
 				&azservicebus.Message{Body: []byte("blue-order"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"color": "blue"}},
@@ -42,8 +37,7 @@ func init() {
 			t.ReceiveNone(r, 2*time.Second, "only the matching message may arrive")
 		}},
 		Scenario{Name: "topic-sql-filter", Seed: "filters: a SQL filter selects messages by expression", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic", nil,
-				Sub{Name: "big", Rules: []admin.RuleProperties{rule("big", &admin.SQLFilter{Expression: "quantity > 10 AND sys.Label LIKE 'ord%'"}, nil)}})
+			tp := t.Topic("cf-topic-sql")
 			t.Send(tp,
 				&azservicebus.Message{Body: []byte("11"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"quantity": int64(11)}},
 				&azservicebus.Message{Body: []byte("5"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"quantity": int64(5)}},
@@ -53,9 +47,7 @@ func init() {
 			t.ReceiveNone(r, 2*time.Second, "only the matching message may arrive")
 		}},
 		Scenario{Name: "topic-sql-action", Seed: "filters: a SQL rule action changes the subscription's copy only", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic", nil,
-				Sub{Name: "tagged", Rules: []admin.RuleProperties{rule("tag", &admin.SQLFilter{Expression: "1=1"}, &admin.SQLAction{Expression: "SET tagged = 'yes'"})}},
-				Sub{Name: "plain"})
+			tp := t.Topic("cf-topic-action")
 			t.Send(tp, Text("x"))
 			tagged := t.ReceiveN(t.Receiver(tp, "tagged", nil), 1, 10*time.Second)[0]
 			plain := t.ReceiveN(t.Receiver(tp, "plain", nil), 1, 10*time.Second)[0]
@@ -67,12 +59,12 @@ func init() {
 			}
 		}},
 		Scenario{Name: "topic-no-matching-subscription", Seed: "topics: a message no rule matches is not delivered anywhere", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic", nil, Sub{Name: "none", Rules: []admin.RuleProperties{rule("never", &admin.FalseFilter{}, nil)}})
+			tp := t.Topic("cf-topic-none")
 			t.Send(tp, Text("x"))
 			t.ReceiveNone(t.Receiver(tp, "none", nil), 2*time.Second, "a false filter matches nothing")
 		}},
 		Scenario{Name: "topic-subscription-deadletter", Seed: "002 a subscription has its own dead-letter subqueue", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic", nil, Sub{Name: "a"})
+			tp := t.Topic("cf-topic")
 			r := t.Receiver(tp, "a", nil)
 			t.Send(tp, Text("x"))
 			t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], &azservicebus.DeadLetterOptions{Reason: to.Ptr("r")}), "dead-letter")
@@ -82,8 +74,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "topic-ttl-smaller-applies", Seed: "003 if the topic's TTL is smaller than the subscription's, the topic TTL applies", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic-ttl", &admin.TopicProperties{DefaultMessageTimeToLive: to.Ptr("PT5M")},
-				Sub{Name: "long", Props: &admin.SubscriptionProperties{DefaultMessageTimeToLive: to.Ptr("PT1H")}})
+			tp := t.Topic("cf-topic-ttl")
 			t.Send(tp, Text("x"))
 			m := t.ReceiveN(t.Receiver(tp, "long", nil), 1, 10*time.Second)[0]
 			if m.ExpiresAt == nil || m.ExpiresAt.Sub(*m.EnqueuedTime) != 5*time.Minute {
@@ -94,7 +85,7 @@ func init() {
 			if t.target.Predeclared {
 				t.Skipf("needs management")
 			}
-			tp := t.Topic("cf-topic", nil, Sub{Name: "a"})
+			tp := t.Topic("cf-topic")
 			_, err := t.target.admin.CreateRule(t.ctx, tp, "a", &admin.CreateRuleOptions{Name: to.Ptr("vip"), Filter: &admin.SQLFilter{Expression: "vip = true"}})
 			t.must(err, "create rule")
 			_, err = t.target.admin.CreateRule(t.ctx, tp, "a", &admin.CreateRuleOptions{Name: to.Ptr("vip"), Filter: &admin.TrueFilter{}})
@@ -117,20 +108,14 @@ func init() {
 			t.must(err, "delete rule")
 		}},
 		Scenario{Name: "forward-to-queue", Seed: "forwarding: ForwardTo moves messages to the target entity", Protocol: AMQP, Run: func(t *T) {
-			if t.target.Predeclared {
-				t.Skipf("needs management")
-			}
-			target := t.Queue("cf-fwd-target", nil)
-			src := t.Queue("cf-fwd-source", &admin.QueueProperties{ForwardTo: to.Ptr(target)})
+			target := t.Queue("cf-fwd-target")
+			src := t.Queue("cf-fwd-source")
 			t.Send(src, Text("moved"))
 			t.expectBodies(t.ReceiveN(t.Receiver(target, "", nil), 1, 10*time.Second), "moved")
 		}},
 		Scenario{Name: "forward-dead-letters", Seed: "forwarding: ForwardDeadLetteredMessagesTo sends dead letters to the target", Protocol: AMQP, Run: func(t *T) {
-			if t.target.Predeclared {
-				t.Skipf("needs management")
-			}
-			target := t.Queue("cf-fwd-target", nil)
-			src := t.Queue("cf-fwd-dlq-source", &admin.QueueProperties{ForwardDeadLetteredMessagesTo: to.Ptr(target)})
+			target := t.Queue("cf-fwd-target")
+			src := t.Queue("cf-fwd-dlq-source")
 			t.Send(src, Text("dead"))
 			r := t.Receiver(src, "", nil)
 			t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], &azservicebus.DeadLetterOptions{Reason: to.Ptr("why")}), "dead-letter")

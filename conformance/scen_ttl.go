@@ -5,7 +5,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
-	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
 )
 
 // Expiry, scheduling, duplicate detection and peek: seed 003 and 002.
@@ -13,7 +12,7 @@ import (
 func init() {
 	register(
 		Scenario{Name: "ttl-expired-not-delivered", Seed: "003 after expires-at-utc the message is no longer eligible for retrieval", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, &azservicebus.Message{Body: []byte("short"), TimeToLive: to.Ptr(time.Second)}, Text("long"))
 			wait(t, 2*time.Second)
 			r := t.Receiver(q, "", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
@@ -21,7 +20,7 @@ func init() {
 			t.ReceiveNone(r, time.Second, "the expired message must not be delivered")
 		}},
 		Scenario{Name: "ttl-expires-at-stamped", Seed: "003 expires-at-utc = enqueued-time-utc + time-to-live", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(90 * time.Second)})
 			m := t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)[0]
 			if m.ExpiresAt == nil || m.EnqueuedTime == nil || m.ExpiresAt.Sub(*m.EnqueuedTime) != 90*time.Second {
@@ -29,7 +28,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "ttl-entity-default-caps", Seed: "003 the entity default TTL caps a longer message TTL", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-ttl5m", &admin.QueueProperties{DefaultMessageTimeToLive: to.Ptr("PT5M")})
+			q := t.Queue("cf-ttl5m")
 			t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(time.Hour)}, Text("default"))
 			for _, m := range t.ReceiveN(t.Receiver(q, "", nil), 2, 10*time.Second) {
 				if m.ExpiresAt == nil || m.ExpiresAt.Sub(*m.EnqueuedTime) != 5*time.Minute {
@@ -38,7 +37,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "ttl-deadletter-on-expiration", Seed: "003 expired messages move to the DLQ when DeadLetteringOnMessageExpiration is set", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-dlq-expiry", &admin.QueueProperties{DeadLetteringOnMessageExpiration: to.Ptr(true)})
+			q := t.Queue("cf-dlq-expiry")
 			t.Send(q, &azservicebus.Message{Body: []byte("late"), TimeToLive: to.Ptr(time.Second)})
 			wait(t, 2*time.Second)
 			// Service Bus expires messages when a receiver looks.
@@ -49,7 +48,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "ttl-no-expiry-under-lock", Seed: "003 expiration doesn't affect messages that are currently locked", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(2 * time.Second)})
 			r := t.Receiver(q, "", nil)
 			m := t.ReceiveN(r, 1, 10*time.Second)[0]
@@ -57,7 +56,7 @@ func init() {
 			t.must(r.CompleteMessage(t.ctx, m, nil), "completing an expired message under lock")
 		}},
 		Scenario{Name: "ttl-expiry-when-lock-abandoned", Seed: "003 if the lock expires or the message is abandoned, the expiration takes effect immediately", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-dlq-expiry", &admin.QueueProperties{DeadLetteringOnMessageExpiration: to.Ptr(true)})
+			q := t.Queue("cf-dlq-expiry")
 			t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(2 * time.Second)})
 			r := t.Receiver(q, "", nil)
 			m := t.ReceiveN(r, 1, 10*time.Second)[0]
@@ -67,7 +66,7 @@ func init() {
 			t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)
 		}},
 		Scenario{Name: "scheduled-invisible-until-time", Seed: "003 scheduled messages materialize at their enqueue time", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			at := time.Now().Add(4 * time.Second)
 			seqs, err := t.Sender(q).ScheduleMessages(t.ctx, []*azservicebus.Message{Text("s")}, at, nil)
 			t.must(err, "schedule")
@@ -85,7 +84,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "scheduled-cancel", Seed: "002 a scheduled message can be cancelled by sequence number", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			s := t.Sender(q)
 			seqs, err := s.ScheduleMessages(t.ctx, []*azservicebus.Message{Text("never")}, time.Now().Add(3*time.Second), nil)
 			t.must(err, "schedule")
@@ -93,7 +92,7 @@ func init() {
 			t.ReceiveNone(t.Receiver(q, "", nil), 5*time.Second, "a cancelled message must never arrive")
 		}},
 		Scenario{Name: "scheduled-ttl-from-enqueue", Seed: "003 for scheduled messages expiry = scheduled enqueue time + TTL", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			at := time.Now().Add(2 * time.Second).Truncate(time.Second)
 			_, err := t.Sender(q).ScheduleMessages(t.ctx, []*azservicebus.Message{{Body: []byte("x"), TimeToLive: to.Ptr(time.Minute)}}, at, nil)
 			t.must(err, "schedule")
@@ -103,7 +102,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "peek-does-not-lock", Seed: "002 peek browses without locking", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("p"))
 			r := t.Receiver(q, "", nil)
 			peeked, err := r.PeekMessages(t.ctx, 10, nil)
@@ -117,7 +116,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "peek-from-sequence-number", Seed: "002 peek starts at a given sequence number", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			t.Send(q, Text("1"), Text("2"), Text("3"))
 			r := t.Receiver(q, "", nil)
 			all, err := r.PeekMessages(t.ctx, 10, nil)
@@ -131,7 +130,7 @@ func init() {
 			t.expectBodies(rest, "2", "3")
 		}},
 		Scenario{Name: "peek-shows-states", Seed: "002 peek returns deferred and scheduled messages with their state", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic", nil)
+			q := t.Queue("cf-basic")
 			s := t.Sender(q)
 			t.must(s.SendMessage(t.ctx, Text("d"), nil), "send")
 			_, err := s.ScheduleMessages(t.ctx, []*azservicebus.Message{Text("s")}, time.Now().Add(time.Hour), nil)
@@ -149,7 +148,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "duplicate-detection-drops", Seed: "002 a MessageId seen within the window is accepted and dropped", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-dedup", &admin.QueueProperties{RequiresDuplicateDetection: to.Ptr(true), DuplicateDetectionHistoryTimeWindow: to.Ptr("PT1M")})
+			q := t.Queue("cf-dedup")
 			m := func(b string) *azservicebus.Message {
 				return &azservicebus.Message{Body: []byte(b), MessageID: to.Ptr("same-id")}
 			}

@@ -37,7 +37,9 @@ type Scenario struct {
 	Protocol Protocol //
 	// Detects lists the faults this scenario must catch (see ProveFailure).
 	Detects []Fault
-	Run     func(t *T)
+	// Budget overrides the run's per-scenario time limit when larger.
+	Budget time.Duration
+	Run    func(t *T)
 }
 
 var (
@@ -80,6 +82,9 @@ type T struct {
 	skipped  bool
 	detail   []string
 	cleanups []func()
+	slow     bool              // Options.Slow
+	names    map[string]string // profile → entity created for it
+	used     []string          // profiles asked for, in order
 }
 
 type stopScenario struct{}
@@ -89,6 +94,17 @@ func (t *T) Context() context.Context { return t.ctx }
 
 // Target is the endpoint under test.
 func (t *T) Target() *Target { return t.target }
+
+// Slow reports whether scenarios that take minutes may run (--slow).
+func (t *T) Slow() bool { return t.slow }
+
+// live stops the scenario in the recording pass, before it touches the
+// network: by then it has asked for all its entities.
+func (t *T) live() {
+	if t.target.recording {
+		t.Skipf("recording")
+	}
+}
 
 // Errorf records a failure and continues.
 func (t *T) Errorf(format string, args ...any) {
@@ -144,10 +160,19 @@ type Result struct {
 }
 
 // runOne executes s with a time budget and returns its result.
-func runOne(ctx context.Context, target *Target, s Scenario, budget time.Duration) (res Result) {
+func runOne(ctx context.Context, target *Target, s Scenario, budget time.Duration, slow bool) (res Result) {
+	res, _ = runScenario(ctx, target, s, budget, slow)
+	return res
+}
+
+// runScenario executes s and also returns the profiles it asked for.
+func runScenario(ctx context.Context, target *Target, s Scenario, budget time.Duration, slow bool) (res Result, used []string) {
+	if s.Budget > budget {
+		budget = s.Budget
+	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	t := &T{ctx: ctx, target: target, name: s.Name}
+	t := &T{ctx: ctx, target: target, name: s.Name, slow: slow, names: map[string]string{}}
 	start := time.Now()
 	res = Result{Name: s.Name, Seed: s.Seed, Protocol: s.Protocol}
 	func() {
@@ -179,5 +204,5 @@ func runOne(ctx context.Context, target *Target, s Scenario, budget time.Duratio
 	if ctx.Err() != nil && res.Status == Failed {
 		res.Detail += " (scenario time budget exhausted)"
 	}
-	return res
+	return res, t.used
 }

@@ -10,6 +10,7 @@ import (
 
 // Sender opens an SDK sender on a queue or topic, closed at the end.
 func (t *T) Sender(entity string) *azservicebus.Sender {
+	t.live()
 	s, err := t.target.sb.NewSender(entity, nil)
 	t.must(err, "sender for %s", entity)
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
@@ -18,6 +19,7 @@ func (t *T) Sender(entity string) *azservicebus.Sender {
 
 // Receiver opens an SDK receiver on a queue (sub == "") or subscription.
 func (t *T) Receiver(entity, sub string, opts *azservicebus.ReceiverOptions) *azservicebus.Receiver {
+	t.live()
 	var r *azservicebus.Receiver
 	var err error
 	if sub == "" {

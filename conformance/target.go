@@ -38,6 +38,7 @@ type Target struct {
 	// are skipped otherwise.
 	CrossProtocolLocks bool
 
+	recording bool // the no-network pass that notes the profiles scenarios use
 	cs       sas.ConnectionString
 	sb       *azservicebus.Client
 	admin    *admin.Client
@@ -123,6 +124,13 @@ type RESTResponse struct {
 // REST performs an authorised request against the REST endpoint. path is
 // relative to the namespace ("q1/messages/head?timeout=5").
 func (t *T) REST(method, path string, body []byte, header http.Header) *RESTResponse {
+	entity, _, _ := strings.Cut(path, "?")
+	return t.RESTAuth(method, path, body, header, t.target.token(entity))
+}
+
+// RESTAuth is [T.REST] with the Authorization header given ("" sends none).
+func (t *T) RESTAuth(method, path string, body []byte, header http.Header, auth string) *RESTResponse {
+	t.live()
 	tg := t.target
 	if tg.restBase == nil {
 		t.Skipf("no HTTP endpoint given (--http)")
@@ -139,9 +147,8 @@ func (t *T) REST(method, path string, body []byte, header http.Header) *RESTResp
 			req.Header.Add(k, v)
 		}
 	}
-	if req.Header.Get("Authorization") == "" {
-		entity, _, _ := strings.Cut(path, "?")
-		req.Header.Set("Authorization", tg.token(entity))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	resp, err := tg.httpc.Do(req)
 	t.must(err, "%s %s", method, path)

@@ -30,10 +30,11 @@ func runConformance(args []string) error {
 	insecure := fs.Bool("insecure", false, "accept any TLS certificate on the HTTP endpoint")
 	cross := fs.Bool("cross-protocol", false, "the endpoint shares lock tokens between AMQP and REST (implied for in-process omnibus)")
 	prove := fs.Bool("prove-failure", false, "run against a deliberately broken in-process omnibus and require the matching scenarios to fail")
+	slow := fs.Bool("slow", false, "also run scenarios that take minutes (AutoDeleteOnIdle deletion)")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
-	opts := conformance.Options{Parallel: *parallel}
+	opts := conformance.Options{Parallel: *parallel, Slow: *slow}
 	if *only != "" {
 		re, err := regexp.Compile(*only)
 		if err != nil {
