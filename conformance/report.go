@@ -66,13 +66,16 @@ func (r *Report) writeMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| scenario | seed | protocol | result | time | detail |\n|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", res.Name, res.Seed, res.Protocol, res.Status,
-			res.Duration.Round(10*time.Millisecond), strings.ReplaceAll(oneLine(res.Detail, 300), "|", "\\|"))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", mdCell(res.Name), mdCell(res.Seed), res.Protocol, res.Status,
+			res.Duration.Round(10*time.Millisecond), mdCell(oneLine(res.Detail, 300)))
 	}
 	fmt.Fprintf(&b, "\n%s\n", r.Summary())
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// mdCell escapes the pipes of a markdown table cell.
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")

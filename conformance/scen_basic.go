@@ -126,7 +126,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "unknown-entity-not-found", Seed: "amqp.md §3.3 attach to a missing entity fails with amqp:not-found", Protocol: AMQP, Run: func(t *T) {
-			err := t.Sender("cf-missing-" + suffix()).SendMessage(t.ctx, Text("x"), nil)
+			err := t.Sender("cf-missing-"+suffix()).SendMessage(t.ctx, Text("x"), nil)
 			if err == nil {
 				t.Fatalf("send to a missing queue succeeded")
 			}

@@ -39,11 +39,11 @@ type Target struct {
 	CrossProtocolLocks bool
 
 	recording bool // the no-network pass that notes the profiles scenarios use
-	cs       sas.ConnectionString
-	sb       *azservicebus.Client
-	admin    *admin.Client
-	httpc    *http.Client
-	restBase *url.URL
+	cs        sas.ConnectionString
+	sb        *azservicebus.Client
+	admin     *admin.Client
+	httpc     *http.Client
+	restBase  *url.URL
 }
 
 // open parses the connection string and creates the clients.
