@@ -29,6 +29,15 @@ func TestHandleLimits(t *testing.T) {
 		t.Fatalf("got %+v, want end with handle-in-use", e)
 	}
 
+	// Frames after our end are ignored until the client's end, after
+	// which the channel can be reused.
+	p.writeFrame(0, senderAttach("q"))
+	p.writeFrame(0, &frames.End{})
+	p.writeFrame(0, beginFrame())
+	if _, ok := p.readFrame().(*frames.Begin); !ok {
+		t.Fatal("channel 0 not reusable after the end handshake")
+	}
+
 	p.writeFrame(1, beginFrame())
 	p.readFrame()
 	a := senderAttach("q")

@@ -25,8 +25,9 @@ type session struct {
 	nextDeliveryID       uint32
 	queued               []*frames.Transfer // waiting for the peer's window, in order
 
-	links map[uint32]*link // by the peer's handle; our handle is the same number
-	acks  [2][]uint32      // accepted deliveries to acknowledge at the next flush, by role (see queueAck)
+	ending bool             // we sent end; waiting for the peer's
+	links  map[uint32]*link // by the peer's handle; our handle is the same number
+	acks   [2][]uint32      // accepted deliveries to acknowledge at the next flush, by role (see queueAck)
 	// unsettled holds deliveries sent in peek-lock mode, by delivery-id,
 	// until the client settles them.
 	unsettled map[uint32]*outDelivery
@@ -71,6 +72,14 @@ func (c *conn) handleBegin(ch uint16, b *frames.Begin) error {
 
 // handle dispatches a frame received on the session's channel.
 func (s *session) handle(body frames.Body) error {
+	if s.ending {
+		// We ended the session; frames already in flight are dropped
+		// until the peer's end frees the channel.
+		if _, ok := body.(*frames.End); ok {
+			s.forget()
+		}
+		return nil
+	}
 	switch b := body.(type) {
 	case *frames.Attach:
 		return s.handleAttach(b)
@@ -84,18 +93,26 @@ func (s *session) handle(body frames.Body) error {
 	case *frames.Detach:
 		return s.handleDetach(b)
 	case *frames.End:
-		s.end(nil)
+		s.release()
+		s.forget()
+		s.c.write(s.ch, &frames.End{})
 		return nil
 	}
 	return closeWith(frames.CondNotAllowed, "unexpected %T on a session", body)
 }
 
-// end releases the session and answers (or sends) end with e.
+// end ends the session from our side with e: its links are released and
+// the channel stays reserved until the peer answers with its own end.
 func (s *session) end(e *frames.Error) {
 	s.release()
+	s.ending = true
+	s.c.write(s.ch, &frames.End{Error: e})
+}
+
+// forget frees the session's channel.
+func (s *session) forget() {
 	delete(s.c.sessions, s.remoteCh)
 	delete(s.c.local, s.ch)
-	s.c.write(s.ch, &frames.End{Error: e})
 }
 
 // release stops every link of the session.
@@ -107,8 +124,9 @@ func (s *session) release() {
 	s.unsettled = map[uint32]*outDelivery{}
 }
 
-// live reports whether s is still the session on its channel.
-func (s *session) live() bool { return s.c.local[s.ch] == s }
+// live reports whether s is still the session on its channel and not
+// ending.
+func (s *session) live() bool { return s.c.local[s.ch] == s && !s.ending }
 
 // handleFlow applies a session flow and, if it names a link, a link flow.
 func (s *session) handleFlow(f *frames.Flow) error {
