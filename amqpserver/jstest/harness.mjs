@@ -222,15 +222,16 @@ async function freePort() {
   return port;
 }
 
-/** Every broker this process started, so an exit handler can kill them. */
-const running = new Set();
+/** Every broker this process started (child → its temp dir), so an exit handler can kill them. */
+const running = new Map();
 process.on("exit", () => {
-  for (const child of running) {
+  for (const [child, dir] of running) {
     try {
       process.kill(child.pid, "SIGKILL");
     } catch {
       // already gone
     }
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 for (const sig of ["SIGINT", "SIGTERM"]) {
@@ -324,7 +325,7 @@ export async function startOmnibus({ config = CONFIG } = {}) {
     "--key", KEY,
   ];
   const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir });
-  running.add(child);
+  running.set(child, dir);
   const ob = new Omnibus(child, amqpPort, httpPort, dir);
   const echo = process.env.OMNIBUS_JSTEST_LOG === "1";
 
