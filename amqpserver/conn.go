@@ -271,6 +271,11 @@ func (c *conn) handleFrame(fr frames.Frame) error {
 	case *frames.Open:
 		return closeWith(frames.CondNotAllowed, "open received twice")
 	case *frames.Close:
+		// Release session locks before answering, so that a client that
+		// waits for our close may accept the same sessions elsewhere.
+		for _, s := range c.local {
+			s.release()
+		}
 		if !c.closing {
 			c.write(0, &frames.Close{})
 		}

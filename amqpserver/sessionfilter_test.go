@@ -111,3 +111,19 @@ func TestSettleAfterSessionLockExpiry(t *testing.T) {
 		t.Fatalf("accept after the session lock expired: %v, want session-lock-lost", err)
 	}
 }
+
+func TestSessionReleasedWhenConnectionCloses(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true})
+	ts.MustSend(t, "sq", &core.Message{SessionID: "s1", Body: []byte("one")})
+	c := ts.dial(t)
+	if _, err := sessionReceiver(t, mustSession(t, c), "sq", "s1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sessionReceiver(t, ts.session(t), "sq", "s1", 0); err != nil {
+		t.Fatalf("accept s1 after the holding connection closed: %v", err)
+	}
+}
