@@ -193,3 +193,38 @@ func TestDrainDeliversAvailable(t *testing.T) {
 		}
 	}
 }
+
+// TestOutgoingWindow holds transfers while the client's session incoming
+// window is closed and sends them when a flow reopens it.
+func TestOutgoingWindow(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustSend(t, "q", coretest.Text("a"), coretest.Text("b"), coretest.Text("c"))
+	p := ts.rawDial(t)
+	p.open()
+	p.writeFrame(0, &frames.Begin{IncomingWindow: 1, OutgoingWindow: 100})
+	p.readFrame()
+	first := frames.ReceiverSettleModeFirst
+	p.writeFrame(0, &frames.Attach{Name: "r", Handle: 0, Role: frames.RoleReceiver,
+		RcvSettleMode: &first, Source: &frames.Source{Address: "q"}, Target: &frames.Target{}})
+	p.readFrame()
+	zero, three, h := uint32(0), uint32(3), uint32(0)
+	p.writeFrame(0, &frames.Flow{NextIncomingID: &zero, IncomingWindow: 1, OutgoingWindow: 100,
+		Handle: &h, DeliveryCount: &zero, LinkCredit: &three})
+	if _, ok := p.readFrame().(*frames.Transfer); !ok {
+		t.Fatal("first transfer not sent")
+	}
+	// With the window closed, an echo request is answered before any
+	// further transfer.
+	one := uint32(1)
+	p.writeFrame(0, &frames.Flow{NextIncomingID: &one, IncomingWindow: 0, OutgoingWindow: 100, Echo: true})
+	if f, ok := p.readFrame().(*frames.Flow); !ok {
+		t.Fatalf("got %T while the window was closed, want the echoed flow", f)
+	}
+	// Reopen the window: the other two follow.
+	p.writeFrame(0, &frames.Flow{NextIncomingID: &one, IncomingWindow: 10, OutgoingWindow: 100})
+	for i := range 2 {
+		if _, ok := p.readFrame().(*frames.Transfer); !ok {
+			t.Fatalf("transfer %d not sent after the window reopened", i+2)
+		}
+	}
+}
