@@ -5,7 +5,7 @@
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { httpGatewayUp } from "./harness.mjs";
-import { adminClient, opts, receiveN, useBroker } from "./lib.mjs";
+import { GAPS, adminClient, opts, receiveN, useBroker } from "./lib.mjs";
 
 const env = useBroker();
 let admin;
@@ -131,12 +131,12 @@ test("topics, subscriptions and rules over HTTP, used over AMQP", opts(), async 
 
   await admin.deleteRule("admin-topic", "tagged", "$Default");
   await admin.createRule("admin-topic", "tagged", "corr", { correlationId: "c-1", applicationProperties: { k: "v" } },
-    { sqlExpression: "SET seen = 'admin'" });
+    { sqlExpression: "SET seen = 1" });
   const rule = await admin.getRule("admin-topic", "tagged", "corr");
   assert.equal(rule.name, "corr");
   assert.equal(rule.filter.correlationId, "c-1");
   assert.deepEqual(rule.filter.applicationProperties, { k: "v" });
-  assert.equal(rule.action.sqlExpression, "SET seen = 'admin'");
+  assert.equal(rule.action.sqlExpression, "SET seen = 1");
   const cheapRules = await collect(admin.listRules("admin-topic", "cheap"));
   assert.deepEqual(cheapRules.map((r) => r.name), ["cheap-only"]);
   assert.equal(cheapRules[0].filter.sqlExpression, "price < 10");
@@ -154,7 +154,7 @@ test("topics, subscriptions and rules over HTTP, used over AMQP", opts(), async 
   const [t] = await receiveN(tagged, 1);
   assert.ok(t);
   assert.equal(t.body, "corr");
-  assert.equal(t.applicationProperties.seen, "admin");
+  assert.equal(t.applicationProperties.seen, 1);
 
   const srt = await admin.getSubscriptionRuntimeProperties("admin-topic", "cheap");
   assert.equal(srt.activeMessageCount, 0);
@@ -168,6 +168,20 @@ test("topics, subscriptions and rules over HTTP, used over AMQP", opts(), async 
   assert.equal(await admin.subscriptionExists("admin-topic", "cheap"), false);
   await admin.deleteTopic("admin-topic");
   assert.equal(await admin.topicExists("admin-topic"), false);
+});
+
+test("rule SQL with quotes reads back unchanged", opts(GAPS.atomApostrophe), async () => {
+  await admin.createTopic("admin-quotes");
+  await admin.createSubscription("admin-quotes", "q");
+  const sql = `color = 'red' AND name <> "x"`;
+  await admin.createRule("admin-quotes", "q", "quoted", { sqlExpression: sql }, { sqlExpression: "SET seen = 'yes'" });
+  try {
+    const rule = await admin.getRule("admin-quotes", "q", "quoted");
+    assert.equal(rule.filter.sqlExpression, sql);
+    assert.equal(rule.action.sqlExpression, "SET seen = 'yes'");
+  } finally {
+    await admin.deleteTopic("admin-quotes");
+  }
 });
 
 test("a session queue created over HTTP accepts sessions over AMQP", opts(), async () => {

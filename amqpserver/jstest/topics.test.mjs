@@ -4,7 +4,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { opts, receiveN, receiveNone, useBroker } from "./lib.mjs";
+import { GAPS, opts, receiveN, receiveNone, useBroker } from "./lib.mjs";
 
 const env = useBroker();
 
@@ -127,13 +127,18 @@ test("rule manager errors: duplicate name and unknown rule", opts(), async () =>
     assert.equal(err.code, "MessagingEntityAlreadyExists", `${err.code}: ${err.message}`);
     return true;
   });
+  await assert.rejects(rm.deleteRule("no-such-rule"), "deleting a missing rule fails (code: see the next test)");
+  await assert.rejects(rm.createRule("broken", { sqlExpression: "a = = 1" }), "an unparsable SQL filter is refused");
+  const names = (await listAll(rm)).map((r) => r.name).sort();
+  assert.deepEqual(names, ["$Default", "dup"]);
+});
+
+test("deleting a missing rule fails with MessagingEntityNotFound", opts(GAPS.removeRuleNotFound), async () => {
+  const rm = env.client.createRuleManager("events", "duplicate-rules");
   await assert.rejects(rm.deleteRule("no-such-rule"), (err) => {
     assert.equal(err.code, "MessagingEntityNotFound", `${err.code}: ${err.message}`);
     return true;
   });
-  await assert.rejects(rm.createRule("broken", { sqlExpression: "a = = 1" }), "an unparsable SQL filter is refused");
-  const names = (await listAll(rm)).map((r) => r.name).sort();
-  assert.deepEqual(names, ["$Default", "dup"]);
 });
 
 test("peekLock on a subscription, abandon and dead-letter there", opts(), async () => {
