@@ -80,7 +80,8 @@ func TestMgmtRemoveRule(t *testing.T) {
 	h.call(t, subPath, opRemoveRule, encoding.Map{{Key: "rule-name", Value: "$default"}}).mustOK(t)
 	r := h.call(t, subPath, opRemoveRule, encoding.Map{{Key: "rule-name", Value: "$Default"}})
 	r.mustFail(t, 404, frames.CondNotFound)
-	if d, _ := r.ApplicationProperties.GetString("statusDescription"); !cmp.Equal(d, "The rule '$Default' could not be found on '"+subPath+"'.") {
+	if d, _ := r.ApplicationProperties.GetString("statusDescription"); !cmp.Equal(d, "The messaging entity '"+subPath+"/Rules/$Default' could not be found.") {
+		// The JS SDK maps not-found to MessagingEntityNotFound only for this wording.
 		t.Errorf("statusDescription = %q", d)
 	}
 }

@@ -63,11 +63,7 @@ func (b *Broker) Peek(ctx context.Context, path string, opts PeekOptions) ([]*Me
 		m.DeliveryCount = h.st.deliveryCount
 		m.State = h.st.state
 		m.ExpiresAt = nanosToTime(h.st.expiresAt)
-		if m.ExpiresAt.After(m.EnqueuedTime) && !m.EnqueuedTime.IsZero() {
-			// The TTL in force: capped by the entity (and, on a subscription,
-			// the smaller of topic and subscription defaults).
-			m.TimeToLive = m.ExpiresAt.Sub(m.EnqueuedTime)
-		}
+		reportTTL(m)
 		if h.st.scheduledAt != 0 {
 			m.ScheduledEnqueueTime = nanosToTime(h.st.scheduledAt)
 		}

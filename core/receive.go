@@ -265,11 +265,7 @@ func (q *queue) message(t *taken) (*Message, error) {
 		m.State = StateActive
 	}
 	m.ExpiresAt = nanosToTime(t.st.expiresAt)
-	if m.ExpiresAt.After(m.EnqueuedTime) && !m.EnqueuedTime.IsZero() {
-		// The TTL in force: capped by the entity (and, on a subscription,
-		// the smaller of topic and subscription defaults).
-		m.TimeToLive = m.ExpiresAt.Sub(m.EnqueuedTime)
-	}
+	reportTTL(m)
 	m.LockToken = t.lock
 	m.LockedUntil = nanosToTime(t.lockedUntil)
 	return m, nil
@@ -347,4 +343,17 @@ func (q *queue) close() {
 		close(w.ch)
 	}
 	q.mu.waiters = nil
+}
+
+// reportTTL makes a delivered message's TimeToLive the one in force. The
+// sender's TTL, already capped by the entity at send, stays exactly as
+// sent; only a subscription copy whose own default is smaller than the
+// topic's reports that smaller TTL.
+func reportTTL(m *Message) {
+	if m.ExpiresAt.IsZero() || m.EnqueuedTime.IsZero() {
+		return
+	}
+	if ttl := m.ExpiresAt.Sub(m.EnqueuedTime); ttl > 0 && (m.TimeToLive <= 0 || ttl < m.TimeToLive) {
+		m.TimeToLive = ttl
+	}
 }

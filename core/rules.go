@@ -67,7 +67,7 @@ func (b *Broker) RemoveRule(ctx context.Context, path, name string) error {
 			return nil
 		}
 	}
-	return errf(CodeRuleNotFound, "The rule '%s' could not be found on '%s'.", name, path)
+	return errf(CodeRuleNotFound, "The messaging entity '%s/Rules/%s' could not be found.", path, name)
 }
 
 // ListRules returns the subscription's rules in creation order.

@@ -3,6 +3,7 @@ package core_test
 import (
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -496,7 +497,9 @@ func (r *scriptRunner) messages(msgs []*core.Message) string {
 		if m.SessionID != "" {
 			s += " sid=" + m.SessionID
 		}
-		if id := m.MessageIDString(); id != "" {
+		if id := m.MessageIDString(); generatedID.MatchString(id) {
+			s += " id=<generated>"
+		} else if id != "" {
 			s += " id=" + id
 		}
 		if m.Subject != "" {
@@ -586,3 +589,6 @@ func formatRule(x core.Rule) string {
 	}
 	return s
 }
+
+// generatedID matches the ids the broker gives messages sent without one.
+var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/hex"
 	"sync"
 	"time"
 
@@ -184,6 +185,12 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 	m.EnqueuedTime = time.Unix(0, now).UTC()
 	m.State = StateActive
 	m.DeliveryCount = 0
+	if m.MessageID == nil || m.MessageID == "" {
+		// Service Bus gives every message an id; clients (the JS SDK's
+		// lock renewal among them) rely on one being there.
+		id := NewUUID()
+		m.MessageID = hex.EncodeToString(id[:])
+	}
 	base := now
 	if !m.ScheduledEnqueueTime.IsZero() && m.ScheduledEnqueueTime.UnixNano() > now {
 		m.State = StateScheduled

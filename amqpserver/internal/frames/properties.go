@@ -34,7 +34,9 @@ func (h *MessageHeader) marshal(w *buffer.Buffer) {
 	}
 	f.uintDefault(h.TTL, 0)
 	f.flag(h.FirstAcquirer)
-	f.uintDefault(h.DeliveryCount, 0)
+	// Always explicit: rhea (the JS SDK) reads an absent delivery-count
+	// as undefined rather than the default 0.
+	f.uint(h.DeliveryCount)
 	f.end()
 }
 

@@ -2,9 +2,9 @@ package atom
 
 import (
 	"bufio"
-	"encoding/xml"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -33,11 +33,27 @@ func (x *writer) raw(s string) {
 	}
 }
 
+// escaped writes s as XML character data: only &, < and > are escaped.
+// Quotes stay literal (valid in text): xml.EscapeText writes them as
+// numeric entities, which the JS SDK's XML parser leaves undecoded, so a
+// SQL filter color = 'red' came back as color = &#39;red&#39;.
 func (x *writer) escaped(s string) {
 	if x.err == nil {
-		x.err = xml.EscapeText(x.w, []byte(s))
+		_, x.err = textEscaper.WriteString(x.w, s)
 	}
 }
+
+// attr writes s as a double-quoted attribute value.
+func (x *writer) attr(s string) {
+	if x.err == nil {
+		_, x.err = attrEscaper.WriteString(x.w, s)
+	}
+}
+
+var (
+	textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "\r", "&#xD;")
+	attrEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "\r", "&#xD;", "\n", "&#xA;", "\t", "&#x9;")
+)
 
 // open writes a start tag; attrs are name, value pairs.
 func (x *writer) open(name string, attrs ...string) {
@@ -55,7 +71,7 @@ func (x *writer) startTag(name string, attrs []string) {
 	x.raw("<" + name)
 	for i := 0; i+1 < len(attrs); i += 2 {
 		x.raw(" " + attrs[i] + `="`)
-		x.escaped(attrs[i+1])
+		x.attr(attrs[i+1])
 		x.raw(`"`)
 	}
 }
