@@ -312,7 +312,7 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 			CorrelationID:      idToAMQP(m.CorrelationID),
 			ContentType:        encoding.Symbol(m.ContentType),
 			ContentEncoding:    encoding.Symbol(m.ContentEncoding),
-			AbsoluteExpiryTime: m.ExpiresAt,
+			AbsoluteExpiryTime: absoluteExpiry(m),
 			CreationTime:       m.CreationTime,
 			GroupID:            m.SessionID,
 			ReplyToGroupID:     m.ReplyToSessionID,
@@ -343,6 +343,21 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 		return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
 	}
 	return w.Bytes(), nil
+}
+
+// absoluteExpiry is the delivered absolute-expiry-time. The JS SDK
+// derives a received message's timeToLive as absolute-expiry-time minus
+// creation-time, so when the sender set a creation time (JS always does)
+// the expiry is written relative to it and the TTL reads back exactly as
+// sent; otherwise it is the broker's ExpiresAt.
+func absoluteExpiry(m *core.Message) time.Time {
+	if m.ExpiresAt.IsZero() {
+		return time.Time{}
+	}
+	if !m.CreationTime.IsZero() && m.TimeToLive > 0 {
+		return m.CreationTime.Add(m.TimeToLive)
+	}
+	return m.ExpiresAt
 }
 
 // ttlMillis is the header ttl: the sender's time to live, else the

@@ -125,24 +125,9 @@ export async function rejectsWithCode(assert, p, code) {
  * Broker gaps these tests found, each the `todo` reason of the test that
  * documents the contract. Delete an entry (and its todo) once it passes.
  */
-export const GAPS = {
-  deliveryCount:
-    "amqpserver omits header delivery-count when it is 0 (frames/properties.go uintDefault); rhea then leaves " +
-    "delivery_count undefined, so JS deliveryCount is undefined instead of 0 on a first delivery or a peek",
-  ttl:
-    "header.ttl on delivery is recomputed as ExpiresAt - EnqueuedTime (core/receive.go), e.g. 90101 for a " +
-    "90000 ms timeToLive; the sender's ttl should come back unchanged",
-  messageId:
-    "the broker assigns no message-id to a message sent without one; Service Bus assigns a GUID, and the JS " +
-    "auto lock renewer (on by default) throws 'Failed to stop auto lock renewal - no message ID' on settle",
-  removeRuleNotFound:
-    "remove-rule of a missing rule answers 404 amqp:not-found \"The rule '...' could not be found on '...'\"; " +
-    "JS maps amqp:not-found to MessagingEntityNotFound only for /The messaging entity .* could not be found/, " +
-    "so users get ServiceCommunicationProblem",
-  atomApostrophe:
-    "httpgw's ATOM writer escapes ' and \" as &#39; and &#34; (Go xml.EscapeText, httpgw/internal/atom/writer.go); " +
-    "the JS XML parser decodes only the named entities, so SQL filters and actions with quotes read back mangled",
-};
+// GAPS lists known broker gaps, each a reason passed to opts() to mark a
+// test as todo. Empty: every test must pass.
+export const GAPS = {};
 
 /** Test options: a timeout, plus `todo` when reason is given. */
 export function opts(reason) {
