@@ -17,16 +17,16 @@ func TestSDKSenderSendMessageProperties(t *testing.T) {
 	ctx := sdkCtx(t)
 	ttl := 90 * time.Minute
 	sent := &azservicebus.Message{
-		Body:                 []byte("payload"),
-		MessageID:            ptr("mid-1"),
-		ContentType:          ptr("text/plain"),
-		CorrelationID:        ptr("corr"),
-		Subject:              ptr("subj"),
-		To:                   ptr("to-addr"),
-		ReplyTo:              ptr("reply-q"),
-		ReplyToSessionID:     ptr("reply-session"),
-		PartitionKey:         ptr("pk"),
-		TimeToLive:           &ttl,
+		Body:             []byte("payload"),
+		MessageID:        ptr("mid-1"),
+		ContentType:      ptr("text/plain"),
+		CorrelationID:    ptr("corr"),
+		Subject:          ptr("subj"),
+		To:               ptr("to-addr"),
+		ReplyTo:          ptr("reply-q"),
+		ReplyToSessionID: ptr("reply-session"),
+		PartitionKey:     ptr("pk"),
+		TimeToLive:       &ttl,
 		ApplicationProperties: map[string]any{
 			"string": "s", "bool": true, "int32": int32(-7), "int64": int64(1) << 40,
 			"uint8": uint8(200), "float64": 2.5, "bytes": []byte{1, 2},
