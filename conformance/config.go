@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
 )
@@ -29,7 +30,10 @@ func EmulatorConfig() ([]byte, error) {
 		Queues []entity
 		Topics []entity
 	}{Name: "sbemulatorns", Queues: []entity{}, Topics: []entity{}}
-	for _, p := range Profiles() {
+	// Forwarding queues go last: a forwarding target must exist first.
+	ps := Profiles()
+	sort.SliceStable(ps, func(i, j int) bool { return !forwards(ps[i]) && forwards(ps[j]) })
+	for _, p := range ps {
 		if p.CloudOnly != "" {
 			continue
 		}
@@ -64,6 +68,10 @@ func EmulatorConfig() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+func forwards(p Profile) bool {
+	return p.Queue != nil && (orDefault(p.Queue.ForwardTo, "") != "" || orDefault(p.Queue.ForwardDeadLetteredMessagesTo, "") != "")
 }
 
 func orDefault(p *string, def string) string {

@@ -7,9 +7,10 @@
 // Each [Scenario] names the seed document and the sentence it checks, the
 // protocol it uses, and a body that drives real clients — the official Go
 // SDK (azservicebus), go-amqp for wire-level details, net/http for REST —
-// through a [T]. Scenarios create and delete their own entities through
-// the management API, or, with [Target.Predeclared], use the entities of
-// the Config.json shipped beside this file.
+// through a [T]. Scenarios ask for entities by profile ([Profiles]): a
+// fresh entity created and deleted through the management API, or, with
+// [Target.Predeclared], the entity of the Config.json shipped beside this
+// file, which [EmulatorConfig] generates from the same profile table.
 //
 // [Run] executes a selection and returns a [Report] that formats as a
 // table (text or markdown) or JSON, closing with "N passed, N failed, N

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
 )
@@ -143,8 +144,16 @@ func (t *T) drain(entity, sub string, sessions bool) {
 			continue
 		}
 		r := t.Receiver(entity, sub, &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete, SubQueue: sq})
-		drainReceiver(t, r)
-		t.dropDeferred(r)
+		// Messages a previous scenario left locked come back when their
+		// (5 s) locks lapse: keep draining until peek shows none active.
+		for deadline := time.Now().Add(8 * time.Second); ; {
+			drainReceiver(t, r)
+			t.dropDeferred(r)
+			if !t.hasActive(r) || time.Now().After(deadline) {
+				break
+			}
+			wait(t, time.Second)
+		}
 		_ = r.Close(t.ctx)
 	}
 	if sub == "" && !sessions {
@@ -165,7 +174,7 @@ func drainReceiver(t *T, r messageReceiver) {
 
 // dropDeferred receives-and-deletes the deferred messages peek shows.
 func (t *T) dropDeferred(r *azservicebus.Receiver) {
-	peeked, err := r.PeekMessages(t.ctx, 250, nil)
+	peeked, err := r.PeekMessages(t.ctx, 250, &azservicebus.PeekMessagesOptions{FromSequenceNumber: to.Ptr[int64](0)})
 	if err != nil {
 		return
 	}
@@ -178,6 +187,20 @@ func (t *T) dropDeferred(r *azservicebus.Receiver) {
 	if len(seqs) > 0 {
 		_, _ = r.ReceiveDeferredMessages(t.ctx, seqs, nil)
 	}
+}
+
+// hasActive reports whether peek shows active (possibly locked) messages.
+func (t *T) hasActive(r *azservicebus.Receiver) bool {
+	peeked, err := r.PeekMessages(t.ctx, 250, &azservicebus.PeekMessagesOptions{FromSequenceNumber: to.Ptr[int64](0)})
+	if err != nil {
+		return false
+	}
+	for _, m := range peeked {
+		if m.State == azservicebus.MessageStateActive {
+			return true
+		}
+	}
+	return false
 }
 
 // cancelScheduled cancels the scheduled messages of a queue.

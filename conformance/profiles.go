@@ -48,7 +48,9 @@ func rule(name string, f admin.RuleFilter, a admin.RuleAction) admin.RulePropert
 // ForwardDeadLetteredMessagesTo name other profiles.
 func profileTable() []Profile {
 	return []Profile{
-		queueProfile("cf-basic", admin.QueueProperties{}),
+		// Short locks, so that on a predeclared entity what one scenario
+		// left locked is free again soon for the next one's drain.
+		queueProfile("cf-basic", admin.QueueProperties{LockDuration: to.Ptr("PT5S")}),
 		queueProfile("cf-lock5s", admin.QueueProperties{LockDuration: to.Ptr("PT5S"), MaxDeliveryCount: to.Ptr[int32](10)}),
 		queueProfile("cf-lock5s-mdc1", admin.QueueProperties{LockDuration: to.Ptr("PT5S"), MaxDeliveryCount: to.Ptr[int32](1)}),
 		queueProfile("cf-lock5s-dlq-expiry", admin.QueueProperties{LockDuration: to.Ptr("PT5S"), DeadLetteringOnMessageExpiration: to.Ptr(true)}),

@@ -86,6 +86,7 @@ func proveFailure(target *conformance.Target, opts conformance.Options, format c
 	defer a.Shutdown(context.Background())
 	target.ConnectionString = a.ConnectionString()
 	target.HTTP = "http://" + a.HTTPAddr().String()
+	target.CrossProtocolLocks = true
 	opts.Faults = faults
 	rep, err := conformance.Run(context.Background(), target, opts)
 	if err != nil {
