@@ -1,8 +1,6 @@
 package amqpserver
 
 import (
-	"context"
-
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 )
 
@@ -130,37 +128,35 @@ func (l *link) delivered(p *partial) {
 	}
 }
 
-// send hands a delivery to the broker in a helper goroutine, so that
-// pipelined deliveries are in flight together and the store
-// group-commits them. The disposition goes out once the send is durable.
+// send hands a delivery to the broker. The broker assigns sequence
+// numbers before SendAsync returns, so deliveries keep their order on the
+// link, while the writes of pipelined deliveries are in flight together
+// and the store group-commits them. The disposition goes out once the
+// send is durable. The send is not cut short when the connection closes:
+// it is either durable or failed, and the connection waits for it.
 func (l *link) send(p *partial) {
 	c := l.s.c
 	in := l.in
 	in.inflight++
-	entity := l.entity
-	c.goWork(func() {
-		err := c.sendDelivery(entity, p)
-		c.post(func() {
-			in.inflight--
-			var state frames.DeliveryState = &frames.Accepted{}
-			if err != nil {
-				state = &frames.Rejected{Error: amqpError(err)}
-			}
-			l.settleIncoming(p, state)
-			l.grantCredit()
-		})
-	})
-}
-
-// sendDelivery decodes and sends one delivery. The send is not cut short
-// when the connection closes: it is either durable or failed.
-func (c *conn) sendDelivery(entity string, p *partial) error {
+	settle := func(err error) {
+		in.inflight--
+		var state frames.DeliveryState = &frames.Accepted{}
+		if err != nil {
+			state = &frames.Rejected{Error: amqpError(err)}
+		}
+		l.settleIncoming(p, state)
+		l.grantCredit()
+	}
 	msgs, err := decodeMessage(p.buf, p.format)
 	if err != nil {
-		return &frames.Error{Condition: frames.CondDecodeError, Description: err.Error()}
+		settle(&frames.Error{Condition: frames.CondDecodeError, Description: err.Error()})
+		return
 	}
-	_, err = c.srv.b.Send(context.WithoutCancel(c.ctx), entity, msgs...)
-	return err
+	c.work.Add(1)
+	c.srv.b.SendAsync(l.entity, msgs, func(_ []int64, err error) {
+		defer c.work.Done()
+		c.post(func() { settle(err) })
+	})
 }
 
 // settleIncoming answers an unsettled delivery with state. In

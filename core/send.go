@@ -70,6 +70,42 @@ const maxForwardHops = 4
 // stored as scheduled. The msgs are stamped in place with their broker
 // properties.
 func (b *Broker) Send(ctx context.Context, path string, msgs ...*Message) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, err := b.planSend(path, msgs)
+	if err != nil {
+		return nil, err
+	}
+	// Durable on return: report success even if ctx ended meanwhile, or a
+	// retrying client would store the messages twice.
+	return p.seqs, p.commit()
+}
+
+// SendAsync is Send for pipelining fronts: sequence numbers are assigned
+// before it returns, in call order, so messages sent one after the other
+// on a link keep their order; the write to the store proceeds in the
+// background, concurrently with later sends (which the store
+// group-commits), and done is called once the messages are durable or the
+// send failed. done runs on its own goroutine.
+func (b *Broker) SendAsync(path string, msgs []*Message, done func(seqs []int64, err error)) {
+	p, err := b.planSend(path, msgs)
+	if err != nil {
+		go done(nil, err)
+		return
+	}
+	b.run(func() {
+		err := p.commit()
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(p.seqs, nil)
+	})
+}
+
+// planSend assigns sequence numbers and builds the batch of a send.
+func (b *Broker) planSend(path string, msgs []*Message) (*sendPlan, error) {
 	a := ParseAddress(path)
 	if a.DeadLetter || a.Sub != "" {
 		return nil, errf(CodeBadRequest, "cannot send to '%s': send to its queue or topic", a.String())
@@ -78,22 +114,20 @@ func (b *Broker) Send(ctx context.Context, path string, msgs ...*Message) ([]int
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	p := &sendPlan{b: b, now: b.Now(), batch: storage.Batch{Sync: true}}
 	p.seqs = make([]int64, len(msgs))
-	err = p.add(e, msgs, p.seqs, 0)
-	if err == nil {
-		err = b.store.Apply(&p.batch)
-	}
-	p.finish(err != nil)
-	if err != nil {
+	if err := p.add(e, msgs, p.seqs, 0); err != nil {
+		p.finish(true)
 		return nil, err
 	}
-	// Durable now: report success even if ctx ended meanwhile, or a
-	// retrying client would store the messages twice.
-	return p.seqs, nil
+	return p, nil
+}
+
+// commit makes a planned send durable and publishes it.
+func (p *sendPlan) commit() error {
+	err := p.b.store.Apply(&p.batch)
+	p.finish(err != nil)
+	return err
 }
 
 // add plans msgs onto entity e. seqs, when non-nil, receives the sequence
