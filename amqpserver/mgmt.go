@@ -18,10 +18,10 @@ import (
 // transport takes every complete request delivered on a sender link
 // attached to it, settles the transfer (accepted), and calls
 //
-//	func (s *Server) handleManagement(ctx context.Context, entity string, rights sas.Rights, req *frames.Message) *frames.Message
+//	func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message) *frames.Message
 //
-// with the entity path (the link target without "/$management") and the
-// rights the connection holds for that entity. It sends the returned reply
+// with the requesting connection, the entity path (the link target without
+// "/$management") and the rights the connection holds for that entity. It sends the returned reply
 // pre-settled on the link chosen by req.Properties.ReplyTo (§2.1). The reply
 // is never nil: failures are replies too, with a non-2xx statusCode, an
 // errorCondition and correlation-id = the request's message-id.
@@ -84,14 +84,15 @@ type mgmtRequest struct {
 
 // handleManagement runs one $management request against the broker and
 // returns the reply to send. See the comment at the top of this file.
-func (s *Server) handleManagement(ctx context.Context, entity string, rights sas.Rights, req *frames.Message) *frames.Message {
-	n := mgmtNode{b: s.b, sessionLock: s.sessionLock}
+func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message) *frames.Message {
+	n := mgmtNode{b: s.b, sessionLock: func(entity, id string) *core.SessionLock { return s.locks.get(c, entity, id) }}
 	return n.handle(ctx, entity, rights, req)
 }
 
 // mgmtNode is what the management operations need from the server: the
-// broker and the session locks held by session receivers (nil when the
-// caller holds none for that entity and session).
+// broker and the session locks held by session receivers of the caller's
+// connection (nil when it holds none for that entity and session: a
+// session held by another client is not the caller's to renew or read).
 type mgmtNode struct {
 	b           *core.Broker
 	sessionLock func(entity, sessionID string) *core.SessionLock

@@ -29,7 +29,7 @@ func (l *link) managementRequest(p *partial) {
 	entity := l.entity
 	rights := c.auth.rights(l.address)
 	c.goWork(func() {
-		reply := c.srv.handleManagement(c.ctx, entity, rights, req)
+		reply := c.srv.handleManagement(c.ctx, c, entity, rights, req)
 		c.post(func() {
 			if s.live() {
 				c.routeReply(s, entity+mgmtSuffix, req, reply)

@@ -100,7 +100,7 @@ func (l *link) attachSessionReceiver(a *frames.Attach, f sessionFilterValue) {
 				return
 			}
 			l.out.sess = sl
-			c.srv.locks.put(entity, sl)
+			c.srv.locks.put(c, entity, sl)
 			props := encoding.Map{{Key: propLockedTo, Value: dotnetTicks(sl.LockedUntil)}}
 			reply := *a
 			reply.Source = f.echo(a.Source, sl.SessionID)
@@ -145,43 +145,55 @@ func toInt64(v any) (int64, bool) {
 }
 
 // sessionRegistry maps entity path + session id to the session lock a
-// receiver link of this server holds, so that $management operations on
-// sessions (renew-session-lock, get/set-session-state) find it.
+// receiver link of this server holds, and the connection that holds it,
+// so that $management operations on sessions (renew-session-lock,
+// get/set-session-state) find it for that connection only.
 type sessionRegistry struct {
 	mu sync.Mutex // guards m
-	m  map[sessionKey]*core.SessionLock
+	m  map[sessionKey]heldSession
 }
 
 type sessionKey struct{ entity, id string }
 
-func (r *sessionRegistry) init() { r.m = make(map[sessionKey]*core.SessionLock) }
+type heldSession struct {
+	c  *conn
+	sl *core.SessionLock
+}
 
-func (r *sessionRegistry) put(entity string, sl *core.SessionLock) {
+func (r *sessionRegistry) init() { r.m = make(map[sessionKey]heldSession) }
+
+func (r *sessionRegistry) put(c *conn, entity string, sl *core.SessionLock) {
 	r.mu.Lock()
-	r.m[sessionKey{strings.ToLower(entity), sl.SessionID}] = sl
+	r.m[sessionKey{strings.ToLower(entity), sl.SessionID}] = heldSession{c, sl}
 	r.mu.Unlock()
 }
 
-func (r *sessionRegistry) get(entity, id string) *core.SessionLock {
+// get returns the lock on session id of entity held by a receiver link of
+// c, or of any connection when c is nil.
+func (r *sessionRegistry) get(c *conn, entity, id string) *core.SessionLock {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.m[sessionKey{strings.ToLower(entity), id}]
+	h := r.m[sessionKey{strings.ToLower(entity), id}]
+	if c != nil && h.c != c {
+		return nil
+	}
+	return h.sl
 }
 
 // remove forgets sl if it is still the registered lock of its session.
 func (r *sessionRegistry) remove(entity string, sl *core.SessionLock) {
 	r.mu.Lock()
 	k := sessionKey{strings.ToLower(entity), sl.SessionID}
-	if r.m[k] == sl {
+	if r.m[k].sl == sl {
 		delete(r.m, k)
 	}
 	r.mu.Unlock()
 }
 
-// sessionLock returns the session lock a receiver link holds on session id
-// of the entity at path, or nil when no link of this server holds it.
+// sessionLock returns the session lock a receiver link of any connection
+// of this server holds on session id of the entity at path, or nil.
 func (s *Server) sessionLock(entity, sessionID string) *core.SessionLock {
-	return s.locks.get(entity, sessionID)
+	return s.locks.get(nil, entity, sessionID)
 }
 
 // closeSession releases a session lock held by a detached link.
