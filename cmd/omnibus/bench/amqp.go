@@ -4,20 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/Azure/go-amqp"
 )
 
-// amqpTransport drives a plain AMQP 1.0 endpoint with go-amqp: one
-// connection and one session per --connections.
+// amqpTransport drives a plain AMQP 1.0 endpoint with go-amqp: per
+// --connections one connection with two sessions, one for senders and
+// one for receivers (so that a flood of transfers one way cannot use up
+// the session window the other way needs).
 type amqpTransport struct {
 	c     *Config
 	runID string
 
-	mu       sync.Mutex // guards sessions
-	conns    []*amqp.Conn
-	sessions []*amqp.Session
+	conns []*amqp.Conn
+	send  []*amqp.Session // per connection
+	recv  []*amqp.Session
 }
 
 func newAMQPTransport(ctx context.Context, c *Config, runID string) (*amqpTransport, error) {
@@ -32,12 +33,14 @@ func newAMQPTransport(ctx context.Context, c *Config, runID string) (*amqpTransp
 			return nil, fmt.Errorf("connecting to %s: %w", c.URL, err)
 		}
 		t.conns = append(t.conns, conn)
-		s, err := conn.NewSession(ctx, nil)
-		if err != nil {
-			t.close(ctx)
-			return nil, fmt.Errorf("session: %w", err)
+		for _, list := range []*[]*amqp.Session{&t.send, &t.recv} {
+			s, err := conn.NewSession(ctx, nil)
+			if err != nil {
+				t.close(ctx)
+				return nil, fmt.Errorf("session: %w", err)
+			}
+			*list = append(*list, s)
 		}
-		t.sessions = append(t.sessions, s)
 	}
 	return t, nil
 }
@@ -53,7 +56,7 @@ func (t *amqpTransport) sender(ctx context.Context, conn int) (sender, error) {
 	if t.c.Presettled {
 		opts.SettlementMode = amqp.SenderSettleModeSettled.Ptr()
 	}
-	s, err := t.sessions[conn%len(t.sessions)].NewSender(ctx, t.c.Queue, opts)
+	s, err := t.send[conn%len(t.send)].NewSender(ctx, t.c.Queue, opts)
 	if err != nil {
 		return nil, fmt.Errorf("attaching a sender to %s: %w", t.c.Queue, err)
 	}
@@ -65,7 +68,7 @@ func (t *amqpTransport) receiver(ctx context.Context, conn, _ int, _ string) (re
 	if t.c.RAD {
 		opts.RequestedSenderSettleMode = amqp.SenderSettleModeSettled.Ptr()
 	}
-	r, err := t.sessions[conn%len(t.sessions)].NewReceiver(ctx, t.c.Queue, opts)
+	r, err := t.recv[conn%len(t.recv)].NewReceiver(ctx, t.c.Queue, opts)
 	if err != nil {
 		return nil, fmt.Errorf("attaching a receiver to %s: %w", t.c.Queue, err)
 	}
@@ -102,16 +105,7 @@ func (r *amqpReceiver) receive(ctx context.Context) ([]inMsg, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []inMsg{amqpIn(msg)}
-	// Take what is already buffered without waiting, to amortise.
-	for len(out) < 64 {
-		m := r.r.Prefetched()
-		if m == nil {
-			break
-		}
-		out = append(out, amqpIn(m))
-	}
-	return out, nil
+	return []inMsg{amqpIn(msg)}, nil
 }
 
 func amqpIn(msg *amqp.Message) inMsg {

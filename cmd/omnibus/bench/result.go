@@ -109,32 +109,45 @@ func first(s []string) string {
 // WriteTable prints the result for a person.
 func (r *Result) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	p := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
-	p("target\t%s\tscenario\t%s\trun\t%s", r.Label, r.Scenario, r.RunID)
-	p("size\t%d B\tconnections×links\t%d×%d\tinflight/credit\t%d/%d", r.Size, r.Connections, r.Links, r.Inflight, r.Credit)
-	p("measured\t%.2f s\tsent\t%d (%.0f msg/s)\treceived\t%d (%.0f msg/s)", r.Seconds, r.Sent, r.SendRate, r.Received, r.RecvRate)
+	p := func(key, format string, args ...any) {
+		fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{key}, args...)...)
+	}
+	p("target", "%s — scenario %s, run %s", r.Label, r.Scenario, r.RunID)
+	mode := "unsettled"
+	if r.Presettled {
+		mode = "presettled"
+	}
+	recv := "peek-lock"
+	if r.RAD {
+		recv = "receive-and-delete"
+	}
+	p("load", "%d B, %d connection(s) × %d link(s), %s sends %d in flight, %s credit %d, durable %v, sdk %v",
+		r.Size, r.Connections, r.Links, mode, r.Inflight, recv, r.Credit, r.Durable, r.SDK)
+	if r.TargetRate > 0 {
+		p("rate", "target %.0f msg/s", r.TargetRate)
+	}
+	p("measured", "%.2f s: sent %d (%.0f msg/s), received %d (%.0f msg/s)", r.Seconds, r.Sent, r.SendRate, r.Received, r.RecvRate)
 	for _, l := range []struct {
 		name string
 		s    LatencySummary
 	}{{"send→ack", r.SendLatency}, {"end-to-end", r.E2ELatency}} {
-		if l.s.Count == 0 {
-			continue
+		if l.s.Count > 0 {
+			p(l.name, "p50 %.2f ms, p90 %.2f, p99 %.2f, p99.9 %.2f, max %.2f (n=%d)",
+				l.s.P50ms, l.s.P90ms, l.s.P99ms, l.s.P999ms, l.s.MaxMs, l.s.Count)
 		}
-		p("%s ms\tp50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\t\t(n=%d)", l.name,
-			l.s.P50ms, l.s.P90ms, l.s.P99ms, l.s.P999ms, l.s.MaxMs, l.s.Count)
 	}
 	t := r.Tally
 	loss := "not checked"
 	if t.LossChecked {
 		loss = fmt.Sprint(t.Lost)
 	}
-	p("verified\tsent %d acked %d failed %d\tdelivered %d (unique %d, redelivered %d)\tlost %s dup %d disorder %d foreign %d",
+	p("verified", "sent %d, acked %d, failed %d; delivered %d (unique %d, explained redeliveries %d); lost %s, duplicates %d, out of order %d, foreign %d",
 		t.Sent, t.Acked, t.SendFailed, t.Deliveries, t.Unique, t.Redelivered, loss, t.Duplicates, t.OutOfOrder, t.Foreign)
 	status := "OK"
 	if err := r.Err(); err != nil {
 		status = "FAILED: " + err.Error()
 	}
-	p("errors\t%d\tresult\t%s", r.Errors, status)
+	p("result", "%s (%d errors)", status, r.Errors)
 	return tw.Flush()
 }
 

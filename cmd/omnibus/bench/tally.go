@@ -49,8 +49,8 @@ func (t Tally) Err() error {
 	add(t.Misrouted, "misrouted")
 	add(t.Unknown, "unknown")
 	msg := "verification failed: " + strings.Join(parts, ", ")
-	if len(t.Examples) > 0 {
-		msg += " (e.g. " + strings.Join(t.Examples, "; ") + ")"
+	if ex := t.Examples; len(ex) > 0 {
+		msg += " (e.g. " + strings.Join(ex[:min(len(ex), 3)], "; ") + ")"
 	}
 	return fmt.Errorf("%s", msg)
 }

@@ -60,8 +60,10 @@ type sendPlan struct {
 func (p *sendPlan) run(claimCtx, sendCtx context.Context) error {
 	var senders []sender
 	defer func() {
+		ctx, cancel := closeContext()
+		defer cancel()
 		for _, s := range senders {
-			s.close(context.Background())
+			s.close(ctx)
 		}
 	}()
 	for conn := range p.c.Connections {
@@ -137,8 +139,10 @@ func (p *recvPlan) open(ctx context.Context) ([]func(context.Context), func(), e
 	var loops []func(context.Context)
 	var rs []receiver
 	closeAll := func() {
+		ctx, cancel := closeContext()
+		defer cancel()
 		for _, r := range rs {
-			r.close(context.Background())
+			r.close(ctx)
 		}
 	}
 	add := func(conn, stream int, session string) error {
@@ -197,9 +201,9 @@ func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
 				p.stats.Error(fmt.Errorf("settle: %w", err))
 				continue
 			}
+			p.lastRecv.Store(now.UnixNano())
 			if own {
 				p.stats.Receive(now, now.Sub(m.sent))
-				p.lastRecv.Store(now.UnixNano())
 			}
 		}
 	}
