@@ -142,13 +142,17 @@ func init() {
 			t.Send(q, Text("1"), Text("2"))
 			r := t.WireReceiver(t.AMQPSession(), q, true)
 			t.must(r.IssueCredit(5), "credit")
+			// Receive one first: go-amqp folds credit issued just before a
+			// drain into the drain flow as link-credit 0, so make sure the
+			// credit reached the broker.
+			if got := bodyOf(t.wireReceive(r, 5*time.Second)); got != "1" {
+				t.Fatalf("first message %q, want 1", got)
+			}
 			ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
 			defer cancel()
 			t.must(r.DrainCredit(ctx, nil), "drain")
-			for _, want := range []string{"1", "2"} {
-				if got := bodyOf(t.wireReceive(r, 5*time.Second)); got != want {
-					t.Errorf("after drain got %q, want %q", got, want)
-				}
+			if got := bodyOf(t.wireReceive(r, 5*time.Second)); got != "2" {
+				t.Errorf("after drain got %q, want 2", got)
 			}
 			t.Send(q, Text("3"))
 			ctx2, cancel2 := context.WithTimeout(t.ctx, 2*time.Second)
