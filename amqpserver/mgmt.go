@@ -18,10 +18,12 @@ import (
 // transport takes every complete request delivered on a sender link
 // attached to it, settles the transfer (accepted), and calls
 //
-//	func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message) *frames.Message
+//	func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message, linkSession string) *frames.Message
 //
 // with the requesting connection, the entity path (the link target without
-// "/$management") and the rights the connection holds for that entity. It sends the returned reply
+// "/$management"), the rights the connection holds for that entity and
+// the session held by the receiver link the request names in
+// associated-link-name ("" if none). It sends the returned reply
 // pre-settled on the link chosen by req.Properties.ReplyTo (§2.1). The reply
 // is never nil: failures are replies too, with a non-2xx statusCode, an
 // errorCondition and correlation-id = the request's message-id.
@@ -84,8 +86,8 @@ type mgmtRequest struct {
 
 // handleManagement runs one $management request against the broker and
 // returns the reply to send. See the comment at the top of this file.
-func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message) *frames.Message {
-	n := mgmtNode{b: s.b, sessionLock: func(entity, id string) *core.SessionLock { return s.locks.get(c, entity, id) }}
+func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message, linkSession string) *frames.Message {
+	n := mgmtNode{b: s.b, sessionLock: func(entity, id string) *core.SessionLock { return s.locks.get(c, entity, id) }, linkSession: linkSession}
 	return n.handle(ctx, entity, rights, req)
 }
 
@@ -96,6 +98,9 @@ func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, r
 type mgmtNode struct {
 	b           *core.Broker
 	sessionLock func(entity, sessionID string) *core.SessionLock
+	// linkSession is the session held by the request's associated link,
+	// the default session-id of operations scoped to a session.
+	linkSession string
 }
 
 // handle is [Server.handleManagement].

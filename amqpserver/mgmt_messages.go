@@ -36,7 +36,8 @@ func (s *mgmtNode) mgmtRenewLock(ctx context.Context, r *mgmtRequest) (encoding.
 
 // mgmtPeek: from-sequence-number, message-count, optional session-id and
 // omit-message-body → messages (a list of maps {message: binary}), or 204
-// when there is nothing at or after from-sequence-number.
+// when there is nothing at or after from-sequence-number. Without a
+// session-id, a request from a session receiver's link peeks its session.
 func (s *mgmtNode) mgmtPeek(ctx context.Context, r *mgmtRequest) (encoding.Map, int32, error) {
 	from, err := r.integer("from-sequence-number", 0)
 	if err != nil {
@@ -49,6 +50,9 @@ func (s *mgmtNode) mgmtPeek(ctx context.Context, r *mgmtRequest) (encoding.Map, 
 	sid, err := r.str("session-id", false)
 	if err != nil {
 		return nil, 0, err
+	}
+	if sid == "" {
+		sid = s.linkSession
 	}
 	omit, _ := r.field("omit-message-body")
 	msgs, err := s.b.Peek(ctx, r.entity, core.PeekOptions{From: from, Max: int(min(max(count, 1), maxPeekCount)), SessionID: sid})

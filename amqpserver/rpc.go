@@ -28,8 +28,9 @@ func (l *link) managementRequest(p *partial) {
 	s := l.s
 	entity := l.entity
 	rights := c.auth.rights(l.address)
+	linkSession := c.associatedSession(entity, req)
 	c.goWork(func() {
-		reply := c.srv.handleManagement(c.ctx, c, entity, rights, req)
+		reply := c.srv.handleManagement(c.ctx, c, entity, rights, req, linkSession)
 		c.post(func() {
 			if s.live() {
 				c.routeReply(s, entity+mgmtSuffix, req, reply)
@@ -104,4 +105,25 @@ func (l *link) sendReplies() {
 	if o.drain && len(o.replies) == 0 {
 		l.finishDrain()
 	}
+}
+
+// associatedSession returns the id of the session held by the receiver
+// link of this connection that req names in associated-link-name, if that
+// link is a session receiver on entity, else "". The Go SDK names its
+// receiver link this way instead of sending session-id for peek
+// (amqp.md §6.1).
+func (c *conn) associatedSession(entity string, req *frames.Message) string {
+	v, _ := appProperty(req, "associated-link-name")
+	name, _ := v.(string)
+	if name == "" {
+		return ""
+	}
+	for _, s := range c.sessions {
+		for _, l := range s.links {
+			if l.name == name && l.out != nil && l.out.sess != nil && !l.detached && strings.EqualFold(l.entity, entity) {
+				return l.out.sess.SessionID
+			}
+		}
+	}
+	return ""
 }
