@@ -97,47 +97,15 @@ type timeItem struct {
 	sess *session  // for session lock expiry entries
 }
 
+func (it timeItem) dueAt() int64 { return it.at }
+
 // timeHeap orders timeItems by due time. Entries are removed lazily: the
 // consumer checks on pop whether an entry still applies.
 type timeHeap []timeItem
 
-func (h *timeHeap) push(it timeItem) {
-	*h = append(*h, it)
-	s := *h
-	for j := len(s) - 1; j > 0; {
-		i := (j - 1) / 2
-		if s[i].at <= s[j].at {
-			break
-		}
-		s[i], s[j] = s[j], s[i]
-		j = i
-	}
-}
+func (h *timeHeap) push(it timeItem) { pushDue((*[]timeItem)(h), it) }
 
-func (h *timeHeap) pop() timeItem {
-	s := *h
-	it := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	s[n] = timeItem{}
-	s = s[:n]
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n {
-			break
-		}
-		if r := j + 1; r < n && s[r].at < s[j].at {
-			j = r
-		}
-		if s[i].at <= s[j].at {
-			break
-		}
-		s[i], s[j] = s[j], s[i]
-		i = j
-	}
-	*h = s
-	return it
-}
+func (h *timeHeap) pop() timeItem { return popDue((*[]timeItem)(h)) }
 
 // next returns the earliest due time, or 0 when empty.
 func (h timeHeap) next() int64 {
@@ -145,4 +113,48 @@ func (h timeHeap) next() int64 {
 		return 0
 	}
 	return h[0].at
+}
+
+// due is anything kept in a due-time heap.
+type due interface{ dueAt() int64 }
+
+// pushDue adds it to the min-heap h ordered by due time.
+func pushDue[T due](h *[]T, it T) {
+	s := append(*h, it)
+	for j := len(s) - 1; j > 0; {
+		i := (j - 1) / 2
+		if s[i].dueAt() <= s[j].dueAt() {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		j = i
+	}
+	*h = s
+}
+
+// popDue removes and returns the earliest item of the min-heap h.
+func popDue[T due](h *[]T) T {
+	s := *h
+	it := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	var zero T
+	s[n] = zero
+	s = s[:n]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && s[r].dueAt() < s[j].dueAt() {
+			j = r
+		}
+		if s[i].dueAt() <= s[j].dueAt() {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		i = j
+	}
+	*h = s
+	return it
 }

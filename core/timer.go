@@ -26,6 +26,8 @@ type wakeItem struct {
 	q  *queue
 }
 
+func (w wakeItem) dueAt() int64 { return w.at }
+
 // wake asks for q.tick to run at or after at (unix nanos).
 func (bt *brokerTimer) wake(q *queue, at int64) {
 	bt.mu.Lock()
@@ -33,15 +35,7 @@ func (bt *brokerTimer) wake(q *queue, at int64) {
 	if bt.closed {
 		return
 	}
-	bt.h = append(bt.h, wakeItem{at: at, q: q})
-	for j := len(bt.h) - 1; j > 0; {
-		i := (j - 1) / 2
-		if bt.h[i].at <= bt.h[j].at {
-			break
-		}
-		bt.h[i], bt.h[j] = bt.h[j], bt.h[i]
-		j = i
-	}
+	pushDue(&bt.h, wakeItem{at: at, q: q})
 	bt.armLocked()
 }
 
@@ -73,7 +67,7 @@ func (bt *brokerTimer) fire() {
 	var due []*queue
 	seen := make(map[*queue]bool)
 	for len(bt.h) > 0 && bt.h[0].at <= now {
-		it := bt.popLocked()
+		it := popDue(&bt.h)
 		if !seen[it.q] {
 			seen[it.q] = true
 			due = append(due, it.q)
@@ -84,30 +78,6 @@ func (bt *brokerTimer) fire() {
 	for _, q := range due {
 		q.tick(now)
 	}
-}
-
-func (bt *brokerTimer) popLocked() wakeItem {
-	s := bt.h
-	it := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	s = s[:n]
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n {
-			break
-		}
-		if r := j + 1; r < n && s[r].at < s[j].at {
-			j = r
-		}
-		if s[i].at <= s[j].at {
-			break
-		}
-		s[i], s[j] = s[j], s[i]
-		i = j
-	}
-	bt.h = s
-	return it
 }
 
 func (bt *brokerTimer) close() {
