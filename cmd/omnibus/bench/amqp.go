@@ -75,6 +75,10 @@ func (t *amqpTransport) receiver(ctx context.Context, conn, _ int, _ string) (re
 	return &amqpReceiver{r: r, rad: t.c.RAD}, nil
 }
 
+// annSequenceNumber is the message annotation carrying Service Bus's
+// sequence number.
+const annSequenceNumber amqp.Symbol = "x-opt-sequence-number"
+
 type amqpSender struct {
 	s       *amqp.Sender
 	runID   string
@@ -110,9 +114,13 @@ func (r *amqpReceiver) receive(ctx context.Context) ([]inMsg, error) {
 
 func amqpIn(msg *amqp.Message) inMsg {
 	in := inMsg{handle: msg}
-	in.run, in.seq, in.sent, _ = readStamp(msg.ApplicationProperties)
+	in.RunID, in.Seq, in.sent, _ = readStamp(msg.ApplicationProperties)
 	if msg.Properties != nil && msg.Properties.GroupID != nil {
-		in.session = *msg.Properties.GroupID
+		in.Session = *msg.Properties.GroupID
+	}
+	// Service Bus (and omnibus) annotate the broker's sequence number.
+	if n, ok := msg.Annotations[annSequenceNumber].(int64); ok {
+		in.BrokerSeq = n
 	}
 	return in
 }

@@ -46,7 +46,7 @@ type Config struct {
 	Connections  int           // connections (each with one session)
 	Links        int           // sender and receiver links per connection
 	Inflight     int           // unsettled sends in flight per sender link
-	Credit       int           // link credit per receiver
+	Credit       int           // link credit per receiver (SDK session receivers take 1 at a time)
 	Presettled   bool          // send settled (at-most-once, no acknowledgement)
 	RAD          bool          // receive-and-delete: the broker sends settled
 	Durable      bool          // AMQP header durable flag

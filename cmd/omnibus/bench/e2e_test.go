@@ -42,10 +42,7 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 		{Scenario: ScenarioBoth, Count: 2000, Inflight: 50, Durable: true},
 		{Scenario: ScenarioReceive, Count: 2000, Inflight: 50},
 		{Scenario: ScenarioBoth, Count: 1000, RAD: true},
-		// Credit 1: with the SDK receiving batches of 100, first deliveries
-		// arrived out of order within a session (under investigation:
-		// the SDK's release of late messages, or omnibus).
-		{Scenario: ScenarioSessions, Count: 400, Sessions: 4, Queue: "bench-sessions", Credit: 1},
+		{Scenario: ScenarioSessions, Count: 400, Sessions: 4, Queue: "bench-sessions"},
 	} {
 		name := c.Scenario
 		if c.Presettled {

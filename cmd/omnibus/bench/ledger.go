@@ -14,6 +14,14 @@ import (
 // of ([Ledger.Released]). [Ledger.Tally] then tells loss, duplicates,
 // explained redeliveries and per-session order violations.
 //
+// Per-session order is judged on the broker's sequence number when the
+// delivery carries one ([Delivery].BrokerSeq): Service Bus promises FIFO
+// in the order it accepted messages, which is not necessarily the order
+// in which concurrent sends were numbered here. Without a broker number
+// the ledger's own numbers stand in, which holds only when each session's
+// messages are sent one after another. Loss and duplicates are always
+// accounted on the ledger's numbers.
+//
 // A run may have several streams: a topic with K subscriptions delivers
 // each message once per subscription, so each subscription is a stream
 // and every stream must see every message.
@@ -30,7 +38,7 @@ type Ledger struct {
 	released   []uint32   // per message and stream: deliveries given back by us
 	sessions   []string
 	sessionIdx map[string]int32
-	lastFirst  []uint64 // per session and stream: highest seq first delivered
+	lastFirst  []int64 // per session and stream: highest order key first delivered
 	outOfOrder int64
 	misrouted  int64
 	unknown    int64
@@ -120,13 +128,21 @@ func (l *Ledger) Pending() int64 {
 	return l.pending
 }
 
-// Received records a delivery on stream (0-based) of a message stamped
-// with runID, seq and session. Messages of other runs are counted as
-// foreign and otherwise ignored. It reports whether the message belongs
-// to this run.
-func (l *Ledger) Received(stream int, runID string, seq uint64, session string) bool {
+// Delivery is what a receiver read from one delivered message.
+type Delivery struct {
+	RunID     string // the run id stamped on the message
+	Seq       uint64 // the ledger sequence number stamped on it
+	Session   string // the session it arrived in ("" for none)
+	BrokerSeq int64  // the broker's sequence number; 0 when unknown
+}
+
+// Received records a delivery d on stream (0-based). Messages of other
+// runs are counted as foreign and otherwise ignored. It reports whether
+// the message belongs to this run.
+func (l *Ledger) Received(stream int, d Delivery) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	runID, seq, session := d.RunID, d.Seq, d.Session
 	if runID != l.runID {
 		l.foreign++
 		return false
@@ -150,13 +166,17 @@ func (l *Ledger) Received(stream int, runID string, seq uint64, session string) 
 	if l.recv[i] > 1 {
 		return true // a redelivery: judged in Tally
 	}
-	last := &l.lastFirst[int(sidx)*l.streams+stream]
-	if session != "" && seq < *last {
-		l.outOfOrder++
-		l.exampleLocked("session %q stream %d: seq %d after %d", session, stream, seq, *last)
+	key, what := int64(seq), "seq"
+	if d.BrokerSeq > 0 {
+		key, what = d.BrokerSeq, "broker seq"
 	}
-	if seq > *last {
-		*last = seq
+	last := &l.lastFirst[int(sidx)*l.streams+stream]
+	if session != "" && key < *last {
+		l.outOfOrder++
+		l.exampleLocked("session %q stream %d: %s %d after %d", session, stream, what, key, *last)
+	}
+	if key > *last {
+		*last = key
 	}
 	return true
 }

@@ -24,7 +24,7 @@ func TestLedgerClean(t *testing.T) {
 		t.Fatalf("Pending = %d, want 5", got)
 	}
 	for _, s := range seqs {
-		l.Received(0, "run", s, "")
+		l.Received(0, Delivery{RunID: "run", Seq: s})
 	}
 	tl := l.Tally(true)
 	if tl.Sent != 5 || tl.Acked != 5 || tl.Unique != 5 || tl.Deliveries != 5 {
@@ -41,8 +41,8 @@ func TestLedgerClean(t *testing.T) {
 func TestLedgerLossDetected(t *testing.T) {
 	l := NewLedger("run", 1)
 	seqs := sendAll(l, "", 3)
-	l.Received(0, "run", seqs[0], "")
-	l.Received(0, "run", seqs[2], "")
+	l.Received(0, Delivery{RunID: "run", Seq: seqs[0]})
+	l.Received(0, Delivery{RunID: "run", Seq: seqs[2]})
 	if tl := l.Tally(false); tl.Lost != 0 || tl.Err() != nil {
 		t.Errorf("loss reported without checking: %+v", tl)
 	}
@@ -69,9 +69,9 @@ func TestLedgerFailedSendIsNotLoss(t *testing.T) {
 func TestLedgerDuplicateDetected(t *testing.T) {
 	l := NewLedger("run", 1)
 	seqs := sendAll(l, "", 2)
-	l.Received(0, "run", seqs[0], "")
-	l.Received(0, "run", seqs[1], "")
-	l.Received(0, "run", seqs[1], "")
+	l.Received(0, Delivery{RunID: "run", Seq: seqs[0]})
+	l.Received(0, Delivery{RunID: "run", Seq: seqs[1]})
+	l.Received(0, Delivery{RunID: "run", Seq: seqs[1]})
 	tl := l.Tally(true)
 	if tl.Duplicates != 1 || tl.Redelivered != 0 {
 		t.Fatalf("tally %+v, want 1 duplicate", tl)
@@ -85,15 +85,15 @@ func TestLedgerRedeliveryExplained(t *testing.T) {
 	l := NewLedger("run", 1)
 	seqs := sendAll(l, "", 1)
 	// The redelivery may be seen before we learn the lock was lost.
-	l.Received(0, "run", seqs[0], "")
-	l.Received(0, "run", seqs[0], "")
+	l.Received(0, Delivery{RunID: "run", Seq: seqs[0]})
+	l.Received(0, Delivery{RunID: "run", Seq: seqs[0]})
 	l.Released(0, seqs[0])
 	tl := l.Tally(true)
 	if tl.Redelivered != 1 || tl.Duplicates != 0 || tl.Err() != nil {
 		t.Errorf("tally %+v, want 1 explained redelivery and no error", tl)
 	}
 	// A third delivery with only one release is a duplicate.
-	l.Received(0, "run", seqs[0], "")
+	l.Received(0, Delivery{RunID: "run", Seq: seqs[0]})
 	if tl := l.Tally(true); tl.Duplicates != 1 || tl.Redelivered != 1 {
 		t.Errorf("tally %+v, want 1 explained and 1 duplicate", tl)
 	}
@@ -104,11 +104,11 @@ func TestLedgerOutOfOrderPerSession(t *testing.T) {
 	a := sendAll(l, "a", 3)
 	b := sendAll(l, "b", 2)
 	// Sessions interleave freely; only order within one counts.
-	l.Received(0, "run", b[0], "b")
-	l.Received(0, "run", a[0], "a")
-	l.Received(0, "run", a[2], "a")
-	l.Received(0, "run", b[1], "b")
-	l.Received(0, "run", a[1], "a") // after a[2]: out of order
+	l.Received(0, Delivery{RunID: "run", Seq: b[0], Session: "b"})
+	l.Received(0, Delivery{RunID: "run", Seq: a[0], Session: "a"})
+	l.Received(0, Delivery{RunID: "run", Seq: a[2], Session: "a"})
+	l.Received(0, Delivery{RunID: "run", Seq: b[1], Session: "b"})
+	l.Received(0, Delivery{RunID: "run", Seq: a[1], Session: "a"}) // after a[2]: out of order
 	tl := l.Tally(true)
 	if tl.OutOfOrder != 1 {
 		t.Fatalf("OutOfOrder = %d, want 1", tl.OutOfOrder)
@@ -121,10 +121,10 @@ func TestLedgerOutOfOrderPerSession(t *testing.T) {
 func TestLedgerRedeliveryInSessionIsNotDisorder(t *testing.T) {
 	l := NewLedger("run", 1)
 	a := sendAll(l, "a", 2)
-	l.Received(0, "run", a[0], "a")
-	l.Received(0, "run", a[1], "a")
+	l.Received(0, Delivery{RunID: "run", Seq: a[0], Session: "a"})
+	l.Received(0, Delivery{RunID: "run", Seq: a[1], Session: "a"})
 	l.Released(0, a[0])
-	l.Received(0, "run", a[0], "a") // redelivered after abandon
+	l.Received(0, Delivery{RunID: "run", Seq: a[0], Session: "a"}) // redelivered after abandon
 	if tl := l.Tally(true); tl.OutOfOrder != 0 || tl.Err() != nil {
 		t.Errorf("tally %+v, want clean", tl)
 	}
@@ -133,13 +133,13 @@ func TestLedgerRedeliveryInSessionIsNotDisorder(t *testing.T) {
 func TestLedgerMisroutedForeignUnknown(t *testing.T) {
 	l := NewLedger("run", 1)
 	a := sendAll(l, "a", 1)
-	if !l.Received(0, "run", a[0], "b") {
+	if !l.Received(0, Delivery{RunID: "run", Seq: a[0], Session: "b"}) {
 		t.Errorf("own message reported as foreign")
 	}
-	if l.Received(0, "other-run", 1, "") {
+	if l.Received(0, Delivery{RunID: "other-run", Seq: 1}) {
 		t.Errorf("other run's message reported as ours")
 	}
-	l.Received(0, "run", 99, "")
+	l.Received(0, Delivery{RunID: "run", Seq: 99})
 	tl := l.Tally(true)
 	if tl.Misrouted != 1 || tl.Foreign != 1 || tl.Unknown != 1 {
 		t.Errorf("tally %+v, want 1 misrouted, 1 foreign, 1 unknown", tl)
@@ -153,10 +153,10 @@ func TestLedgerStreams(t *testing.T) {
 		t.Fatalf("Pending = %d, want 6", got)
 	}
 	for s := range 3 {
-		l.Received(s, "run", seqs[0], "")
+		l.Received(s, Delivery{RunID: "run", Seq: seqs[0]})
 	}
-	l.Received(0, "run", seqs[1], "")
-	l.Received(2, "run", seqs[1], "")
+	l.Received(0, Delivery{RunID: "run", Seq: seqs[1]})
+	l.Received(2, Delivery{RunID: "run", Seq: seqs[1]})
 	tl := l.Tally(true)
 	if tl.Lost != 1 || tl.Unique != 5 {
 		t.Errorf("tally %+v, want 1 lost (stream 1) and 5 unique", tl)
@@ -170,9 +170,39 @@ func TestLedgerDeliveredBeforeAck(t *testing.T) {
 	l := NewLedger("run", 1)
 	seq := l.Next("")
 	l.Sent(seq)
-	l.Received(0, "run", seq, "") // the receiver can win the race
+	l.Received(0, Delivery{RunID: "run", Seq: seq}) // the receiver can win the race
 	l.Acked(seq)
 	if got := l.Pending(); got != 0 {
 		t.Errorf("Pending = %d, want 0", got)
+	}
+}
+
+// Concurrent sends number messages in one order and reach the broker in
+// another: session order is the broker's sequence number when known.
+func TestLedgerSessionOrderIsBrokerOrder(t *testing.T) {
+	l := NewLedger("run", 1)
+	a := sendAll(l, "a", 3)
+	// The broker accepted a[1] first, then a[0], then a[2].
+	l.Received(0, Delivery{RunID: "run", Seq: a[1], Session: "a", BrokerSeq: 10})
+	l.Received(0, Delivery{RunID: "run", Seq: a[0], Session: "a", BrokerSeq: 11})
+	l.Received(0, Delivery{RunID: "run", Seq: a[2], Session: "a", BrokerSeq: 12})
+	if tl := l.Tally(true); tl.OutOfOrder != 0 || tl.Err() != nil {
+		t.Fatalf("tally %+v, want clean: broker order was kept", tl)
+	}
+
+	l = NewLedger("run", 1)
+	a = sendAll(l, "a", 3)
+	l.Received(0, Delivery{RunID: "run", Seq: a[0], Session: "a", BrokerSeq: 10})
+	l.Received(0, Delivery{RunID: "run", Seq: a[1], Session: "a", BrokerSeq: 12})
+	l.Received(0, Delivery{RunID: "run", Seq: a[2], Session: "a", BrokerSeq: 11})
+	tl := l.Tally(true)
+	if tl.OutOfOrder != 1 {
+		t.Fatalf("OutOfOrder = %d, want 1 (broker seq 11 after 12)", tl.OutOfOrder)
+	}
+	if err := tl.Err(); err == nil || !strings.Contains(err.Error(), "broker seq 11 after 12") {
+		t.Errorf("Err = %v, want the broker sequence numbers named", err)
+	}
+	if tl.Lost != 0 || tl.Duplicates != 0 {
+		t.Errorf("tally %+v: loss and duplicates are judged on the ledger's ids", tl)
 	}
 }

@@ -111,13 +111,13 @@ func (r *restReceiver) receive(ctx context.Context) ([]inMsg, error) {
 			return nil, fmt.Errorf("peek-lock: BrokerProperties %q: no lock token", resp.Header.Get("BrokerProperties"))
 		}
 		in := inMsg{handle: lock}
-		in.run, _ = strconv.Unquote(resp.Header.Get(propRun))
+		in.RunID, _ = strconv.Unquote(resp.Header.Get(propRun))
 		seq, _ := strconv.ParseUint(resp.Header.Get(propSeq), 10, 64)
 		ns, _ := strconv.ParseInt(resp.Header.Get(propSent), 10, 64)
-		in.seq, in.sent = seq, time.Unix(0, ns)
+		in.Seq, in.sent, in.BrokerSeq = seq, time.Unix(0, ns), lock.SequenceNumber
 		var bp struct{ SessionId string }
 		json.Unmarshal([]byte(resp.Header.Get("BrokerProperties")), &bp)
-		in.session = bp.SessionId
+		in.Session = bp.SessionId
 		return []inMsg{in}, nil
 	}
 }

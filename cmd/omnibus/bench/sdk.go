@@ -76,6 +76,14 @@ func (t *sdkTransport) receiver(ctx context.Context, conn, stream int, session s
 		mode = azservicebus.ReceiveModeReceiveAndDelete
 	}
 	r := &sdkReceiver{max: t.c.Credit, rad: t.c.RAD}
+	if session != "" {
+		// The SDK releases messages that reach it between ReceiveMessages
+		// calls; a released message comes back behind ones already on the
+		// wire, so the application would see the session out of order
+		// through no fault of the broker. With one credit per call nothing
+		// arrives between calls and the FIFO check stays exact.
+		r.max = 1
+	}
 	var err error
 	switch {
 	case session != "":
@@ -128,9 +136,12 @@ func (r *sdkReceiver) receive(ctx context.Context) ([]inMsg, error) {
 	out := make([]inMsg, 0, len(msgs))
 	for _, m := range msgs {
 		in := inMsg{handle: m}
-		in.run, in.seq, in.sent, _ = readStamp(m.ApplicationProperties)
+		in.RunID, in.Seq, in.sent, _ = readStamp(m.ApplicationProperties)
 		if m.SessionID != nil {
-			in.session = *m.SessionID
+			in.Session = *m.SessionID
+		}
+		if m.SequenceNumber != nil {
+			in.BrokerSeq = *m.SequenceNumber
 		}
 		out = append(out, in)
 	}

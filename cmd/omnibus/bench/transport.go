@@ -22,11 +22,9 @@ type outMsg struct {
 
 // inMsg is a delivery, with the stamp read back.
 type inMsg struct {
-	run     string
-	seq     uint64
-	session string
-	sent    time.Time
-	handle  any // the transport's own message, for settle
+	Delivery
+	sent   time.Time
+	handle any // the transport's own message, for settle
 }
 
 // transport opens links of one protocol (go-amqp, the SDK or REST).

@@ -192,12 +192,12 @@ func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
 		}
 		for _, m := range msgs {
 			now := time.Now()
-			own := p.ledger.Received(stream, m.run, m.seq, m.session)
+			own := p.ledger.Received(stream, m.Delivery)
 			if err := r.settle(ctx, m); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
-				p.ledger.Released(stream, m.seq)
+				p.ledger.Released(stream, m.Seq)
 				p.stats.Error(fmt.Errorf("settle: %w", err))
 				continue
 			}
