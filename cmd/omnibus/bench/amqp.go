@@ -65,6 +65,9 @@ func (t *amqpTransport) sender(ctx context.Context, conn int) (sender, error) {
 
 func (t *amqpTransport) receiver(ctx context.Context, conn, _ int, _ string) (receiver, error) {
 	opts := &amqp.ReceiverOptions{Credit: int32(t.c.Credit)}
+	if t.c.BatchCredit {
+		opts.Credit = -1 // we issue it, see amqpReceiver.receive
+	}
 	if t.c.RAD {
 		opts.RequestedSenderSettleMode = amqp.SenderSettleModeSettled.Ptr()
 	}
@@ -72,7 +75,11 @@ func (t *amqpTransport) receiver(ctx context.Context, conn, _ int, _ string) (re
 	if err != nil {
 		return nil, fmt.Errorf("attaching a receiver to %s: %w", t.c.Queue, err)
 	}
-	return &amqpReceiver{r: r, rad: t.c.RAD}, nil
+	ar := &amqpReceiver{r: r, rad: t.c.RAD}
+	if t.c.BatchCredit {
+		ar.batch = t.c.Credit
+	}
+	return ar, nil
 }
 
 // annSequenceNumber is the message annotation carrying Service Bus's
@@ -100,12 +107,23 @@ func (s *amqpSender) send(ctx context.Context, m outMsg, payload []byte) error {
 func (s *amqpSender) close(ctx context.Context) { s.s.Close(ctx) }
 
 type amqpReceiver struct {
-	r   *amqp.Receiver
-	rad bool
+	r     *amqp.Receiver
+	rad   bool
+	batch int // > 0: grant this much credit only once the last grant is used up
+	left  int // credit of the last grant not used yet
 }
 
 func (r *amqpReceiver) receive(ctx context.Context) ([]inMsg, error) {
+	if r.batch > 0 && r.left == 0 {
+		if err := r.r.IssueCredit(uint32(r.batch)); err != nil {
+			return nil, err
+		}
+		r.left = r.batch
+	}
 	msg, err := r.r.Receive(ctx, nil)
+	if err == nil && r.batch > 0 {
+		r.left--
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ const (
 	ScenarioSessions = "sessions" // S sessions through the SDK, FIFO checked per session
 	ScenarioFanout   = "fanout"   // a topic with K subscriptions through the SDK
 	ScenarioREST     = "rest"     // REST send and peek-lock+complete through the HTTP gateway
+	ScenarioDrain    = "drain"    // receive whatever the queue holds until it stays quiet for --drain-timeout
 )
 
 // Config is one benchmark run. The zero value of a field means its
@@ -47,6 +48,7 @@ type Config struct {
 	Links        int           // sender and receiver links per connection
 	Inflight     int           // unsettled sends in flight per sender link
 	Credit       int           // link credit per receiver (SDK session receivers take 1 at a time)
+	BatchCredit  bool          // grant Credit again only when all of it was used (plain AMQP receivers)
 	Presettled   bool          // send settled (at-most-once, no acknowledgement)
 	RAD          bool          // receive-and-delete: the broker sends settled
 	Durable      bool          // AMQP header durable flag
@@ -74,7 +76,7 @@ func IsUsage(err error) bool { return errors.Is(err, errUsage) }
 // as defaults.
 func NewFlagSet(c *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("omnibus bench", flag.ContinueOnError)
-	fs.StringVar(&c.Scenario, "scenario", ScenarioSend, "send, receive, both, sessions, fanout or rest")
+	fs.StringVar(&c.Scenario, "scenario", ScenarioSend, "send, receive, both, sessions, fanout, rest or drain")
 	fs.StringVar(&c.Label, "label", "", "name of the target in the output")
 	fs.StringVar(&c.URL, "url", "amqp://127.0.0.1:5672", "AMQP 1.0 endpoint")
 	fs.StringVar(&c.User, "user", "RootManageSharedAccessKey", "SASL PLAIN user name")
@@ -95,6 +97,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.IntVar(&c.Links, "links", 1, "sender and receiver links per connection")
 	fs.IntVar(&c.Inflight, "inflight", 100, "unsettled sends in flight per sender link")
 	fs.IntVar(&c.Credit, "credit", 100, "link credit per receiver")
+	fs.BoolVar(&c.BatchCredit, "batch-credit", false, "grant --credit again only once all of it was used, never while deliveries are in flight\n(RabbitMQ 3.x's AMQP 1.0 plugin loses track of credit topped up mid-flight and stops delivering)")
 	fs.BoolVar(&c.Presettled, "presettled", false, "send presettled (fire and forget)")
 	fs.BoolVar(&c.RAD, "rad", false, "receive-and-delete: ask the broker to send presettled")
 	fs.BoolVar(&c.Durable, "durable", false, "set the AMQP header durable flag")
@@ -127,7 +130,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 	}
 	switch c.Scenario {
-	case ScenarioSend, ScenarioReceive, ScenarioBoth, ScenarioREST:
+	case ScenarioSend, ScenarioReceive, ScenarioBoth, ScenarioREST, ScenarioDrain:
 	case ScenarioSessions, ScenarioFanout:
 		c.SDK = true
 	default:
@@ -145,7 +148,7 @@ func (c *Config) validate() error {
 	if c.Count < 0 || c.Rate < 0 || c.Warmup < 0 || c.Prefill < 0 {
 		return bad("--count, --rate, --warmup and --prefill must not be negative")
 	}
-	if c.Count == 0 && c.Duration <= 0 {
+	if c.Count == 0 && c.Duration <= 0 && c.Scenario != ScenarioDrain {
 		return bad("give --count or a positive --duration")
 	}
 	if c.Scenario == ScenarioReceive && c.Prefill == 0 {
@@ -170,7 +173,7 @@ func (c *Config) validate() error {
 }
 
 // sends reports whether the scenario's timed phase sends.
-func (c *Config) sends() bool { return c.Scenario != ScenarioReceive }
+func (c *Config) sends() bool { return c.Scenario != ScenarioReceive && c.Scenario != ScenarioDrain }
 
 // receives reports whether the scenario's timed phase receives.
 func (c *Config) receives() bool { return c.Scenario != ScenarioSend }

@@ -8,7 +8,7 @@
 // link, or presettled), receive (pre-fill, then peek-lock + accept with
 // link credit, or receive-and-delete), both (send and receive at once,
 // end-to-end latency from a timestamp the message carries), sessions,
-// fanout and rest.
+// fanout, rest, and drain (empty a queue of whatever it holds, counting it).
 //
 // A run verifies what it measures: every message carries the run id, a
 // unique sequence number and its send time as application properties,

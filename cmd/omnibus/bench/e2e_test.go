@@ -41,10 +41,14 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 		{Scenario: ScenarioSend, Count: 2000, Presettled: true},
 		{Scenario: ScenarioBoth, Count: 2000, Inflight: 50, Durable: true},
 		{Scenario: ScenarioReceive, Count: 2000, Inflight: 50},
+		{Scenario: ScenarioReceive, Count: 2000, Inflight: 50, BatchCredit: true, Credit: 30},
 		{Scenario: ScenarioBoth, Count: 1000, RAD: true},
 		{Scenario: ScenarioSessions, Count: 400, Sessions: 4, Queue: "bench-sessions"},
 	} {
 		name := c.Scenario
+		if c.BatchCredit {
+			name += "-batch-credit"
+		}
 		if c.Presettled {
 			name += "-presettled"
 		}
@@ -84,5 +88,27 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 				t.Errorf("delivered %d of %d acked", r.Tally.Unique, r.Tally.Acked)
 			}
 		})
+	}
+}
+
+// drain empties a queue of another run's messages and counts them.
+func TestDrainCountsForeignMessages(t *testing.T) {
+	url := newTestOmnibus(t)
+	base := Config{URL: url, User: "RootManageSharedAccessKey", Password: "SAS_KEY_VALUE", Queue: "bench",
+		Connections: 1, Links: 1, Inflight: 20, Credit: 50, Quiet: true}
+	send := base
+	send.Scenario, send.Count = ScenarioSend, 300
+	r, err := Run(t.Context(), send, nil)
+	if err != nil || r.Err() != nil {
+		t.Fatalf("send: %v %v", err, r.Err())
+	}
+	drain := base
+	drain.Scenario, drain.RAD, drain.DrainTimeout = ScenarioDrain, true, 300*time.Millisecond
+	r, err = Run(t.Context(), drain, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Received != 300 || r.Tally.Foreign != 300 || r.Err() != nil {
+		t.Errorf("drain received %d (foreign %d, err %v), want the 300 sent before", r.Received, r.Tally.Foreign, r.Err())
 	}
 }

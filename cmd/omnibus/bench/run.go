@@ -83,7 +83,10 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		sendErr = sp.run(claimCtx, ctx)
 		cancel()
 	}
-	if c.receives() && sendErr == nil {
+	switch {
+	case c.Scenario == ScenarioDrain:
+		waitQuiet(ctx, rp, c.DrainTimeout)
+	case c.receives() && sendErr == nil:
 		waitDrained(ctx, ledger, rp, c.DrainTimeout)
 	}
 	stopRecv()
@@ -115,6 +118,19 @@ func waitDrained(ctx context.Context, l *Ledger, rp *recvPlan, timeout time.Dura
 		select {
 		case <-ctx.Done():
 			return false
+		case <-tick.C:
+		}
+	}
+}
+
+// waitQuiet waits until no delivery came for quiet, or ctx ended.
+func waitQuiet(ctx context.Context, rp *recvPlan, quiet time.Duration) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for time.Since(time.Unix(0, rp.lastRecv.Load())) <= quiet {
+		select {
+		case <-ctx.Done():
+			return
 		case <-tick.C:
 		}
 	}

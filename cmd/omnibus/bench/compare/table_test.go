@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/omnibusmq/omnibus/cmd/omnibus/bench"
+)
+
+func writeResult(t *testing.T, dir, name string, r bench.Result) {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tt := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(tt.in); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestTableMediansAndRatioAgainstBestRabbitMQ(t *testing.T) {
+	dir := t.TempDir()
+	for i, rate := range []float64{30000, 10000, 20000} {
+		writeResult(t, dir, "send-unsettled__omnibus__"+string(rune('1'+i))+".json",
+			bench.Result{SendRate: rate, SendLatency: bench.LatencySummary{P99ms: float64(i + 1)}})
+	}
+	writeResult(t, dir, "send-unsettled__rabbitmq-classic__1.json", bench.Result{SendRate: 4000, SendLatency: bench.LatencySummary{P99ms: 40}})
+	writeResult(t, dir, "send-unsettled__rabbitmq-quorum__1.json", bench.Result{SendRate: 5000, SendLatency: bench.LatencySummary{P99ms: 8}})
+	writeResult(t, dir, "notes.json", bench.Result{}) // not a run: skipped
+	rs, err := loadRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := writeTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| scenario | metric | omnibus | rabbitmq-classic | rabbitmq-quorum | omnibus vs best RabbitMQ |",
+		// median 20000 of 3 runs, 4× the better RabbitMQ (quorum, 5000)
+		"| send-unsettled | acked sends | 20000 msg/s (10000–30000, n=3) | 4000 msg/s | 5000 msg/s | 4.00× |",
+		// latency: lower is better; best RabbitMQ p99 is 8 ms, omnibus 2 ms
+		"| send-unsettled | send→ack p99 | 2.00 ms (1.00–3.00, n=3) | 40.00 ms | 8.00 ms | 4.00× |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks\n%s\ngot:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "receive") {
+		t.Errorf("table shows scenarios that were not run:\n%s", out)
+	}
+}
+
+func TestTableFlagsFailedRuns(t *testing.T) {
+	dir := t.TempDir()
+	writeResult(t, dir, "receive__omnibus__1.json", bench.Result{RecvRate: 100, Tally: bench.Tally{Lost: 3, LossChecked: true}})
+	rs, err := loadRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := writeTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "⚠ receive on omnibus: 1 of 1 runs failed") {
+		t.Errorf("failed run not flagged:\n%s", b.String())
+	}
+}
+
+func TestLoadRunsEmpty(t *testing.T) {
+	if _, err := loadRuns(t.TempDir()); err == nil {
+		t.Error("no error for a directory without results")
+	}
+}
