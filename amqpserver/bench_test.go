@@ -12,25 +12,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/storage"
-	"github.com/omnibusmq/omnibus/storage/memstore"
-	"github.com/omnibusmq/omnibus/storage/pebblestore"
 )
-
-// benchStores are the stores the benchmarks run on.
-var benchStores = []struct {
-	name string
-	open func(b *testing.B) storage.Store
-}{
-	{"mem", func(*testing.B) storage.Store { return memstore.New() }},
-	{"pebble", func(b *testing.B) storage.Store {
-		st, err := pebblestore.Open(b.TempDir(), pebblestore.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { st.Close() })
-		return st
-	}},
-}
 
 // newBenchServer serves a broker on st (real clock, no authentication)
 // with a queue "q" and returns its address and the broker.
@@ -75,24 +57,27 @@ func benchSession(b *testing.B, addr string) *amqp.Session {
 	return s
 }
 
+// benchInFlight is how many messages the benchmarks keep in flight: sends
+// awaiting their disposition, completions awaiting their answer, or, in
+// the core baselines, concurrent callers.
+const benchInFlight = 256
+
 // BenchmarkAMQPSendPipelined sends 1 KiB messages from 256 goroutines
 // sharing one go-amqp sender link, each waiting for its disposition.
 func BenchmarkAMQPSendPipelined(b *testing.B) {
 	for _, st := range benchStores {
 		b.Run(st.name, func(b *testing.B) {
-			addr, _ := newBenchServer(b, st.open(b))
+			st := st.open(b)
+			addr, _ := newBenchServer(b, st)
 			snd, err := benchSession(b, addr).NewSender(b.Context(), "q", nil)
 			if err != nil {
 				b.Fatal(err)
 			}
 			body := make([]byte, 1024)
-			const workers = 256
-			work := make(chan struct{}, workers)
+			work := make(chan struct{}, benchInFlight)
 			var wg sync.WaitGroup
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
-			for range workers {
+			m := startMeter(b, st)
+			for range benchInFlight {
 				wg.Go(func() {
 					for range work {
 						if err := snd.Send(b.Context(), amqp.NewMessage(body), nil); err != nil {
@@ -107,7 +92,7 @@ func BenchmarkAMQPSendPipelined(b *testing.B) {
 			}
 			close(work)
 			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
+			m.stop(b.N)
 		})
 	}
 }
@@ -117,7 +102,8 @@ func BenchmarkAMQPSendPipelined(b *testing.B) {
 func BenchmarkAMQPReceiveComplete(b *testing.B) {
 	for _, st := range benchStores {
 		b.Run(st.name, func(b *testing.B) {
-			addr, br := newBenchServer(b, st.open(b))
+			st := st.open(b)
+			addr, br := newBenchServer(b, st)
 			body := make([]byte, 1024)
 			for sent := 0; sent < b.N; {
 				n := min(b.N-sent, 500)
@@ -136,11 +122,9 @@ func BenchmarkAMQPReceiveComplete(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sem := make(chan struct{}, 256)
+			sem := make(chan struct{}, benchInFlight)
 			var wg sync.WaitGroup
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
+			meter := startMeter(b, st)
 			for range b.N {
 				m, err := r.Receive(b.Context(), nil)
 				if err != nil {
@@ -155,7 +139,7 @@ func BenchmarkAMQPReceiveComplete(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
+			meter.stop(b.N)
 		})
 	}
 }

@@ -3,7 +3,6 @@ package amqpserver
 import (
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/Azure/go-amqp"
 )
@@ -16,7 +15,8 @@ import (
 func BenchmarkAMQPSendManyLinks(b *testing.B) {
 	for _, st := range benchStores {
 		b.Run(st.name, func(b *testing.B) {
-			addr, _ := newBenchServer(b, st.open(b))
+			st := st.open(b)
+			addr, _ := newBenchServer(b, st)
 			const links, perLink = 8, 32
 			snds := make([]*amqp.Sender, links)
 			for i := range snds {
@@ -29,9 +29,7 @@ func BenchmarkAMQPSendManyLinks(b *testing.B) {
 			body := make([]byte, 1024)
 			work := make(chan struct{}, links*perLink)
 			var wg sync.WaitGroup
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
+			m := startMeter(b, st)
 			for _, snd := range snds {
 				for range perLink {
 					wg.Go(func() {
@@ -49,7 +47,7 @@ func BenchmarkAMQPSendManyLinks(b *testing.B) {
 			}
 			close(work)
 			wg.Wait()
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
+			m.stop(b.N)
 		})
 	}
 }
