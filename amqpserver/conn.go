@@ -26,9 +26,9 @@ var connIDs atomic.Uint64
 //   - run (the mux) owns every session, link and delivery map of the
 //     connection and is the only goroutine that touches them; work that
 //     blocks (core sends, receives, settlements, management calls) runs in
-//     goroutines that report back through post;
-//   - writeLoop owns the socket's write side and writes the byte chunks
-//     run hands it, in order.
+//     goroutines that report back through post (inbox.go);
+//   - writeLoop owns the socket's write side and writes what run queued,
+//     in order, one write per wake-up (writer.go).
 type conn struct {
 	srv  *Server
 	nc   net.Conn
@@ -43,8 +43,8 @@ type conn struct {
 
 	ctx    context.Context    // cancelled when the connection ends
 	cancel context.CancelFunc // cancels ctx
-	events chan func()        // work for run, posted by helper goroutines
-	out    chan []byte        // encoded frames for writeLoop
+	in     inbox              // work for run, posted by helper goroutines
+	ob     outbox             // encoded frames for writeLoop
 	wdone  chan struct{}      // closed when writeLoop has exited
 	work   sync.WaitGroup     // helper goroutines (sends, receives, settles)
 
@@ -64,8 +64,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		log:      s.log.With(zap.String("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
 		rd:       frames.NewReader(nc, s.cfg.MaxFrameSize),
 		auth:     newConnAuth(s.cfg.Now),
-		events:   make(chan func(), 256),
-		out:      make(chan []byte, 64),
+		in:       newInbox(),
+		ob:       newOutbox(),
 		wdone:    make(chan struct{}),
 		sessions: make(map[uint16]*session),
 		local:    make(map[uint16]*session),
@@ -97,7 +97,9 @@ func (c *conn) serve(parent context.Context) {
 		return
 	}
 
-	frc := make(chan frames.Frame)
+	// Buffered, so the reader decodes ahead while run is busy and run
+	// takes a burst of frames per wake-up.
+	frc := make(chan frames.Frame, 64)
 	readErr := make(chan error, 1)
 	readDone := make(chan struct{})
 	go c.writeLoop()
@@ -110,7 +112,8 @@ func (c *conn) serve(parent context.Context) {
 	}()
 	err := c.run(frc, readErr)
 	c.cancel()
-	close(c.out)
+	c.closeInbox()
+	c.closeOutput()
 	<-c.wdone
 	c.nc.Close() // unblocks readLoop
 	<-readDone
@@ -135,29 +138,6 @@ func (c *conn) readLoop(frc chan<- frames.Frame) error {
 		case <-c.ctx.Done():
 			return c.ctx.Err()
 		}
-	}
-}
-
-// writeLoop writes chunks until out is closed or a write fails.
-func (c *conn) writeLoop() {
-	defer close(c.wdone)
-	for p := range c.out {
-		c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
-		if _, err := c.nc.Write(p); err != nil {
-			c.cancel()
-			return
-		}
-	}
-}
-
-// post queues f to run on the connection goroutine. It returns false (and
-// drops f) when the connection has ended.
-func (c *conn) post(f func()) bool {
-	select {
-	case c.events <- f:
-		return true
-	case <-c.ctx.Done():
-		return false
 	}
 }
 
@@ -198,8 +178,8 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 		select {
 		case fr := <-frc:
 			err = c.handleFrame(fr)
-		case f := <-c.events:
-			f()
+		case <-c.in.wake:
+			c.runPosted()
 		case <-beat:
 			frames.WriteHeartbeat(&c.pending)
 		case rerr := <-readErr:
@@ -220,8 +200,8 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 			select {
 			case fr := <-frc:
 				err = c.handleFrame(fr)
-			case f := <-c.events:
-				f()
+			case <-c.in.wake:
+				c.runPosted()
 			default:
 				break more
 			}
@@ -316,11 +296,11 @@ func (c *conn) flush() {
 	if c.pending.Len() == 0 {
 		return
 	}
-	p := c.pending.Bytes()
-	c.pending = buffer.Buffer{}
-	select {
-	case c.out <- p:
-	case <-c.wdone: // the socket failed; nothing more can be written
+	c.enqueue(c.pending.Bytes())
+	if c.pending.Size() > keepWriteBuffer {
+		c.pending = buffer.Buffer{}
+	} else {
+		c.pending.Reset()
 	}
 }
 

@@ -1,0 +1,64 @@
+package amqpserver
+
+import "sync"
+
+// inbox holds the work helper goroutines post to the connection goroutine
+// (results of sends, receives, settlements, management calls). Posting
+// appends under a mutex and wakes run only when the inbox was empty, so a
+// burst of completions costs run one wake-up, and a helper never waits
+// for run.
+type inbox struct {
+	mu     sync.Mutex
+	fs     []func()
+	spare  []func()      // the slice run emptied last, reused
+	closed bool          // run has stopped: post refuses
+	wake   chan struct{} // (cap 1) fs became non-empty
+}
+
+func newInbox() inbox { return inbox{wake: make(chan struct{}, 1)} }
+
+// post queues f to run on the connection goroutine. It returns false (and
+// drops f) once the connection has stopped taking work.
+func (c *conn) post(f func()) bool {
+	in := &c.in
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return false
+	}
+	first := len(in.fs) == 0
+	in.fs = append(in.fs, f)
+	in.mu.Unlock()
+	if first {
+		signal(in.wake)
+	}
+	return true
+}
+
+// runPosted runs the work posted so far, in posting order.
+func (c *conn) runPosted() {
+	in := &c.in
+	in.mu.Lock()
+	fs := in.fs
+	in.fs, in.spare = in.spare, nil
+	in.mu.Unlock()
+	for i, f := range fs {
+		fs[i] = nil
+		f()
+	}
+	in.mu.Lock()
+	if in.spare == nil {
+		in.spare = fs[:0]
+	}
+	in.mu.Unlock()
+}
+
+// closeInbox makes post refuse further work and runs what was posted
+// before, so that its owners see their links released (and, for example,
+// give back messages a receive returned) instead of it being lost.
+func (c *conn) closeInbox() {
+	c.in.mu.Lock()
+	c.in.closed = true
+	c.in.mu.Unlock()
+	c.runPosted()
+}

@@ -1,0 +1,109 @@
+package amqpserver
+
+import (
+	"sync"
+	"time"
+)
+
+// maxOutbox bounds the bytes waiting for the socket: beyond it the
+// connection goroutine waits for the writer instead of buffering more
+// (backpressure from a peer that does not read).
+const maxOutbox = 4 << 20
+
+// keepWriteBuffer is the largest write buffer kept for reuse after a
+// write; a bigger one (a burst of large deliveries) is dropped, so an idle
+// connection does not pin it.
+const keepWriteBuffer = 1 << 20
+
+// outbox hands output from run to writeLoop. run appends each burst of
+// frames; writeLoop takes everything accumulated since its last write and
+// writes it with one system call, so the frames of bursts made while the
+// socket was busy share a write. The two swap buffers, so steady output
+// allocates nothing.
+type outbox struct {
+	mu     sync.Mutex
+	buf    []byte // bytes waiting for writeLoop
+	closed bool   // no more output: writeLoop exits once buf is written
+	failed bool   // a write failed: output is dropped
+
+	wake    chan struct{} // (cap 1) buf got bytes, or closed was set
+	drained chan struct{} // (cap 1) writeLoop took buf
+}
+
+func newOutbox() outbox {
+	return outbox{wake: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
+}
+
+// signal makes a non-blocking send of a wake-up on ch (cap 1): one
+// pending wake-up covers any number of signals.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// enqueue appends p to the output, waiting while the output is over
+// maxOutbox. p may be reused once enqueue returns.
+func (c *conn) enqueue(p []byte) {
+	o := &c.ob
+	o.mu.Lock()
+	for len(o.buf) >= maxOutbox && !o.failed {
+		o.mu.Unlock()
+		select {
+		case <-o.drained:
+		case <-c.wdone:
+			return
+		}
+		o.mu.Lock()
+	}
+	if o.failed || o.closed {
+		o.mu.Unlock()
+		return
+	}
+	first := len(o.buf) == 0
+	o.buf = append(o.buf, p...)
+	o.mu.Unlock()
+	if first {
+		signal(o.wake)
+	}
+}
+
+// closeOutput lets writeLoop exit once it has written what is queued.
+func (c *conn) closeOutput() {
+	c.ob.mu.Lock()
+	c.ob.closed = true
+	c.ob.mu.Unlock()
+	signal(c.ob.wake)
+}
+
+// writeLoop writes the output until it is closed and written, or a write
+// fails. Each wake-up writes all output queued so far in one write.
+func (c *conn) writeLoop() {
+	defer close(c.wdone)
+	o := &c.ob
+	var p []byte
+	for range o.wake {
+		o.mu.Lock()
+		p, o.buf = o.buf, p[:0]
+		closed := o.closed
+		o.mu.Unlock()
+		signal(o.drained)
+		if len(p) > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+			if _, err := c.nc.Write(p); err != nil {
+				o.mu.Lock()
+				o.failed, o.buf = true, nil
+				o.mu.Unlock()
+				c.cancel()
+				return
+			}
+			if cap(p) > keepWriteBuffer {
+				p = nil
+			}
+		}
+		if closed {
+			return
+		}
+	}
+}
