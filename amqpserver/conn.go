@@ -53,6 +53,7 @@ type conn struct {
 	local    map[uint16]*session // by our channel
 	pending  buffer.Buffer       // frames written since the last flush
 	ackers   []*session          // sessions with acknowledgements queued
+	senders  []*link             // links with deliveries queued for the broker
 	closing  bool                // close sent; draining until the peer's close
 }
 
@@ -286,9 +287,14 @@ func (c *conn) write(ch uint16, body frames.Body) {
 	}
 }
 
-// flush writes queued acknowledgements and hands the pending output to
-// writeLoop.
+// flush sends the deliveries queued for the broker, writes queued
+// acknowledgements and hands the pending output to writeLoop.
 func (c *conn) flush() {
+	for _, l := range c.senders {
+		l.submitSends()
+	}
+	clear(c.senders)
+	c.senders = c.senders[:0]
 	for _, s := range c.ackers {
 		s.writeAcks()
 	}

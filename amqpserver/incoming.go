@@ -2,6 +2,7 @@ package amqpserver
 
 import (
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
 )
 
 // Credit the server keeps outstanding on links the client sends on: a
@@ -14,13 +15,36 @@ const (
 	maxInflight  = 4 * creditWindow
 )
 
+// Limits of a sendBatch: beyond them it goes to the broker at once.
+const (
+	maxSendBatch      = 256
+	maxSendBatchBytes = 1 << 20
+)
+
+// sendBatch is the deliveries a link completed in one pass of the
+// connection loop, waiting to go to the broker together.
+type sendBatch struct {
+	parts []*partial
+	msgs  []*core.Message // the messages of every part, in order
+	ends  []int           // ends[i]: len(msgs) after parts[i]'s messages
+	bytes int             // encoded size of the parts
+}
+
+func (b *sendBatch) add(p *partial, msgs []*core.Message) {
+	b.parts = append(b.parts, p)
+	b.msgs = append(b.msgs, msgs...)
+	b.ends = append(b.ends, len(b.msgs))
+	b.bytes += len(p.buf)
+}
+
 // inLink is the state of a link the client sends on (we are the receiver).
 type inLink struct {
 	credit        uint32
 	deliveryCount uint32
 	maxSize       uint64   // largest delivery accepted, in bytes
 	cur           *partial // delivery being assembled across transfers
-	inflight      int      // deliveries handed to helpers, not yet answered
+	inflight      int      // deliveries queued or sent, not yet answered
+	batch         sendBatch
 }
 
 // partial is an incoming delivery whose transfers are still arriving.
@@ -128,35 +152,89 @@ func (l *link) delivered(p *partial) {
 	}
 }
 
-// send hands a delivery to the broker. The broker assigns sequence
-// numbers before SendAsync returns, so deliveries keep their order on the
-// link, while the writes of pipelined deliveries are in flight together
-// and the store group-commits them. The disposition goes out once the
-// send is durable. The send is not cut short when the connection closes:
-// it is either durable or failed, and the connection waits for it.
+// send queues a delivery for the broker. The deliveries a link completes
+// in one pass of the connection loop go to the broker together (see
+// submitSends), so a burst of pipelined sends costs the broker one plan,
+// one store write and one completion instead of one each.
 func (l *link) send(p *partial) {
-	c := l.s.c
-	in := l.in
-	in.inflight++
-	settle := func(err error) {
-		in.inflight--
-		var state frames.DeliveryState = &frames.Accepted{}
-		if err != nil {
-			state = &frames.Rejected{Error: amqpError(err)}
-		}
-		l.settleIncoming(p, state)
-		l.grantCredit()
-	}
 	msgs, err := decodeMessage(p.buf, p.format)
 	if err != nil {
-		settle(&frames.Error{Condition: frames.CondDecodeError, Description: err.Error()})
+		l.settleIncoming(p, &frames.Rejected{Error: &frames.Error{Condition: frames.CondDecodeError, Description: err.Error()}})
 		return
 	}
+	in := l.in
+	in.inflight++
+	if len(in.batch.parts) == 0 {
+		c := l.s.c
+		c.senders = append(c.senders, l)
+	}
+	in.batch.add(p, msgs)
+	if len(in.batch.msgs) >= maxSendBatch || in.batch.bytes >= maxSendBatchBytes {
+		l.submitSends()
+	}
+}
+
+// submitSends hands the queued deliveries to the broker in one SendAsync.
+// The broker assigns sequence numbers before SendAsync returns, so
+// deliveries keep their order on the link, while the writes of successive
+// batches are in flight together and the store group-commits them. The
+// dispositions go out once the send is durable. If the joint send cannot
+// be planned (one delivery holds a message the entity refuses), each
+// delivery is sent on its own, in order, to get its own answer. A send is
+// not cut short when the connection closes: it is either durable or
+// failed, and the connection waits for it.
+func (l *link) submitSends() {
+	in := l.in
+	b := in.batch
+	in.batch = sendBatch{}
+	switch len(b.parts) {
+	case 0:
+		return
+	case 1:
+		l.sendAsync(b.parts, b.msgs)
+		return
+	}
+	if !l.sendAsync(b.parts, b.msgs) {
+		start := 0
+		for i, end := range b.ends {
+			l.sendAsync(b.parts[i:i+1], b.msgs[start:end])
+			start = end
+		}
+	}
+}
+
+// sendAsync sends the messages of parts to the broker and settles parts
+// with the outcome. It reports false, settling nothing, when the send of
+// several deliveries could not be planned.
+func (l *link) sendAsync(parts []*partial, msgs []*core.Message) bool {
+	c := l.s.c
 	c.work.Add(1)
-	c.srv.b.SendAsync(l.entity, msgs, func(_ []int64, err error) {
+	err := c.srv.b.SendAsync(l.entity, msgs, func(_ []int64, err error) {
 		defer c.work.Done()
-		c.post(func() { settle(err) })
+		c.post(func() { l.sendsDone(parts, err) })
 	})
+	if err == nil {
+		return true
+	}
+	c.work.Done()
+	if len(parts) > 1 {
+		return false
+	}
+	l.sendsDone(parts, err)
+	return true
+}
+
+// sendsDone answers deliveries whose send finished with err.
+func (l *link) sendsDone(parts []*partial, err error) {
+	var state frames.DeliveryState = &frames.Accepted{}
+	if err != nil {
+		state = &frames.Rejected{Error: amqpError(err)}
+	}
+	l.in.inflight -= len(parts)
+	for _, p := range parts {
+		l.settleIncoming(p, state)
+	}
+	l.grantCredit()
 }
 
 // settleIncoming answers an unsettled delivery with state. In

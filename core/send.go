@@ -87,12 +87,17 @@ func (b *Broker) Send(ctx context.Context, path string, msgs ...*Message) ([]int
 // on a link keep their order; the write to the store proceeds in the
 // background, concurrently with later sends (which the store
 // group-commits), and done is called once the messages are durable or the
-// send failed. done runs on its own goroutine.
-func (b *Broker) SendAsync(path string, msgs []*Message, done func(seqs []int64, err error)) {
+// write failed. done runs on its own goroutine.
+//
+// A send that cannot be planned (no such entity, disabled, a message that
+// may not go there) fails at once: SendAsync returns the error, nothing
+// is written and done is not called. A front that joins the deliveries of
+// several clients' calls into one SendAsync can then retry them one by
+// one, still in order, to give each its own answer.
+func (b *Broker) SendAsync(path string, msgs []*Message, done func(seqs []int64, err error)) error {
 	p, err := b.planSend(path, msgs)
 	if err != nil {
-		go done(nil, err)
-		return
+		return err
 	}
 	b.run(func() {
 		err := p.commit()
@@ -102,6 +107,7 @@ func (b *Broker) SendAsync(path string, msgs []*Message, done func(seqs []int64,
 		}
 		done(p.seqs, nil)
 	})
+	return nil
 }
 
 // planSend assigns sequence numbers and builds the batch of a send.

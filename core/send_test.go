@@ -54,3 +54,49 @@ func TestSendStampsBrokerProperties(t *testing.T) {
 		t.Errorf("session id != partition key: %v, want bad request", err)
 	}
 }
+
+// SendAsync refuses an unplannable send at once, writing nothing, and
+// otherwise reports the durable send to done with its sequence numbers,
+// assigned in call order.
+func TestSendAsync(t *testing.T) {
+	env := coretest.New(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", RequiresSession: true})
+	fail := func([]int64, error) { t.Error("done called for a refused send") }
+	if err := env.Broker.SendAsync("missing", []*core.Message{coretest.Text("x")}, fail); core.CodeOf(err) != core.CodeNotFound {
+		t.Errorf("send to a missing queue: %v, want not found", err)
+	}
+	mixed := []*core.Message{{Body: []byte("a"), SessionID: "s"}, {Body: []byte("b")}}
+	if err := env.Broker.SendAsync("q", mixed, fail); core.CodeOf(err) != core.CodeBadRequest {
+		t.Errorf("batch with a message without session id: %v, want bad request", err)
+	}
+	type result struct {
+		seqs []int64
+		err  error
+	}
+	got := make(chan result, 2)
+	for _, body := range []string{"first", "second"} {
+		m := &core.Message{Body: []byte(body), SessionID: "s"}
+		if err := env.Broker.SendAsync("q", []*core.Message{m}, func(seqs []int64, err error) { got <- result{seqs, err} }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seqs []int64
+	for range 2 {
+		r := <-got
+		if r.err != nil || len(r.seqs) != 1 {
+			t.Fatalf("done(%v, %v), want one sequence number", r.seqs, r.err)
+		}
+		seqs = append(seqs, r.seqs[0])
+	}
+	if seqs[0]+seqs[1] != 3 {
+		t.Errorf("sequence numbers %v, want 1 and 2", seqs)
+	}
+	sl, err := env.Broker.AcceptSession(t.Context(), "q", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := env.Broker.Receive(t.Context(), "q", core.ReceiveOptions{Max: 10, Session: sl})
+	if err != nil || len(msgs) != 2 || string(msgs[0].Body) != "first" || msgs[0].SequenceNumber != 1 {
+		t.Fatalf("received %d messages (%v), want first and second in order", len(msgs), err)
+	}
+}
