@@ -44,6 +44,10 @@ conformance: ## conformance suite against an in-process omnibus (and the fault-i
 bench: ## Go benchmarks of core, storage and the fronts
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./core/ ./storage/... ./amqpserver/ ./httpgw/
 
+compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server if missing; BACKLOG=100000 for a quick run)
+	bash cmd/omnibus/bench/compare.sh
+.PHONY: compare
+
 check: test ## alias of test
 
 .PHONY: help build run test gotest short jstest lint fuzz conformance bench check

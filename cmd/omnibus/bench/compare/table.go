@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/omnibusmq/omnibus/cmd/omnibus/bench"
@@ -53,7 +56,43 @@ func loadRuns(dir string) (runs, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no SCENARIO__TARGET__REP.json results in %s", dir)
 	}
+	if err := loadStored(filepath.Join(dir, "stored.tsv"), out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// storedSuffix marks the pseudo-scenario of what presettled sends left
+// in the queue per second of sending.
+const storedSuffix = "-stored"
+
+// loadStored reads compare.sh's stored.tsv (scenario, target, rep, acked,
+// found in the queue, seconds of sending) into SCENARIO-stored results
+// whose SendRate is what reached the queue per second: presettled sends
+// are fire and forget, and a broker may drop what it cannot keep up with.
+// A missing file is no error.
+func loadStored(path string, out runs) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Split(strings.TrimSpace(line), "\t")
+		if len(f) != 6 || !strings.Contains(f[0], "presettled") {
+			continue
+		}
+		n, err1 := strconv.ParseFloat(f[4], 64)
+		secs, err2 := strconv.ParseFloat(f[5], 64)
+		if err1 != nil || err2 != nil || secs <= 0 {
+			continue
+		}
+		k := runKey{f[0] + storedSuffix, f[1]}
+		out[k] = append(out[k], &bench.Result{Label: f[1], SendRate: n / secs, Seconds: secs})
+	}
+	return nil
 }
 
 // metric is one row of the table.
@@ -68,7 +107,8 @@ type metric struct {
 var metrics = []metric{
 	{"send-unsettled", "acked sends", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s"},
 	{"send-unsettled", "send→ack p99", false, func(r *bench.Result) float64 { return r.SendLatency.P99ms }, "ms"},
-	{"send-presettled", "presettled sends", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s"},
+	{"send-presettled", "presettled sends taken by the link", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s"},
+	{"send-presettled" + storedSuffix, "presettled sends found in the queue", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s"},
 	{"receive", "peek-lock receive + complete", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s"},
 	{"both-max", "send + receive at once", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s"},
 	{"both-max", "end-to-end p99 at max", false, func(r *bench.Result) float64 { return r.E2ELatency.P99ms }, "ms"},

@@ -87,3 +87,31 @@ func TestLoadRunsEmpty(t *testing.T) {
 		t.Error("no error for a directory without results")
 	}
 }
+
+func TestTablePresettledStored(t *testing.T) {
+	dir := t.TempDir()
+	writeResult(t, dir, "send-presettled__omnibus__1.json", bench.Result{SendRate: 9000})
+	writeResult(t, dir, "send-presettled__rabbitmq-classic__1.json", bench.Result{SendRate: 15000})
+	tsv := "send-presettled\tomnibus\t1\t72000\t72000\t8\n" +
+		"send-presettled\trabbitmq-classic\t1\t65635\t36000\t8\n" +
+		"send-unsettled\tomnibus\t1\t100\t100\t8\n"
+	if err := os.WriteFile(filepath.Join(dir, "stored.tsv"), []byte(tsv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := loadRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := writeTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	// 72000/8 = 9000 stored per second against 36000/8 = 4500.
+	want := "| send-presettled-stored | presettled sends found in the queue | 9000 msg/s | 4500 msg/s | 2.00× |"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks\n%s\ngot:\n%s", want, b.String())
+	}
+	if strings.Contains(b.String(), "send-unsettled-stored") {
+		t.Errorf("unsettled sends got a stored row:\n%s", b.String())
+	}
+}
