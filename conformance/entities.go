@@ -230,9 +230,9 @@ func (t *T) drainSessions(entity, sub string) {
 		var r *azservicebus.SessionReceiver
 		var err error
 		if sub == "" {
-			r, err = t.target.sb.AcceptNextSessionForQueue(ctx, entity, opts)
+			r, err = t.Client().AcceptNextSessionForQueue(ctx, entity, opts)
 		} else {
-			r, err = t.target.sb.AcceptNextSessionForSubscription(ctx, entity, sub, opts)
+			r, err = t.Client().AcceptNextSessionForSubscription(ctx, entity, sub, opts)
 		}
 		cancel()
 		if err != nil {

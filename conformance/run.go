@@ -31,7 +31,6 @@ func Run(ctx context.Context, target *Target, opts Options) (*Report, error) {
 	if err := target.open(); err != nil {
 		return nil, err
 	}
-	defer target.close()
 	if opts.Parallel <= 0 {
 		opts.Parallel = 8
 	}

@@ -20,7 +20,7 @@ func inSession(sid, body string) *azservicebus.Message {
 
 func (t *T) acceptSession(q, sid string) *azservicebus.SessionReceiver {
 	t.live()
-	r, err := t.target.sb.AcceptSessionForQueue(t.ctx, q, sid, nil)
+	r, err := t.Client().AcceptSessionForQueue(t.ctx, q, sid, nil)
 	t.must(err, "accept session %q", sid)
 	t.Cleanup(func() { _ = r.Close(t.ctx) })
 	return r
@@ -72,7 +72,7 @@ func init() {
 			t.acceptSession(q, "s1")
 			ctx, cancel := contextWithTimeout(t, 10*time.Second)
 			defer cancel()
-			r2, err := t.target.sb.AcceptSessionForQueue(ctx, q, "s1", nil)
+			r2, err := t.Client().AcceptSessionForQueue(ctx, q, "s1", nil)
 			if err == nil {
 				_ = r2.Close(t.ctx)
 				t.Fatalf("a second receiver accepted a locked session")
@@ -81,7 +81,7 @@ func init() {
 		Scenario{Name: "session-accept-next", Seed: "004 accept the next available session", Protocol: AMQP, Run: func(t *T) {
 			q := sessionQueue(t)
 			t.Send(q, inSession("only", "x"))
-			r, err := t.target.sb.AcceptNextSessionForQueue(t.ctx, q, nil)
+			r, err := t.Client().AcceptNextSessionForQueue(t.ctx, q, nil)
 			t.must(err, "accept next session")
 			t.Cleanup(func() { _ = r.Close(t.ctx) })
 			if r.SessionID() != "only" {
@@ -93,7 +93,7 @@ func init() {
 			q := sessionQueue(t)
 			ctx, cancel := contextWithTimeout(t, 10*time.Second)
 			defer cancel()
-			r, err := t.target.sb.AcceptNextSessionForQueue(ctx, q, nil)
+			r, err := t.Client().AcceptNextSessionForQueue(ctx, q, nil)
 			if err == nil {
 				_ = r.Close(t.ctx)
 				t.Fatalf("accepted session %q on an empty queue", r.SessionID())
@@ -192,7 +192,7 @@ func init() {
 		Scenario{Name: "session-list-sessions", Seed: "004 sessions with messages or state can be enumerated", Protocol: AMQP, Run: func(t *T) {
 			q := sessionQueue(t)
 			t.Send(q, inSession("a", "1"), inSession("b", "2"))
-			p := t.target.sb.NewListSessionsForQueuePager(q, nil)
+			p := t.Client().NewListSessionsForQueuePager(q, nil)
 			seen := map[string]bool{}
 			for p.More() {
 				page, err := p.NextPage(t.ctx)

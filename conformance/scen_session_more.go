@@ -114,7 +114,7 @@ func init() {
 				}
 				t.Send(tp, msgs...)
 				t.live()
-				r, err := t.target.sb.AcceptSessionForSubscription(t.ctx, tp, "sessions", "s1", nil)
+				r, err := t.Client().AcceptSessionForSubscription(t.ctx, tp, "sessions", "s1", nil)
 				t.must(err, "accept session on the subscription")
 				t.Cleanup(func() { _ = r.Close(t.ctx) })
 				var got []*azservicebus.ReceivedMessage

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -85,6 +86,7 @@ type T struct {
 	slow     bool              // Options.Slow
 	names    map[string]string // profile → entity created for it
 	used     []string          // profiles asked for, in order
+	client   *azservicebus.Client
 }
 
 type stopScenario struct{}

@@ -8,10 +8,31 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 )
 
+// Client returns the scenario's own SDK client: one AMQP connection per
+// scenario, closed when it ends. Sharing one client between parallel
+// scenarios let one scenario's connection recovery (the SDK resets the
+// connection on errors such as session-lock-lost, as it would against
+// Service Bus) fail another's operations in flight.
+func (t *T) Client() *azservicebus.Client {
+	t.mu.Lock()
+	c := t.client
+	t.mu.Unlock()
+	if c != nil {
+		return c
+	}
+	c, err := azservicebus.NewClientFromConnectionString(t.target.ConnectionString, nil)
+	t.must(err, "SDK client")
+	t.mu.Lock()
+	t.client = c
+	t.mu.Unlock()
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
 // Sender opens an SDK sender on a queue or topic, closed at the end.
 func (t *T) Sender(entity string) *azservicebus.Sender {
 	t.live()
-	s, err := t.target.sb.NewSender(entity, nil)
+	s, err := t.Client().NewSender(entity, nil)
 	t.must(err, "sender for %s", entity)
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s
@@ -23,9 +44,9 @@ func (t *T) Receiver(entity, sub string, opts *azservicebus.ReceiverOptions) *az
 	var r *azservicebus.Receiver
 	var err error
 	if sub == "" {
-		r, err = t.target.sb.NewReceiverForQueue(entity, opts)
+		r, err = t.Client().NewReceiverForQueue(entity, opts)
 	} else {
-		r, err = t.target.sb.NewReceiverForSubscription(entity, sub, opts)
+		r, err = t.Client().NewReceiverForSubscription(entity, sub, opts)
 	}
 	t.must(err, "receiver for %s %s", entity, sub)
 	t.Cleanup(func() { _ = r.Close(context.Background()) })

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
 
 	"github.com/omnibusmq/omnibus/core/sas"
@@ -40,7 +38,6 @@ type Target struct {
 
 	recording bool // the no-network pass that notes the profiles scenarios use
 	cs        sas.ConnectionString
-	sb        *azservicebus.Client
 	admin     *admin.Client
 	httpc     *http.Client
 	restBase  *url.URL
@@ -56,9 +53,6 @@ func (tg *Target) open() error {
 		return fmt.Errorf("conformance: the connection string needs SharedAccessKeyName and SharedAccessKey")
 	}
 	tg.cs = cs
-	if tg.sb, err = azservicebus.NewClientFromConnectionString(tg.ConnectionString, nil); err != nil {
-		return err
-	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: tg.InsecureTLS}, MaxIdleConnsPerHost: 16}
 	tg.httpc = &http.Client{Transport: tr, Timeout: 90 * time.Second}
 	opts := &admin.ClientOptions{}
@@ -75,12 +69,6 @@ func (tg *Target) open() error {
 		return err
 	}
 	return nil
-}
-
-func (tg *Target) close() {
-	if tg.sb != nil {
-		_ = tg.sb.Close(context.Background())
-	}
 }
 
 // rebase sends the admin client's https://<namespace>/… requests to the
