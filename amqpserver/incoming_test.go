@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/go-amqp"
 
+	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/core"
 )
@@ -153,5 +154,75 @@ func TestSendRejectedByBroker(t *testing.T) {
 	var ae *amqp.Error
 	if !errors.As(err, &ae) || ae.Condition != amqp.ErrCondNotAllowed {
 		t.Fatalf("send without session id: %v, want rejected amqp:not-allowed", err)
+	}
+}
+
+// Deliveries that arrive together go to the broker together; one the
+// entity refuses must still get its own rejection while the others are
+// accepted and stored in the order sent.
+func TestSendBurstAnswersEachDelivery(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true})
+	p := ts.rawDial(t)
+	p.open()
+	p.writeFrame(0, beginFrame())
+	p.readFrame()
+	p.writeFrame(0, senderAttach("sq"))
+	p.readFrame() // attach
+	p.readFrame() // flow with credit
+	sessions := []string{"s", "s", "", "s", "s"} // delivery 2 lacks a session id
+	var burst buffer.Buffer
+	for i, sid := range sessions {
+		var b buffer.Buffer
+		m := &frames.Message{Properties: &frames.MessageProperties{GroupID: sid}, Data: [][]byte{[]byte(fmt.Sprint(i))}}
+		if err := m.MarshalAMQP(&b); err != nil {
+			t.Fatal(err)
+		}
+		id, format := uint32(i), uint32(0)
+		tr := &frames.Transfer{Handle: 0, DeliveryID: &id, DeliveryTag: []byte{byte(i)}, MessageFormat: &format, Payload: b.Bytes()}
+		if err := frames.Write(&burst, frames.Frame{Body: tr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.writeBytes(burst.Bytes()) // one write: the server reads them in one pass
+	outcome := map[uint32]string{}
+	for len(outcome) < len(sessions) {
+		d, ok := p.readFrame().(*frames.Disposition)
+		if !ok {
+			continue
+		}
+		last := d.First
+		if d.Last != nil {
+			last = *d.Last
+		}
+		for id := d.First; id <= last; id++ {
+			outcome[id] = fmt.Sprintf("%T", d.State)
+		}
+	}
+	for i, sid := range sessions {
+		want := "*frames.Accepted"
+		if sid == "" {
+			want = "*frames.Rejected"
+		}
+		if outcome[uint32(i)] != want {
+			t.Errorf("delivery %d: %s, want %s", i, outcome[uint32(i)], want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	sl, err := ts.Broker.AcceptSession(ctx, "sq", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := ts.Broker.Receive(ctx, "sq", core.ReceiveOptions{Max: 10, Session: sl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, string(m.Body))
+	}
+	if strings.Join(got, ",") != "0,1,3,4" {
+		t.Errorf("stored %v, want 0,1,3,4 in order", got)
 	}
 }
