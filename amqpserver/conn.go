@@ -49,12 +49,13 @@ type conn struct {
 	work   sync.WaitGroup     // helper goroutines (sends, receives, settles)
 
 	// Owned by run.
-	sessions map[uint16]*session // by the peer's channel
-	local    map[uint16]*session // by our channel
-	pending  buffer.Buffer       // frames written since the last flush
-	ackers   []*session          // sessions with acknowledgements queued
-	senders  []*link             // links with deliveries queued for the broker
-	closing  bool                // close sent; draining until the peer's close
+	sessions  map[uint16]*session // by the peer's channel
+	local     map[uint16]*session // by our channel
+	pending   buffer.Buffer       // frames written since the last flush
+	ackers    []*session          // sessions with acknowledgements queued
+	senders   []*link             // links with deliveries queued for the broker
+	completes []pendingComplete   // accepted deliveries queued for the broker
+	closing   bool                // close sent; draining until the peer's close
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -287,14 +288,16 @@ func (c *conn) write(ch uint16, body frames.Body) {
 	}
 }
 
-// flush sends the deliveries queued for the broker, writes queued
-// acknowledgements and hands the pending output to writeLoop.
+// flush sends the deliveries and completions queued for the broker,
+// writes queued acknowledgements and hands the pending output to
+// writeLoop.
 func (c *conn) flush() {
 	for _, l := range c.senders {
 		l.submitSends()
 	}
 	clear(c.senders)
 	c.senders = c.senders[:0]
+	c.submitCompletes()
 	for _, s := range c.ackers {
 		s.writeAcks()
 	}

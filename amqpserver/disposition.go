@@ -51,7 +51,8 @@ func (s *session) handleDisposition(d *frames.Disposition) {
 // helper goroutine and answers with a settled disposition carrying the
 // final state, or rejected{message-lock-lost} (or session-lock-lost) when
 // the lock is gone. Unknown ids and dispositions without an outcome are
-// ignored (amqp.md §5.2).
+// ignored (amqp.md §5.2). Completions, the common outcome, are queued and
+// applied together (see submitCompletes).
 func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 	if d.State == nil {
 		if d.Settled {
@@ -65,34 +66,42 @@ func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 	}
 	delete(s.unsettled, id)
 	c := s.c
-	state := d.State
 	answer := !d.Settled
+	if outcome.Kind == core.Complete {
+		c.completes = append(c.completes, pendingComplete{s: s, id: id, od: od, answer: answer})
+		return
+	}
+	state := d.State
 	c.goWork(func() {
 		err := c.srv.b.Settle(context.WithoutCancel(c.ctx), od.entity, od.token, outcome)
 		err = c.srv.sessionLockErr(od, err)
-		if !answer {
-			return
+		if answer {
+			c.post(func() { s.answerSettle(id, state, outcome.Kind, err) })
 		}
-		final := state
-		switch {
-		case err != nil:
-			final = &frames.Rejected{Error: amqpError(err)}
-		case outcome.Kind == core.DeadLetter:
-			// Success is a rejected state without an error: go-amqp
-			// reports any error in the reply as a failed settlement.
-			final = &frames.Rejected{}
-		}
-		c.post(func() {
-			if !s.live() {
-				return
-			}
-			if _, ok := final.(*frames.Accepted); ok {
-				s.queueAck(frames.RoleSender, id)
-				return
-			}
-			c.write(s.ch, &frames.Disposition{Role: frames.RoleSender, First: id, Settled: true, State: final})
-		})
 	})
+}
+
+// answerSettle tells the client the final state of delivery id, which it
+// settled with state: the outcome, or rejected with the error that kept
+// the outcome from being applied.
+func (s *session) answerSettle(id uint32, state frames.DeliveryState, kind core.OutcomeKind, err error) {
+	if !s.live() {
+		return
+	}
+	final := state
+	switch {
+	case err != nil:
+		final = &frames.Rejected{Error: amqpError(err)}
+	case kind == core.DeadLetter:
+		// Success is a rejected state without an error: go-amqp
+		// reports any error in the reply as a failed settlement.
+		final = &frames.Rejected{}
+	}
+	if _, ok := final.(*frames.Accepted); ok {
+		s.queueAck(frames.RoleSender, id)
+		return
+	}
+	s.c.write(s.ch, &frames.Disposition{Role: frames.RoleSender, First: id, Settled: true, State: final})
 }
 
 // sessionLockErr reports a lost message lock of a message received under

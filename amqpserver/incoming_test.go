@@ -168,8 +168,8 @@ func TestSendBurstAnswersEachDelivery(t *testing.T) {
 	p.writeFrame(0, beginFrame())
 	p.readFrame()
 	p.writeFrame(0, senderAttach("sq"))
-	p.readFrame() // attach
-	p.readFrame() // flow with credit
+	p.readFrame()                                // attach
+	p.readFrame()                                // flow with credit
 	sessions := []string{"s", "s", "", "s", "s"} // delivery 2 lacks a session id
 	var burst buffer.Buffer
 	for i, sid := range sessions {

@@ -3,6 +3,7 @@ package amqpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -226,5 +227,64 @@ func TestOutgoingWindow(t *testing.T) {
 		if _, ok := p.readFrame().(*frames.Transfer); !ok {
 			t.Fatalf("transfer %d not sent after the window reopened", i+2)
 		}
+	}
+}
+
+// TestCompleteRangeAnswersEachDelivery accepts three deliveries with one
+// disposition (they are completed together) after the lock of the middle
+// one was used elsewhere: it alone is rejected with message-lock-lost,
+// the other two are accepted and gone.
+func TestCompleteRangeAnswersEachDelivery(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustSend(t, "q", coretest.Text("a"), coretest.Text("b"), coretest.Text("c"))
+	p := ts.rawDial(t)
+	p.open()
+	p.writeFrame(0, beginFrame())
+	p.readFrame()
+	second := frames.ReceiverSettleModeSecond
+	p.writeFrame(0, &frames.Attach{Name: "r", Handle: 0, Role: frames.RoleReceiver,
+		RcvSettleMode: &second, Source: &frames.Source{Address: "q"}, Target: &frames.Target{}})
+	p.readFrame() // attach
+	zero, three, h := uint32(0), uint32(3), uint32(0)
+	p.writeFrame(0, &frames.Flow{NextIncomingID: &zero, IncomingWindow: 100, OutgoingWindow: 100,
+		Handle: &h, DeliveryCount: &zero, LinkCredit: &three})
+	var tags [][]byte
+	for len(tags) < 3 {
+		if tr, ok := p.readFrame().(*frames.Transfer); ok {
+			tags = append(tags, tr.DeliveryTag)
+		}
+	}
+	tok, ok := deliveryTagToLockToken(tags[1])
+	if !ok {
+		t.Fatalf("delivery tag %x is not a lock token", tags[1])
+	}
+	ts.MustSettle(t, "q", tok, core.Outcome{Kind: core.Complete})
+	two := uint32(2)
+	p.writeFrame(0, &frames.Disposition{Role: frames.RoleReceiver, First: 0, Last: &two, State: &frames.Accepted{}})
+	outcome := map[uint32]string{}
+	for len(outcome) < 3 {
+		d, ok := p.readFrame().(*frames.Disposition)
+		if !ok {
+			continue
+		}
+		last := d.First
+		if d.Last != nil {
+			last = *d.Last
+		}
+		for id := d.First; id <= last; id++ {
+			outcome[id] = fmt.Sprintf("%T", d.State)
+			if rej, ok := d.State.(*frames.Rejected); ok && (rej.Error == nil || rej.Error.Condition != "com.microsoft:message-lock-lost") {
+				t.Errorf("delivery %d rejected with %+v, want message-lock-lost", id, rej.Error)
+			}
+		}
+	}
+	want := map[uint32]string{0: "*frames.Accepted", 1: "*frames.Rejected", 2: "*frames.Accepted"}
+	for id, w := range want {
+		if outcome[id] != w {
+			t.Errorf("delivery %d: %s, want %s", id, outcome[id], w)
+		}
+	}
+	if c := ts.MustCounts(t, "q"); c.Active != 0 {
+		t.Errorf("%d messages left, want 0", c.Active)
 	}
 }

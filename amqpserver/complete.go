@@ -1,0 +1,72 @@
+package amqpserver
+
+import (
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// pendingComplete is a delivery the client accepted (complete), waiting
+// for the end of the connection loop's pass to go to the broker with the
+// others accepted in the same pass.
+type pendingComplete struct {
+	s      *session
+	id     uint32
+	od     *outDelivery
+	answer bool // the client awaits our settled disposition
+}
+
+// submitCompletes applies the completions queued in this pass: one
+// core.CompleteMany per entity, in a helper goroutine, so a burst of
+// accepts costs one store write and one wake-up of the connection instead
+// of one each. Each delivery is still answered on its own, once its
+// removal is durable (or with the error that kept it).
+func (c *conn) submitCompletes() {
+	pending := c.completes
+	c.completes = nil
+	for len(pending) > 0 {
+		entity := pending[0].od.entity
+		group, rest := pending, []pendingComplete(nil)
+		for i := 1; i < len(pending); i++ {
+			if pending[i].od.entity != entity {
+				group, rest = splitByEntity(pending, entity)
+				break
+			}
+		}
+		c.completeMany(entity, group)
+		pending = rest
+	}
+}
+
+// splitByEntity separates the completions for entity from the others,
+// keeping their order.
+func splitByEntity(pending []pendingComplete, entity string) (same, other []pendingComplete) {
+	for _, pc := range pending {
+		if pc.od.entity == entity {
+			same = append(same, pc)
+		} else {
+			other = append(other, pc)
+		}
+	}
+	return same, other
+}
+
+// completeMany completes group, all on entity, and answers each delivery.
+func (c *conn) completeMany(entity string, group []pendingComplete) {
+	toks := make([]core.LockToken, len(group))
+	for i, pc := range group {
+		toks[i] = pc.od.token
+	}
+	c.goWork(func() {
+		errs := c.srv.b.CompleteMany(entity, toks)
+		for i, pc := range group {
+			errs[i] = c.srv.sessionLockErr(pc.od, errs[i])
+		}
+		c.post(func() {
+			for i, pc := range group {
+				if pc.answer {
+					pc.s.answerSettle(pc.id, &frames.Accepted{}, core.Complete, errs[i])
+				}
+			}
+		})
+	})
+}

@@ -1,0 +1,41 @@
+package core_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/coretest"
+)
+
+// CompleteMany removes every message whose lock is live, durably (they
+// stay gone after a restart), and answers each token on its own: an
+// expired lock, a token listed twice and an unknown token get lock lost.
+func TestCompleteMany(t *testing.T) {
+	env := coretest.New(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute})
+	env.MustSend(t, "q", coretest.Text("a"), coretest.Text("b"), coretest.Text("c"))
+	early := env.MustReceive(t, "q", core.PeekLock, 1)
+	env.Clock.Advance(45 * time.Second)
+	late := env.MustReceive(t, "q", core.PeekLock, 2)
+	env.Clock.Advance(30 * time.Second) // early's lock has expired
+	toks := []core.LockToken{late[0].LockToken, early[0].LockToken, late[1].LockToken, late[0].LockToken, core.NewUUID()}
+	errs := env.Broker.CompleteMany("q", toks)
+	wantLost := []bool{false, true, false, true, true}
+	for i, err := range errs {
+		if lost := core.CodeOf(err) == core.CodeLockLost; lost != wantLost[i] || (!lost && err != nil) {
+			t.Errorf("token %d: %v, want lock lost %v", i, err, wantLost[i])
+		}
+	}
+	if c := env.MustCounts(t, "q"); c.Active != 1 {
+		t.Errorf("active = %d after completing two of three, want 1", c.Active)
+	}
+	env.Restart(t)
+	got := env.MustReceive(t, "q", core.PeekLock, 10)
+	if len(got) != 1 || string(got[0].Body) != "a" {
+		t.Fatalf("after restart received %d messages, want only a", len(got))
+	}
+	if errs := env.Broker.CompleteMany("missing", toks[:1]); core.CodeOf(errs[0]) != core.CodeNotFound {
+		t.Errorf("complete on a missing queue: %v, want not found", errs[0])
+	}
+}
