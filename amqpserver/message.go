@@ -291,6 +291,10 @@ func valueToAMQP(v any) any {
 	return v
 }
 
+// encodeOverhead is a generous estimate of the encoded size of a
+// delivered message's sections other than its body.
+const encodeOverhead = 512
+
 // encodeDelivery encodes m as the broker delivers it on a receive link or
 // embeds it in a management reply (peek, receive-by-sequence-number).
 // With peekLock, m's lock is announced (x-opt-locked-until and the
@@ -338,8 +342,10 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 			am.RawBody = m.Body
 		}
 	}
-	var w buffer.Buffer
-	if err := am.MarshalAMQP(&w); err != nil {
+	// Room for the body and typical sections up front: growing the
+	// buffer through a 1 KiB body would copy it several times.
+	w := buffer.New(make([]byte, 0, len(m.Body)+encodeOverhead))
+	if err := am.MarshalAMQP(w); err != nil {
 		return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
 	}
 	return w.Bytes(), nil
@@ -378,10 +384,10 @@ func ttlMillis(m *core.Message) uint32 {
 // message, each with the exact AMQP type amqp.md §4.2 requires, followed
 // by the sender's own annotations in key order.
 func deliveryAnnotations(m *core.Message, peekLock bool) encoding.Map {
-	anns := encoding.Map{
-		{Key: annSequenceNumber, Value: m.SequenceNumber},
-		{Key: annEnqueuedTime, Value: m.EnqueuedTime},
-	}
+	anns := make(encoding.Map, 0, 9+len(m.Annotations))
+	anns = append(anns,
+		encoding.KeyValue{Key: annSequenceNumber, Value: m.SequenceNumber},
+		encoding.KeyValue{Key: annEnqueuedTime, Value: m.EnqueuedTime})
 	if peekLock && !m.LockedUntil.IsZero() {
 		anns = append(anns, encoding.KeyValue{Key: annLockedUntil, Value: m.LockedUntil})
 	}
