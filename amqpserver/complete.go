@@ -1,6 +1,8 @@
 package amqpserver
 
 import (
+	"context"
+
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/core"
 )
@@ -65,6 +67,49 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 			for i, pc := range group {
 				if pc.answer {
 					pc.s.answerSettle(pc.id, &frames.Accepted{}, core.Complete, errs[i])
+				}
+			}
+		})
+	})
+}
+
+// pendingSettle is a delivery the client settled with an outcome other
+// than accepted, waiting for the end of the connection loop's pass.
+type pendingSettle struct {
+	s       *session
+	id      uint32
+	od      *outDelivery
+	answer  bool
+	state   frames.DeliveryState
+	outcome core.Outcome
+}
+
+// submitSettles applies the other outcomes queued in this pass in one
+// helper goroutine, one after the other in the order the client sent
+// them: released or abandoned messages become available again in that
+// order. Until they have, the links that delivered them take no more
+// messages (see link.pull), so a client that releases deliveries and
+// then asks for more gets them back in sequence order.
+func (c *conn) submitSettles() {
+	pending := c.settles
+	if len(pending) == 0 {
+		return
+	}
+	c.settles = nil
+	c.goWork(func() {
+		errs := make([]error, len(pending))
+		for i, ps := range pending {
+			err := c.srv.b.Settle(context.WithoutCancel(c.ctx), ps.od.entity, ps.od.token, ps.outcome)
+			errs[i] = c.srv.sessionLockErr(ps.od, err)
+		}
+		c.post(func() {
+			for i, ps := range pending {
+				if ps.answer {
+					ps.s.answerSettle(ps.id, ps.state, ps.outcome.Kind, errs[i])
+				}
+				l := ps.od.l
+				if l.out.settling--; l.out.settling == 0 {
+					l.pull()
 				}
 			}
 		})

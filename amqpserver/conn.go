@@ -55,6 +55,7 @@ type conn struct {
 	ackers    []*session          // sessions with acknowledgements queued
 	senders   []*link             // links with deliveries queued for the broker
 	completes []pendingComplete   // accepted deliveries queued for the broker
+	settles   []pendingSettle     // other settlements queued for the broker
 	closing   bool                // close sent; draining until the peer's close
 }
 
@@ -298,6 +299,8 @@ func (c *conn) flush() {
 	clear(c.senders)
 	c.senders = c.senders[:0]
 	c.submitCompletes()
+	c.submitSettles()
+	c.submitSettles()
 	for _, s := range c.ackers {
 		s.writeAcks()
 	}

@@ -1,7 +1,6 @@
 package amqpserver
 
 import (
-	"context"
 	"fmt"
 	"slices"
 
@@ -51,8 +50,8 @@ func (s *session) handleDisposition(d *frames.Disposition) {
 // helper goroutine and answers with a settled disposition carrying the
 // final state, or rejected{message-lock-lost} (or session-lock-lost) when
 // the lock is gone. Unknown ids and dispositions without an outcome are
-// ignored (amqp.md §5.2). Completions, the common outcome, are queued and
-// applied together (see submitCompletes).
+// ignored (amqp.md §5.2). Settlements are queued and applied at the end
+// of the connection loop's pass (see submitCompletes and submitSettles).
 func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 	if d.State == nil {
 		if d.Settled {
@@ -71,14 +70,8 @@ func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 		c.completes = append(c.completes, pendingComplete{s: s, id: id, od: od, answer: answer})
 		return
 	}
-	state := d.State
-	c.goWork(func() {
-		err := c.srv.b.Settle(context.WithoutCancel(c.ctx), od.entity, od.token, outcome)
-		err = c.srv.sessionLockErr(od, err)
-		if answer {
-			c.post(func() { s.answerSettle(id, state, outcome.Kind, err) })
-		}
-	})
+	od.l.out.settling++
+	c.settles = append(c.settles, pendingSettle{s: s, id: id, od: od, answer: answer, state: d.State, outcome: outcome})
 }
 
 // answerSettle tells the client the final state of delivery id, which it

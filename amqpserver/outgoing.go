@@ -25,8 +25,13 @@ type outLink struct {
 	// the link; at most one runs at a time.
 	cancelPull context.CancelFunc
 	pullMax    int
-	sess       *core.SessionLock // session receivers: the session held
-	replies    [][]byte          // reply links: encoded replies waiting for credit
+	// settling counts deliveries of the link whose release, abandon
+	// or other non-accept outcome is being applied: no pull starts
+	// meanwhile, so messages they make available again are not
+	// overtaken by later ones.
+	settling int
+	sess     *core.SessionLock // session receivers: the session held
+	replies  [][]byte          // reply links: encoded replies waiting for credit
 }
 
 // outDelivery is a peek-locked message sent to the client and not yet
@@ -102,7 +107,7 @@ func (l *link) outFlow(f *frames.Flow) {
 func (l *link) pull() {
 	o := l.out
 	c := l.s.c
-	if l.detached || !l.attached || o.cancelPull != nil {
+	if l.detached || !l.attached || o.cancelPull != nil || o.settling > 0 {
 		return
 	}
 	if o.credit == 0 {
