@@ -14,11 +14,16 @@
 // runs without a validator.
 //
 // Three goroutines serve a connection (conn.go): a reader decoding frames,
-// a writer owning the socket's write side, and the connection goroutine
-// (run) that owns every session, link and delivery map. Blocking work —
-// core.Send, core.Receive, core.Settle, AcceptSession, management calls —
-// runs in helper goroutines that report back with conn.post, so run never
-// waits on storage. Heartbeats go out at half the peer's idle timeout; a
+// a writer owning the socket's write side (writer.go: one write per wake-up
+// for everything queued meanwhile), and the connection goroutine (run)
+// that owns every session, link and delivery map. Blocking work —
+// core sends, receives and settlements, AcceptSession, management calls —
+// runs in helper goroutines that report back with conn.post (inbox.go),
+// so run never waits on storage. run takes the frames and posts that are
+// ready in one pass, then flushes: the sends and the settlements of the
+// pass go to the broker together (one store write per burst, which is
+// what keeps the AMQP front about as cheap as calling the core directly),
+// and the pass's frames leave in one write. Heartbeats go out at half the peer's idle timeout; a
 // peer silent for longer than ours is closed with
 // amqp:resource-limit-exceeded.
 //
@@ -26,17 +31,20 @@
 //
 //   - Client senders (incoming.go): the server keeps generous credit
 //     outstanding and hands each complete delivery (assembled across
-//     frames, up to the entity's maximum size) to core.Send in its own
-//     goroutine, so pipelined deliveries are committed in groups. Each is
-//     answered with accepted once durable or rejected{error}.
+//     frames, up to the entity's maximum size) to core.SendAsync, the
+//     deliveries of one pass together, so pipelined deliveries are
+//     committed in groups. Each is answered with accepted once durable or
+//     rejected{error}.
 //   - Client receivers (outgoing.go): rcv-settle-mode second is
 //     peek-lock, first is receive-and-delete. While the link has credit, one
 //     helper runs core.Receive for up to that many messages. The delivery
 //     tag is the lock token in .NET GUID byte order. Drain uses up the
 //     credit and answers flow(drain=true, link-credit=0).
-//   - Client dispositions (disposition.go) become core.Settle outcomes and
-//     are answered with a settled disposition carrying the final state or
-//     rejected{com.microsoft:message-lock-lost}.
+//   - Client dispositions (disposition.go, complete.go) become core
+//     outcomes — the accepts of one pass one core.CompleteMany, the other
+//     outcomes applied in order by one helper, the link pulling no more
+//     until they are — and are answered with a settled disposition
+//     carrying the final state or rejected{com.microsoft:message-lock-lost}.
 //   - Session receivers (sessionfilter.go) accept a session through
 //     com.microsoft:session-filter and echo it in the client's encoding;
 //     the server keeps a registry of held session locks for $management.
