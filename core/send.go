@@ -157,7 +157,10 @@ func (p *sendPlan) add(e *entity, msgs []*Message, seqs []int64, hops int) error
 		if err != nil {
 			return err
 		}
-		return p.add(t, msgs, seqs, hops+1)
+		if !d.RequiresDuplicateDetection {
+			return p.add(t, msgs, seqs, hops+1)
+		}
+		return p.forwardUnique(e, d, t, msgs, seqs, hops)
 	}
 
 	in := e.in
@@ -387,4 +390,39 @@ func u64(v uint64) []byte {
 		v >>= 8
 	}
 	return b
+}
+
+// forwardUnique applies a forwarding queue's own duplicate detection before
+// the messages move on to its target: a duplicate is dropped here, as it
+// would be on a queue without ForwardTo. The source inlet keeps a pending
+// send with no placements so a failed batch forgets the ids it recorded.
+func (p *sendPlan) forwardUnique(e *entity, d *Entity, target *entity, msgs []*Message, seqs []int64, hops int) error {
+	in := e.in
+	ps := &pendingSend{in: in}
+	var kept []*Message
+	var at []int
+	in.mu.Lock()
+	in.dedup.evictLocked(p, e, d.DuplicateDetectionHistoryTimeWindow)
+	for i, m := range msgs {
+		id := m.MessageIDString()
+		if in.dedup.seenLocked(p, e, id) {
+			continue
+		}
+		ps.dedupIDs = append(ps.dedupIDs, id)
+		kept = append(kept, m)
+		at = append(at, i)
+	}
+	in.pending = append(in.pending, ps)
+	in.mu.Unlock()
+	p.sends = append(p.sends, ps)
+	keptSeqs := make([]int64, len(kept))
+	if err := p.add(target, kept, keptSeqs, hops+1); err != nil {
+		return err
+	}
+	for j, i := range at {
+		if seqs != nil {
+			seqs[i] = keptSeqs[j]
+		}
+	}
+	return nil
 }
