@@ -283,3 +283,33 @@ func BenchmarkAcceptNextSession(b *testing.B) {
 	release()
 	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N)/1e3, "µs/accept")
 }
+
+// BenchmarkReceiveBatchComplete is what an AMQP link with credit does: one
+// receiver takes up to 100 backlog messages per call and completes them
+// together.
+func BenchmarkReceiveBatchComplete(b *testing.B) {
+	br, _ := benchEnv(b)
+	mustCreateB(b, br, core.Entity{Kind: core.KindQueue, Name: "q"})
+	fill(b, br, "q", b.N, nil)
+	b.ResetTimer()
+	start := time.Now()
+	for done := 0; done < b.N; {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		msgs, err := br.Receive(ctx, "q", core.ReceiveOptions{Max: 100})
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		toks := make([]core.LockToken, len(msgs))
+		for i, m := range msgs {
+			toks[i] = m.LockToken
+		}
+		for _, err := range br.CompleteMany("q", toks) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		done += len(msgs)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
+}

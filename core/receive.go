@@ -44,7 +44,8 @@ type taken struct {
 	seq         int64
 	lock        LockToken
 	lockedUntil int64
-	msg         *Message
+	msg         *Message // the body kept in memory at send, shared: clone before use
+	loaded      *Message // the body read from storage for this delivery alone
 	shared      bool
 }
 
@@ -218,6 +219,10 @@ func (q *queue) serveWaitersLocked(now int64) {
 func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
 	out := make([]*Message, 0, len(got))
 	batch := storage.Batch{Sync: mode == ReceiveAndDelete}
+	if err := q.loadBodies(got); err != nil {
+		q.untake(got, mode)
+		return nil, err
+	}
 	for i := range got {
 		t := &got[i]
 		m, err := q.message(t)
@@ -247,9 +252,12 @@ func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
 // message returns the delivered form of a taken record.
 func (q *queue) message(t *taken) (*Message, error) {
 	var m *Message
-	if t.msg != nil {
+	switch {
+	case t.loaded != nil:
+		m = t.loaded
+	case t.msg != nil:
 		m = t.msg.Clone()
-	} else {
+	default:
 		var err error
 		if m, err = q.loadBody(t.st.owner, t.seq); err != nil {
 			return nil, err
