@@ -175,26 +175,45 @@ func (a *App) storeName() string {
 // lists any), as the emulator's config overrides runtime changes.
 func applyConfig(b *core.Broker, c *emuconfig.Config) error {
 	ctx := context.Background()
+	// Forwarding targets may come later in the file: create every entity
+	// without its forwarding first, then set forwarding once all exist.
+	var forwarding []core.Entity
 	for _, e := range c.Entities {
-		_, err := b.GetEntity(e.Path())
-		switch {
-		case errors.Is(err, core.ErrNotFound):
-			if _, err := b.CreateEntity(ctx, e); err != nil {
-				return fmt.Errorf("config: creating %s %q: %w", e.Kind, e.Path(), err)
-			}
-			continue
-		case err != nil:
+		if e.ForwardTo != "" || e.ForwardDeadLetteredMessagesTo != "" {
+			forwarding = append(forwarding, e)
+			e.ForwardTo, e.ForwardDeadLetteredMessagesTo = "", ""
+		}
+		if err := applyEntity(ctx, b, e); err != nil {
 			return err
 		}
-		rules := e.Rules
+	}
+	for _, e := range forwarding {
+		e.Rules = nil
 		if _, err := b.UpdateEntity(ctx, e); err != nil {
-			return fmt.Errorf("config: updating %s %q: %w", e.Kind, e.Path(), err)
+			return fmt.Errorf("config: forwarding of %s %q: %w", e.Kind, e.Path(), err)
 		}
-		if e.Kind == core.KindSubscription && len(rules) > 0 {
-			if err := syncRules(ctx, b, e.Path(), rules); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// applyEntity creates e, or updates an existing entity of that path.
+func applyEntity(ctx context.Context, b *core.Broker, e core.Entity) error {
+	_, err := b.GetEntity(e.Path())
+	switch {
+	case errors.Is(err, core.ErrNotFound):
+		if _, err := b.CreateEntity(ctx, e); err != nil {
+			return fmt.Errorf("config: creating %s %q: %w", e.Kind, e.Path(), err)
 		}
+		return nil
+	case err != nil:
+		return err
+	}
+	rules := e.Rules
+	if _, err := b.UpdateEntity(ctx, e); err != nil {
+		return fmt.Errorf("config: updating %s %q: %w", e.Kind, e.Path(), err)
+	}
+	if e.Kind == core.KindSubscription && len(rules) > 0 {
+		return syncRules(ctx, b, e.Path(), rules)
 	}
 	return nil
 }

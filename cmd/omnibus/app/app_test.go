@@ -136,3 +136,24 @@ func TestStartReportsPortInUse(t *testing.T) {
 		t.Fatalf("second Start on a used port: %v", err)
 	}
 }
+
+// A forwarding target may come later in the file than the entity that
+// forwards to it, as the emulator's files are written.
+func TestConfigForwardToLaterEntity(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "Config.json")
+	body := `{"UserConfig":{"Namespaces":[{"Name":"sbemulatorns","Queues":[
+	  {"Name":"a","Properties":{"ForwardTo":"b","ForwardDeadLetteredMessagesTo":"b"}},
+	  {"Name":"b"}]}],"Logging":{"Type":"Console"}}}`
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Start(Options{Memory: true, ConfigPath: cfg, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-"})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer a.Shutdown(context.Background())
+	e, err := a.Broker.GetEntity("a")
+	if err != nil || e.ForwardTo != "b" || e.ForwardDeadLetteredMessagesTo != "b" {
+		t.Fatalf("queue a = %+v, %v; want forwarding to b", e, err)
+	}
+}
