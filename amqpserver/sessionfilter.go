@@ -2,6 +2,7 @@ package amqpserver
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -76,8 +77,8 @@ func (l *link) attachSessionReceiver(a *frames.Attach, f sessionFilterValue) {
 	c := l.s.c
 	wait := c.srv.cfg.SessionAcceptTimeout
 	if v, ok := a.Properties.GetSymbol(propTimeout); ok {
-		if ms, ok := toInt64(v); ok && ms >= 0 {
-			wait = time.Duration(ms) * time.Millisecond
+		if ms, ok := asInt64(v); ok && ms >= 0 {
+			wait = time.Duration(min(ms, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond
 		}
 	}
 	entity := l.entity
@@ -116,32 +117,6 @@ func (l *link) attachSessionReceiver(a *frames.Attach, f sessionFilterValue) {
 // dotnetTicks converts t to .NET DateTime ticks (an AMQP long).
 func dotnetTicks(t time.Time) int64 {
 	return t.UnixMilli()*10000 + ticksAtUnixEpoch
-}
-
-// toInt64 converts any AMQP integer to int64.
-func toInt64(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int8:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		if x > 1<<62 {
-			return 0, false
-		}
-		return int64(x), true
-	}
-	return 0, false
 }
 
 // sessionRegistry maps entity path + session id to the session lock a
