@@ -57,117 +57,92 @@ func ReadBool(r *buffer.Buffer) (bool, error) {
 }
 
 // ReadUlong decodes a ulong, also accepting uint, ushort and ubyte.
-func ReadUlong(r *buffer.Buffer) (uint64, error) {
-	code, err := readCode(r)
-	if err != nil {
-		return 0, err
-	}
-	switch code {
-	case TypeCodeNull, TypeCodeUlong0, TypeCodeUint0:
-		return 0, nil
-	case TypeCodeUlong, TypeCodeSmallUlong, TypeCodeUint, TypeCodeSmallUint, TypeCodeUshort, TypeCodeUbyte:
-		p, err := readFixed(r, code)
-		if err != nil {
-			return 0, err
-		}
-		return beUint(p), nil
-	}
-	return 0, wrongType(code, "ulong")
-}
+func ReadUlong(r *buffer.Buffer) (uint64, error) { return readUnsigned(r, 8, "ulong") }
 
 // ReadUint decodes a uint, also accepting ushort and ubyte.
 func ReadUint(r *buffer.Buffer) (uint32, error) {
-	code, err := readCode(r)
-	if err != nil {
-		return 0, err
-	}
-	switch code {
-	case TypeCodeNull, TypeCodeUint0:
-		return 0, nil
-	case TypeCodeUint, TypeCodeSmallUint, TypeCodeUshort, TypeCodeUbyte:
-		p, err := readFixed(r, code)
-		if err != nil {
-			return 0, err
-		}
-		return uint32(beUint(p)), nil
-	}
-	return 0, wrongType(code, "uint")
+	v, err := readUnsigned(r, 4, "uint")
+	return uint32(v), err
 }
 
 // ReadUshort decodes a ushort, also accepting ubyte.
 func ReadUshort(r *buffer.Buffer) (uint16, error) {
-	code, err := readCode(r)
-	if err != nil {
-		return 0, err
-	}
-	switch code {
-	case TypeCodeNull:
-		return 0, nil
-	case TypeCodeUshort, TypeCodeUbyte:
-		p, err := readFixed(r, code)
-		if err != nil {
-			return 0, err
-		}
-		return uint16(beUint(p)), nil
-	}
-	return 0, wrongType(code, "ushort")
+	v, err := readUnsigned(r, 2, "ushort")
+	return uint16(v), err
 }
 
 // ReadUbyte decodes a ubyte.
 func ReadUbyte(r *buffer.Buffer) (uint8, error) {
-	code, err := readCode(r)
-	if err != nil {
-		return 0, err
-	}
-	switch code {
-	case TypeCodeNull:
-		return 0, nil
-	case TypeCodeUbyte:
-		b, err := r.ReadByte()
-		if err != nil {
-			return 0, errShort
-		}
-		return b, nil
-	}
-	return 0, wrongType(code, "ubyte")
+	v, err := readUnsigned(r, 1, "ubyte")
+	return uint8(v), err
 }
 
 // ReadLong decodes a long, also accepting int, short and byte.
-func ReadLong(r *buffer.Buffer) (int64, error) {
-	code, err := readCode(r)
-	if err != nil {
-		return 0, err
-	}
-	switch code {
-	case TypeCodeNull:
-		return 0, nil
-	case TypeCodeLong, TypeCodeSmallLong, TypeCodeInt, TypeCodeSmallInt, TypeCodeShort, TypeCodeByte:
-		p, err := readFixed(r, code)
-		if err != nil {
-			return 0, err
-		}
-		return beInt(p), nil
-	}
-	return 0, wrongType(code, "long")
-}
+func ReadLong(r *buffer.Buffer) (int64, error) { return readSigned(r, 8, "long") }
 
 // ReadInt decodes an int, also accepting short and byte.
 func ReadInt(r *buffer.Buffer) (int32, error) {
+	v, err := readSigned(r, 4, "int")
+	return int32(v), err
+}
+
+// integerWidth returns the width in bytes of the values an integer
+// constructor can carry (the small forms carry the full type's range
+// compressed: smalluint is a uint), and whether the type is signed. ok is
+// false for every other constructor.
+func integerWidth(code byte) (width int, signed, ok bool) {
+	switch code {
+	case TypeCodeUbyte:
+		return 1, false, true
+	case TypeCodeUshort:
+		return 2, false, true
+	case TypeCodeUint0, TypeCodeSmallUint, TypeCodeUint:
+		return 4, false, true
+	case TypeCodeUlong0, TypeCodeSmallUlong, TypeCodeUlong:
+		return 8, false, true
+	case TypeCodeByte:
+		return 1, true, true
+	case TypeCodeShort:
+		return 2, true, true
+	case TypeCodeSmallInt, TypeCodeInt:
+		return 4, true, true
+	case TypeCodeSmallLong, TypeCodeLong:
+		return 8, true, true
+	}
+	return 0, false, false
+}
+
+// readUnsigned decodes an unsigned integer of a type at most maxWidth
+// bytes wide (a narrower type widens losslessly); null reads as 0.
+func readUnsigned(r *buffer.Buffer, maxWidth int, name string) (uint64, error) {
 	code, err := readCode(r)
+	if err != nil || code == TypeCodeNull {
+		return 0, err
+	}
+	if w, signed, ok := integerWidth(code); !ok || signed || w > maxWidth {
+		return 0, wrongType(code, name)
+	}
+	p, err := readFixed(r, code)
 	if err != nil {
 		return 0, err
 	}
-	switch code {
-	case TypeCodeNull:
-		return 0, nil
-	case TypeCodeInt, TypeCodeSmallInt, TypeCodeShort, TypeCodeByte:
-		p, err := readFixed(r, code)
-		if err != nil {
-			return 0, err
-		}
-		return int32(beInt(p)), nil
+	return beUint(p), nil
+}
+
+// readSigned is readUnsigned for signed integers.
+func readSigned(r *buffer.Buffer, maxWidth int, name string) (int64, error) {
+	code, err := readCode(r)
+	if err != nil || code == TypeCodeNull {
+		return 0, err
 	}
-	return 0, wrongType(code, "int")
+	if w, signed, ok := integerWidth(code); !ok || !signed || w > maxWidth {
+		return 0, wrongType(code, name)
+	}
+	p, err := readFixed(r, code)
+	if err != nil {
+		return 0, err
+	}
+	return beInt(p), nil
 }
 
 // ReadTimestamp decodes a timestamp as a UTC time. A null yields the zero
