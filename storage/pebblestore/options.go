@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"errors"
 	"runtime"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/sstable"
@@ -24,6 +25,10 @@ const (
 	// idle broker does not pay for it.
 	DefaultMemTableSize = 16 << 20
 )
+
+// valueSeparationMinSize is the smallest value kept in a blob file rather
+// than inline in its sstable: message bodies are, state records are not.
+const valueSeparationMinSize = 256
 
 // uncompressedLevels is how many of the top LSM levels store blocks
 // uncompressed.
@@ -99,6 +104,21 @@ func (o Options) pebbleOptions() (*pebble.Options, error) {
 	// where a long backlog settles, keep Pebble's default compression.
 	for i := range uncompressedLevels {
 		popts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	// Message bodies are written once into blob files when a memtable is
+	// flushed; sstables keep a small handle, so compactions move handles
+	// instead of rewriting every body at each level (compaction was about
+	// a fifth of a durable send's CPU). A queue's bodies die in the order
+	// they were written, so whole blob files fall out of use together;
+	// what garbage remains is rewritten once 20 % of a file is dead.
+	popts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{
+			Enabled:               true,
+			MinimumSize:           valueSeparationMinSize,
+			MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge:     5 * time.Minute,
+			TargetGarbageRatio:    0.2,
+		}
 	}
 	if popts.CacheSize == 0 {
 		popts.CacheSize = DefaultCacheSize

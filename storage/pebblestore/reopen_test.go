@@ -3,6 +3,7 @@ package pebblestore_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/omnibusmq/omnibus/storage"
@@ -37,6 +38,11 @@ func TestReopenOnDisk(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// Message bodies (values of 256 bytes and more) are flushed into blob
+	// files, apart from the sstables that compactions rewrite.
+	if blobs, _ := filepath.Glob(filepath.Join(dir, "*.blob")); len(blobs) == 0 {
+		t.Error("no blob files after flushing 1 KiB values: value separation is off")
 	}
 
 	s = mustOpen(t, dir, pebblestore.Options{})
