@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,5 +228,36 @@ func TestTokenValidates(t *testing.T) {
 	}
 	if _, err := v.Validate(strings.TrimSpace(string(out)), "orders", sas.Send); err != nil {
 		t.Fatalf("token %q does not validate: %v", out, err)
+	}
+}
+
+var debugAddrRE = regexp.MustCompile(`"debug": "([^"]+)"`)
+
+// TestDebugAddrServesProfiles starts the binary with --debug-addr and
+// reads a profile index and a heap profile from it.
+func TestDebugAddrServesProfiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	p := startBinary(t, bin, nil, "--memory", "--amqp-addr", "127.0.0.1:0", "--http-addr", "-", "--https-addr", "-",
+		"--debug-addr", "127.0.0.1:0")
+	m := debugAddrRE.FindStringSubmatch(p.logs.String())
+	if m == nil {
+		t.Fatalf("no debug address in the ready line:\n%s", p.logs)
+	}
+	for path, want := range map[string]string{
+		"/debug/pprof/":             "goroutine",
+		"/debug/pprof/heap?debug=1": "heap profile",
+	} {
+		resp, err := http.Get("http://" + m[1] + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d, body without %q:\n%.300s", path, resp.StatusCode, want, body)
+		}
 	}
 }

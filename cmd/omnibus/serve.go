@@ -32,6 +32,7 @@ func serve(args []string) error {
 	fs.StringVar(&o.Key, "key", app.DefaultKey, "shared access key")
 	fs.IntVar(&o.MaxConnections, "max-connections", 0, "maximum concurrent AMQP connections (0: unlimited)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
@@ -65,6 +66,15 @@ func serve(args []string) error {
 	}
 	if addr := a.HTTPSAddr(); addr != nil {
 		fields = append(fields, zap.Stringer("https", addr))
+	}
+	if *debugAddr != "" {
+		d, err := startDebug(*debugAddr, log)
+		if err != nil {
+			_ = a.Shutdown(context.Background())
+			return fmt.Errorf("debug listener: %w", err)
+		}
+		defer d.Shutdown(context.Background())
+		fields = append(fields, zap.Stringer("debug", d.Addr()))
 	}
 	log.Info("omnibus is ready", fields...)
 	log.Info("connect with", zap.String("connectionString", a.ConnectionString()))
