@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/omnibusmq/omnibus/cmd/omnibus/bench"
@@ -15,8 +17,21 @@ func init() { subcommands["bench"] = runBench }
 // SIGINT or SIGTERM stops sending early; the run is still reported.
 func runBench(args []string) error {
 	var c bench.Config
-	if err := parseWithEnv(bench.NewFlagSet(&c), args); err != nil {
+	fs := bench.NewFlagSet(&c)
+	cpuProfile := fs.String("cpuprofile", "", "write the bench tool's own CPU profile to this file")
+	if err := parseWithEnv(fs, args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

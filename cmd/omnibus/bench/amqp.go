@@ -24,7 +24,7 @@ type amqpTransport struct {
 func newAMQPTransport(ctx context.Context, c *Config, runID string) (*amqpTransport, error) {
 	t := &amqpTransport{c: c, runID: runID}
 	for i := range c.Connections {
-		conn, err := amqp.Dial(ctx, c.URL, &amqp.ConnOptions{
+		conn, err := dialAMQP(ctx, c.URL, &amqp.ConnOptions{
 			SASLType:    amqp.SASLTypePlain(c.User, c.Password),
 			ContainerID: fmt.Sprintf("omnibus-bench-%s-%d", runID, i),
 		})
