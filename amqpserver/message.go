@@ -66,7 +66,7 @@ var errUnsupportedValue = errors.New("amqpserver: unsupported property value")
 // Errors describe why the message cannot be accepted (the transfer should
 // be rejected with amqp:decode-error).
 func decodeMessage(raw []byte, format uint32) ([]*core.Message, error) {
-	am, err := frames.UnmarshalMessage(raw)
+	am, err := frames.UnmarshalMessageSharing(raw)
 	if err != nil {
 		return nil, err
 	}

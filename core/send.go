@@ -59,6 +59,7 @@ type sendPlan struct {
 	batch storage.Batch
 	sends []*pendingSend
 	seqs  []int64 // per top-level message: assigned sequence number, 0 if dropped
+	owned bool    // the caller gave up the messages: keep them, no copy
 }
 
 // maxForwardHops bounds auto-forwarding chains, like Service Bus's limit.
@@ -73,7 +74,7 @@ func (b *Broker) Send(ctx context.Context, path string, msgs ...*Message) ([]int
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	p, err := b.planSend(path, msgs)
+	p, err := b.planSend(path, msgs, false)
 	if err != nil {
 		return nil, err
 	}
@@ -94,8 +95,15 @@ func (b *Broker) Send(ctx context.Context, path string, msgs ...*Message) ([]int
 // is written and done is not called. A front that joins the deliveries of
 // several clients' calls into one SendAsync can then retry them one by
 // one, still in order, to give each its own answer.
+//
+// SendAsync takes ownership of msgs: the broker may keep the messages and
+// the memory they reference (bodies among it) instead of copying them, so
+// the caller must not change or reuse either once SendAsync has returned
+// nil (a refused send keeps nothing, so its messages may be sent again). A
+// front that decodes each delivery into fresh memory loses
+// nothing by this and saves a copy of every body.
 func (b *Broker) SendAsync(path string, msgs []*Message, done func(seqs []int64, err error)) error {
-	p, err := b.planSend(path, msgs)
+	p, err := b.planSend(path, msgs, true)
 	if err != nil {
 		return err
 	}
@@ -110,8 +118,9 @@ func (b *Broker) SendAsync(path string, msgs []*Message, done func(seqs []int64,
 	return nil
 }
 
-// planSend assigns sequence numbers and builds the batch of a send.
-func (b *Broker) planSend(path string, msgs []*Message) (*sendPlan, error) {
+// planSend assigns sequence numbers and builds the batch of a send. With
+// owned, the broker keeps msgs as they are rather than copies.
+func (b *Broker) planSend(path string, msgs []*Message, owned bool) (*sendPlan, error) {
 	a := ParseAddress(path)
 	if a.DeadLetter || a.Sub != "" {
 		return nil, errf(CodeBadRequest, "cannot send to '%s': send to its queue or topic", a.String())
@@ -120,7 +129,7 @@ func (b *Broker) planSend(path string, msgs []*Message) (*sendPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &sendPlan{b: b, now: b.Now(), batch: storage.Batch{Sync: true}}
+	p := &sendPlan{b: b, now: b.Now(), batch: storage.Batch{Sync: true}, owned: owned}
 	p.seqs = make([]int64, len(msgs))
 	if err := p.add(e, msgs, p.seqs, 0); err != nil {
 		p.finish(true)
@@ -245,8 +254,10 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 	size := int32(m.Size())
 	// From here on the broker keeps m in memory (the hand-over cache): use
 	// a copy that shares nothing with the caller, who may reuse its
-	// message and buffers once Send returns.
-	m = detach(m)
+	// message and buffers once Send returns, unless the caller gave m up.
+	if !p.owned {
+		m = detach(m)
+	}
 	if d.Kind == KindQueue {
 		ttl := effectiveTTL(m.TimeToLive, d.DefaultMessageTimeToLive)
 		if ttl < MaxTimeToLive {

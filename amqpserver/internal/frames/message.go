@@ -78,7 +78,15 @@ func sectionRank(code uint64) int {
 // UnmarshalMessage decodes an encoded message, such as the payload of a
 // complete delivery (all its transfers concatenated). The result does not
 // alias p.
-func UnmarshalMessage(p []byte) (*Message, error) {
+func UnmarshalMessage(p []byte) (*Message, error) { return unmarshalMessage(p, false) }
+
+// UnmarshalMessageSharing is UnmarshalMessage for a caller that owns p
+// and never changes it: the body (RawBody and the sections decoded from
+// it) aliases p instead of being copied, which saves a copy of every
+// message a client sends.
+func UnmarshalMessageSharing(p []byte) (*Message, error) { return unmarshalMessage(p, true) }
+
+func unmarshalMessage(p []byte, share bool) (*Message, error) {
 	m := new(Message)
 	r := buffer.New(p)
 	last := -1
@@ -124,7 +132,10 @@ func UnmarshalMessage(p []byte) (*Message, error) {
 		}
 	}
 	if bodyStart >= 0 {
-		m.RawBody = append([]byte(nil), p[bodyStart:bodyEnd]...)
+		m.RawBody = p[bodyStart:bodyEnd:bodyEnd]
+		if !share {
+			m.RawBody = append([]byte(nil), m.RawBody...)
+		}
 		if err := m.decodeBody(); err != nil {
 			return nil, err
 		}
@@ -277,14 +288,15 @@ func writeSectionMap(w *buffer.Buffer, code uint64, m encoding.Map) error {
 // SplitBatch decodes the messages inside a Service Bus batch, a message
 // sent with transfer message-format [MessageFormatBatch] whose data
 // sections each hold one complete encoded message. It fails if the batch
-// has no data body or any inner message is malformed.
+// has no data body or any inner message is malformed. The inner messages'
+// bodies alias the batch's.
 func SplitBatch(batch *Message) ([]*Message, error) {
 	if batch.BodyKind != BodyData && (batch.BodyKind != BodyNone || batch.Data == nil) {
 		return nil, fmt.Errorf("%w: batch body is not data sections", ErrMalformed)
 	}
 	out := make([]*Message, 0, len(batch.Data))
 	for i, d := range batch.Data {
-		m, err := UnmarshalMessage(d)
+		m, err := UnmarshalMessageSharing(d)
 		if err != nil {
 			return nil, fmt.Errorf("batch message %d: %w", i, err)
 		}

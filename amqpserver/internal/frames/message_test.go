@@ -98,6 +98,30 @@ func TestMessageRawBodyIsVerbatim(t *testing.T) {
 	}
 }
 
+// TestUnmarshalMessageSharing decodes the same bytes as UnmarshalMessage
+// does, but its body is the input's memory, not a copy.
+func TestUnmarshalMessageSharing(t *testing.T) {
+	in := mustMarshalMessage(t, &Message{
+		Properties: &MessageProperties{MessageID: "m1"},
+		BodyKind:   BodyData,
+		Data:       [][]byte{[]byte("payload")},
+	})
+	m, err := UnmarshalMessageSharing(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.BodyKind != BodyData || len(m.Data) != 1 || string(m.Data[0]) != "payload" || m.Properties.MessageID != "m1" {
+		t.Fatalf("decoded %+v", m)
+	}
+	in[bytes.Index(in, []byte("payload"))] = 'P'
+	if string(m.Data[0]) != "Payload" {
+		t.Errorf("body %q does not share the input's memory", m.Data[0])
+	}
+	if len(m.RawBody) != cap(m.RawBody) {
+		t.Error("RawBody's capacity reaches past the body: an append would write into the input")
+	}
+}
+
 func TestMessageMalformed(t *testing.T) {
 	data := func(p ...byte) []byte { return append([]byte{0x00, 0x53, 0x75, 0xa0, byte(len(p))}, p...) }
 	header := []byte{0x00, 0x53, 0x70, 0x45}
