@@ -155,3 +155,11 @@ func (r *amqpReceiver) settle(ctx context.Context, m inMsg) error {
 }
 
 func (r *amqpReceiver) close(ctx context.Context) { r.r.Close(ctx) }
+
+// amqpSettlers is how many goroutines accept deliveries for one receiver.
+// go-amqp sends each disposition through three goroutines and waits for
+// the write; in receiver-settle-mode first nothing comes back, so the
+// accepts of a burst can go out side by side.
+const amqpSettlers = 4
+
+func (r *amqpReceiver) settlers() int { return amqpSettlers }

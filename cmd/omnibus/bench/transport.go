@@ -55,6 +55,12 @@ type receiver interface {
 	close(ctx context.Context)
 }
 
+// asyncSettler is a receiver whose settle may run concurrently with its
+// receive and with itself, on settlers() goroutines.
+type asyncSettler interface {
+	settlers() int
+}
+
 // readStamp reads the stamp from application properties.
 func readStamp(props map[string]any) (run string, seq uint64, sent time.Time, ok bool) {
 	run, ok1 := props[propRun].(string)

@@ -181,6 +181,8 @@ func (p *recvPlan) open(ctx context.Context) ([]func(context.Context), func(), e
 }
 
 func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
+	settle := p.settleFunc(ctx, r, stream)
+	defer settle(inMsg{}, true)
 	for {
 		msgs, err := r.receive(ctx)
 		if ctx.Err() != nil {
@@ -193,13 +195,8 @@ func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
 		for _, m := range msgs {
 			now := time.Now()
 			own := p.ledger.Received(stream, m.Delivery)
-			if err := r.settle(ctx, m); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				p.ledger.Released(stream, m.Seq)
-				p.stats.Error(fmt.Errorf("settle: %w", err))
-				continue
+			if !settle(m, false) {
+				return
 			}
 			p.lastRecv.Store(now.UnixNano())
 			switch {
@@ -208,6 +205,55 @@ func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
 			case p.c.Scenario == ScenarioDrain:
 				p.stats.Receive(now, 0) // another run's message: counted, its age is not a latency
 			}
+		}
+	}
+}
+
+// settleFunc returns how loop settles a delivery: settle(m, false)
+// settles m, false when the run is over; settle(_, true) waits for
+// settlements still in progress. A receiver whose settlement needs no
+// answer from the broker (go-amqp in receiver-settle-mode first) settles
+// on helper goroutines, so the receive loop is not held up by the
+// client library's hand-offs for every disposition; any other settles
+// in the loop.
+func (p *recvPlan) settleFunc(ctx context.Context, r receiver, stream int) func(m inMsg, wait bool) bool {
+	one := func(m inMsg) bool {
+		if err := r.settle(ctx, m); err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			p.ledger.Released(stream, m.Seq)
+			p.stats.Error(fmt.Errorf("settle: %w", err))
+		}
+		return true
+	}
+	n := 0
+	if a, ok := r.(asyncSettler); ok {
+		n = a.settlers()
+	}
+	if n == 0 {
+		return func(m inMsg, wait bool) bool { return wait || one(m) }
+	}
+	queue := make(chan inMsg, 4*p.c.Credit)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for m := range queue {
+				one(m)
+			}
+		})
+	}
+	return func(m inMsg, wait bool) bool {
+		if wait {
+			close(queue)
+			wg.Wait()
+			return true
+		}
+		select {
+		case queue <- m:
+			return true
+		case <-ctx.Done():
+			return false
 		}
 	}
 }
