@@ -64,3 +64,77 @@ func (q *queue) loadBodies(got []taken) error {
 	}
 	return nil
 }
+
+// Reading ahead.
+//
+// A receiver working through a backlog takes a batch, settles it and asks
+// for the next; reading the next batch's bodies only when it asks puts
+// the store's latency between every two batches. When a receive leaves a
+// message at the head of the queue whose body is only on disk, the queue
+// reads the bodies of the messages next in line into the hand-over cache
+// in the background, so the next receive finds them in memory. At most one read-ahead runs per queue, within the
+// cache's byte budget; a message taken meanwhile is simply not cached.
+
+// maxReadAhead caps the messages one read-ahead loads.
+const maxReadAhead = 256
+
+// headUncachedLocked reports whether the next deliverable message has no
+// body in memory.
+func (q *queue) headUncachedLocked() bool {
+	r := q.mu.avail.peek()
+	return r != nil && r.msg == nil
+}
+
+// startReadAhead reads ahead up to n messages unless a read-ahead is
+// already running or the queue has sessions (whose messages go out per
+// session, not in queue order).
+func (q *queue) startReadAhead(n int) {
+	if q.desc().RequiresSession && !q.isDeadLetter() {
+		return
+	}
+	if !q.readingAhead.CompareAndSwap(false, true) {
+		return
+	}
+	q.b.run(func() {
+		defer q.readingAhead.Store(false)
+		q.readAhead(min(n, maxReadAhead))
+	})
+}
+
+// readAhead loads the bodies of up to n deliverable messages at the head
+// of the queue that have none in memory, and keeps those still waiting
+// for a receiver.
+func (q *queue) readAhead(n int) {
+	q.mu.Lock()
+	var head []*msgRec
+	for len(head) < n && len(q.mu.avail) > 0 {
+		head = append(head, q.mu.avail.pop())
+	}
+	var want []taken
+	for _, r := range head {
+		q.mu.avail.push(r)
+		if r.msg == nil {
+			want = append(want, taken{r: r, st: r.stateRec, seq: r.seq})
+		}
+	}
+	q.mu.Unlock()
+	if len(want) < 2 {
+		return
+	}
+	if err := q.loadBodies(want); err != nil {
+		return // a receive will read (and report) them itself
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, t := range want {
+		r := t.r
+		if t.loaded == nil || r.idx < 0 || r.msg != nil || q.mu.closed {
+			continue // taken, or gone, meanwhile
+		}
+		if q.cachedBytes.Load() >= maxCachedBytes {
+			return
+		}
+		r.msg = t.loaded
+		q.cachedBytes.Add(int64(len(t.loaded.Body)))
+	}
+}

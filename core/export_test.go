@@ -47,3 +47,14 @@ func WaitForWaiters(b *Broker, path string, n int) {
 		runtime.Gosched()
 	}
 }
+
+// WaitForReadAhead waits until no read-ahead runs on the queue at path.
+func WaitForReadAhead(b *Broker, path string) {
+	q, err := b.queueFor(path)
+	if err != nil {
+		return
+	}
+	for q.readingAhead.Load() {
+		runtime.Gosched()
+	}
+}

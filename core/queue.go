@@ -35,7 +35,8 @@ type queue struct {
 	// reference counted by shared.refs; all others belong to one message.
 	shared *entity
 
-	cachedBytes atomic.Int64 // bytes of bodies held in msgRec.msg
+	cachedBytes  atomic.Int64 // bytes of bodies held in msgRec.msg
+	readingAhead atomic.Bool  // a readAhead runs (bodies.go)
 
 	mu struct {
 		sync.Mutex // guards the fields below; never held across storage I/O

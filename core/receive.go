@@ -85,7 +85,13 @@ func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) 
 	}
 	got := q.takeLocked(now, opts.Mode, opts.Max, sess)
 	if len(got) > 0 {
+		// When the backlog reaches past the hand-over cache, have the
+		// next batch's bodies read while this one is delivered.
+		ahead := sess == nil && q.headUncachedLocked()
 		q.mu.Unlock()
+		if ahead {
+			q.startReadAhead(opts.Max)
+		}
 		q.kickExpiry()
 		return q.finish(got, opts.Mode)
 	}
@@ -223,6 +229,7 @@ func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
 		q.untake(got, mode)
 		return nil, err
 	}
+
 	for i := range got {
 		t := &got[i]
 		m, err := q.message(t)
