@@ -68,6 +68,12 @@ func (t *amqpTransport) receiver(ctx context.Context, conn, _ int, _ string) (re
 	if t.c.BatchCredit {
 		opts.Credit = -1 // we issue it, see amqpReceiver.receive
 	}
+	// Ask for unsettled deliveries explicitly: with go-amqp's defaults
+	// (rcv-settle-mode first, snd-settle-mode mixed) Service Bus, and
+	// omnibus, deliver receive-and-delete. Unsettled deliveries that the
+	// client settles with its accept are peek-lock + complete on Service
+	// Bus and acknowledged delivery on RabbitMQ.
+	opts.RequestedSenderSettleMode = amqp.SenderSettleModeUnsettled.Ptr()
 	if t.c.RAD {
 		opts.RequestedSenderSettleMode = amqp.SenderSettleModeSettled.Ptr()
 	}
