@@ -53,13 +53,18 @@ func splitByEntity(pending []pendingComplete, entity string) (same, other []pend
 }
 
 // completeMany completes group, all on entity, and answers each delivery.
+// The removals are waited for on disk only if a client awaits our answer
+// (rcv-settle-mode second, as the Azure SDKs use); a client that settled
+// on its own was promised nothing (see core.Broker.CompleteMany).
 func (c *conn) completeMany(entity string, group []pendingComplete) {
 	toks := make([]core.LockToken, len(group))
+	durable := false
 	for i, pc := range group {
 		toks[i] = pc.od.token
+		durable = durable || pc.answer
 	}
 	c.goWork(func() {
-		errs := c.srv.b.CompleteMany(entity, toks)
+		errs := c.srv.b.CompleteMany(entity, toks, durable)
 		for i, pc := range group {
 			errs[i] = c.srv.sessionLockErr(pc.od, errs[i])
 		}

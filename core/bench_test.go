@@ -304,7 +304,7 @@ func BenchmarkReceiveBatchComplete(b *testing.B) {
 		for i, m := range msgs {
 			toks[i] = m.LockToken
 		}
-		for _, err := range br.CompleteMany("q", toks) {
+		for _, err := range br.CompleteMany("q", toks, true) {
 			if err != nil {
 				b.Fatal(err)
 			}

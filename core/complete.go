@@ -4,12 +4,20 @@ import "github.com/omnibusmq/omnibus/storage"
 
 // CompleteMany completes the messages locked by toks on the entity at
 // path, as [Broker.Settle] with [Complete] would one by one, but with one
-// synced store write for all of them: a front that receives a burst of
+// store write for all of them: a front that receives a burst of
 // completions answers them for the price of one. errs[i] is the outcome
-// of toks[i]: nil once its removal is durable, or the error Settle would
+// of toks[i]: nil once its removal is written, or the error Settle would
 // have returned (lock lost, session lock lost, a failed write). A token
 // listed twice is completed once; the second gets lock lost.
-func (b *Broker) CompleteMany(path string, toks []LockToken) (errs []error) {
+//
+// With durable, CompleteMany returns once the removal is on disk, as a
+// front must before it tells a client its completion was accepted. A
+// front whose client is told nothing (AMQP: a delivery the client settled
+// itself, in receiver-settle-mode first) passes false: the removal is
+// written at once and reaches the disk with the next synced write or at
+// shutdown. A crash before that makes the messages available again, the
+// at-least-once delivery such a client chose; a message is never lost.
+func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs []error) {
 	errs = make([]error, len(toks))
 	q, err := b.queueFor(path)
 	if err != nil {
@@ -45,7 +53,7 @@ func (b *Broker) CompleteMany(path string, toks []LockToken) (errs []error) {
 	if len(got) == 0 {
 		return errs
 	}
-	batch := storage.Batch{Sync: true}
+	batch := storage.Batch{Sync: durable}
 	for j := range got {
 		d := &got[j]
 		d.shared = q.sharedBody(d.r)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/coretest"
+	"github.com/omnibusmq/omnibus/storage"
 )
 
 // CompleteMany removes every message whose lock is live, durably (they
@@ -20,7 +21,7 @@ func TestCompleteMany(t *testing.T) {
 	late := env.MustReceive(t, "q", core.PeekLock, 2)
 	env.Clock.Advance(30 * time.Second) // early's lock has expired
 	toks := []core.LockToken{late[0].LockToken, early[0].LockToken, late[1].LockToken, late[0].LockToken, core.NewUUID()}
-	errs := env.Broker.CompleteMany("q", toks)
+	errs := env.Broker.CompleteMany("q", toks, true)
 	wantLost := []bool{false, true, false, true, true}
 	for i, err := range errs {
 		if lost := core.CodeOf(err) == core.CodeLockLost; lost != wantLost[i] || (!lost && err != nil) {
@@ -35,7 +36,39 @@ func TestCompleteMany(t *testing.T) {
 	if len(got) != 1 || string(got[0].Body) != "a" {
 		t.Fatalf("after restart received %d messages, want only a", len(got))
 	}
-	if errs := env.Broker.CompleteMany("missing", toks[:1]); core.CodeOf(errs[0]) != core.CodeNotFound {
+	if errs := env.Broker.CompleteMany("missing", toks[:1], true); core.CodeOf(errs[0]) != core.CodeNotFound {
 		t.Errorf("complete on a missing queue: %v, want not found", errs[0])
+	}
+}
+
+// CompleteMany without durable writes the removals without waiting for
+// the disk: no synced write, yet the messages are gone at once and stay
+// gone after a clean restart.
+func TestCompleteManyNotDurable(t *testing.T) {
+	cs := &coretest.CountingStore{}
+	env := coretest.NewWith(t, func(t testing.TB, prev storage.Store) storage.Store {
+		if prev == nil {
+			cs.Store = coretest.MemOpener(t, nil)
+		}
+		return cs
+	})
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	env.MustSend(t, "q", coretest.Text("a"), coretest.Text("b"), coretest.Text("c"))
+	got := env.MustReceive(t, "q", core.PeekLock, 2)
+	syncs := cs.Syncs.Load()
+	for i, err := range env.Broker.CompleteMany("q", []core.LockToken{got[0].LockToken, got[1].LockToken}, false) {
+		if err != nil {
+			t.Fatalf("token %d: %v", i, err)
+		}
+	}
+	if n := cs.Syncs.Load() - syncs; n != 0 {
+		t.Errorf("%d synced writes for a completion nobody waits for, want 0", n)
+	}
+	if c := env.MustCounts(t, "q"); c.Active != 1 {
+		t.Errorf("active = %d after completing two of three, want 1", c.Active)
+	}
+	env.Restart(t)
+	if left := env.MustReceive(t, "q", core.PeekLock, 10); len(left) != 1 || string(left[0].Body) != "c" {
+		t.Fatalf("after restart received %d messages, want only c", len(left))
 	}
 }

@@ -229,7 +229,6 @@ func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
 		q.untake(got, mode)
 		return nil, err
 	}
-
 	for i := range got {
 		t := &got[i]
 		m, err := q.message(t)
