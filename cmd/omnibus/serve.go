@@ -43,6 +43,11 @@ func serve(args []string) error {
 	defer log.Sync()
 	o.Logger = log
 
+	gcCtx, stopGC := context.WithCancel(context.Background())
+	defer stopGC()
+	_, gogcSet := os.LookupEnv("GOGC")
+	go tuneGC(gcCtx, gogcSet)
+
 	// Listen for signals before anything starts, so a signal during
 	// start-up is a clean shutdown too.
 	sig := make(chan os.Signal, 1)
