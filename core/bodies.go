@@ -72,8 +72,9 @@ func (q *queue) loadBodies(got []taken) error {
 // the store's latency between every two batches. When a receive leaves a
 // message at the head of the queue whose body is only on disk, the queue
 // reads the bodies of the messages next in line into the hand-over cache
-// in the background, so the next receive finds them in memory. At most one read-ahead runs per queue, within the
-// cache's byte budget; a message taken meanwhile is simply not cached.
+// in the background, so the next receive finds them in memory. At most
+// one read-ahead runs per queue, within the cache's byte budget; a
+// message taken meanwhile is simply not cached.
 
 // maxReadAhead caps the messages one read-ahead loads.
 const maxReadAhead = 256
