@@ -123,7 +123,20 @@ func TestSessionReleasedWhenConnectionCloses(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sessionReceiver(t, ts.session(t), "sq", "s1", 0); err != nil {
-		t.Fatalf("accept s1 after the holding connection closed: %v", err)
+	// go-amqp writes its close frame and shuts the socket without waiting
+	// for ours, so the server may still be releasing the session when
+	// Close returns: retry for a while, failing only if it never frees.
+	sess := ts.session(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := sessionReceiver(t, sess, "sq", "s1", 0)
+		if err == nil {
+			return
+		}
+		var ae *amqp.Error
+		if !errors.As(err, &ae) || string(ae.Condition) != "com.microsoft:session-cannot-be-locked" || time.Now().After(deadline) {
+			t.Fatalf("accept s1 after the holding connection closed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
