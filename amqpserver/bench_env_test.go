@@ -1,13 +1,10 @@
 package amqpserver
 
 import (
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/omnibusmq/omnibus/storage"
 	"github.com/omnibusmq/omnibus/storage/memstore"
@@ -28,13 +25,13 @@ var benchStores = []struct {
 }{
 	{"mem", func(*testing.B) benchStore { return benchStore{Store: memstore.New()} }},
 	{"pebble", func(b *testing.B) benchStore {
-		fs := walSyncFS{FS: vfs.Default, syncs: new(atomic.Int64)}
-		st, err := pebblestore.Open(b.TempDir(), pebblestore.Options{FS: fs})
+		syncs := new(atomic.Int64)
+		st, err := pebblestore.Open(b.TempDir(), pebblestore.Options{WALSyncs: syncs})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { st.Close() })
-		return benchStore{Store: st, syncs: fs.syncs}
+		return benchStore{Store: st, syncs: syncs}
 	}},
 }
 
@@ -84,51 +81,4 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// walSyncFS wraps a file system and counts the fsyncs of Pebble's WAL
-// files.
-type walSyncFS struct {
-	vfs.FS
-	syncs *atomic.Int64
-}
-
-func (fs walSyncFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return walSyncFile{File: f, syncs: fs.syncs}, nil
-}
-
-// Create implements vfs.FS.
-func (fs walSyncFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.Create(name, cat)
-	return fs.wrap(name, f, err)
-}
-
-// ReuseForWrite implements vfs.FS; Pebble recycles old WAL files this way.
-func (fs walSyncFS) ReuseForWrite(oldname, newname string, cat vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.FS.ReuseForWrite(oldname, newname, cat)
-	return fs.wrap(newname, f, err)
-}
-
-// OpenReadWrite implements vfs.FS.
-func (fs walSyncFS) OpenReadWrite(name string, cat vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	f, err := fs.FS.OpenReadWrite(name, cat, opts...)
-	return fs.wrap(name, f, err)
-}
-
-type walSyncFile struct {
-	vfs.File
-	syncs *atomic.Int64
-}
-
-func (f walSyncFile) Sync() error {
-	f.syncs.Add(1)
-	return f.File.Sync()
-}
-
-func (f walSyncFile) SyncData() error {
-	f.syncs.Add(1)
-	return f.File.SyncData()
 }

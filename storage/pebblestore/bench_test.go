@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -92,13 +91,13 @@ func runWriters(b *testing.B, writers int, syncs *atomic.Int64, newWorker func()
 // openBenchStore opens a store on a real directory, counting WAL fsyncs.
 func openBenchStore(b *testing.B) (*Store, *atomic.Int64) {
 	b.Helper()
-	fs := newWALSyncFS(vfs.Default)
-	s, err := Open(b.TempDir(), Options{FS: fs})
+	syncs := new(atomic.Int64)
+	s, err := Open(b.TempDir(), Options{WALSyncs: syncs})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	return s, fs.syncs
+	return s, syncs
 }
 
 func BenchmarkRawPebbleSyncWrite(b *testing.B) {
@@ -106,8 +105,8 @@ func BenchmarkRawPebbleSyncWrite(b *testing.B) {
 	index := []byte("12345678")
 	for _, writers := range benchWriters {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			fs := newWALSyncFS(vfs.Default)
-			opts, err := Options{FS: fs}.pebbleOptions()
+			syncs := new(atomic.Int64)
+			opts, err := Options{WALSyncs: syncs}.pebbleOptions()
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -116,7 +115,7 @@ func BenchmarkRawPebbleSyncWrite(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			runWriters(b, writers, fs.syncs, func() func(int) error {
+			runWriters(b, writers, syncs, func() func(int) error {
 				k := newBenchKeys()
 				return func(i int) error {
 					k.set(i)

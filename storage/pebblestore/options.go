@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -54,6 +55,9 @@ type Options struct {
 	// MemTableSize is the memtable size in bytes; 0 means
 	// DefaultMemTableSize.
 	MemTableSize uint64
+	// WALSyncs, when set, counts the fsyncs of the write-ahead log (for
+	// benchmarks: messages per fsync measure group commit).
+	WALSyncs *atomic.Int64
 }
 
 // pebbleOptions turns o into Pebble's options. It is shared with the raw
@@ -75,6 +79,9 @@ func (o Options) pebbleOptions() (*pebble.Options, error) {
 		fs = vfs.NewMem()
 	case fs == nil:
 		fs = vfs.Default
+	}
+	if o.WALSyncs != nil {
+		fs = walSyncFS{FS: fs, syncs: o.WALSyncs}
 	}
 	popts := &pebble.Options{
 		FS:                 fs,

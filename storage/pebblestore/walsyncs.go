@@ -7,16 +7,12 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// walSyncFS wraps a file system and counts the fsyncs of WAL files, so the
-// benchmarks can show how many messages each fsync carried: the direct
-// measure of group commit.
+// walSyncFS wraps a file system and counts the fsyncs of WAL files into
+// Options.WALSyncs, so benchmarks can show how many messages each fsync
+// carried: the direct measure of group commit.
 type walSyncFS struct {
 	vfs.FS
 	syncs *atomic.Int64
-}
-
-func newWALSyncFS(fs vfs.FS) walSyncFS {
-	return walSyncFS{FS: fs, syncs: new(atomic.Int64)}
 }
 
 func (fs walSyncFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
