@@ -6,7 +6,6 @@ import (
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/coretest"
-	"github.com/omnibusmq/omnibus/storage"
 )
 
 // CompleteMany removes every message whose lock is live, durably (they
@@ -45,13 +44,7 @@ func TestCompleteMany(t *testing.T) {
 // the disk: no synced write, yet the messages are gone at once and stay
 // gone after a clean restart.
 func TestCompleteManyNotDurable(t *testing.T) {
-	cs := &coretest.CountingStore{}
-	env := coretest.NewWith(t, func(t testing.TB, prev storage.Store) storage.Store {
-		if prev == nil {
-			cs.Store = coretest.MemOpener(t, nil)
-		}
-		return cs
-	})
+	env, cs := coretest.NewCounting(t)
 	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
 	env.MustSend(t, "q", coretest.Text("a"), coretest.Text("b"), coretest.Text("c"))
 	got := env.MustReceive(t, "q", core.PeekLock, 2)

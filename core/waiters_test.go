@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/coretest"
-	"github.com/omnibusmq/omnibus/storage"
 )
 
 type result struct {
@@ -131,13 +130,7 @@ func TestCancelledWaiterLosesNoMessage(t *testing.T) {
 // A send that finds a waiting receiver hands the message over from memory:
 // no storage read on the way.
 func TestHandOverReadsNoStorage(t *testing.T) {
-	cs := &coretest.CountingStore{}
-	env := coretest.NewWith(t, func(t testing.TB, prev storage.Store) storage.Store {
-		if prev == nil {
-			cs.Store = coretest.MemOpener(t, nil)
-		}
-		return cs
-	})
+	env, cs := coretest.NewCounting(t)
 	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
 	ch := startReceive(t.Context(), env.Broker, "q", core.ReceiveOptions{})
 	core.WaitForWaiters(env.Broker, "q", 1)

@@ -2,6 +2,7 @@ package coretest
 
 import (
 	"sync/atomic"
+	"testing"
 
 	"github.com/omnibusmq/omnibus/storage"
 )
@@ -39,3 +40,17 @@ func (c *CountingStore) Scan(prefix, start []byte, fn func(key, value []byte) (b
 
 // Reads returns the number of Get and Scan calls so far.
 func (c *CountingStore) Reads() int64 { return c.Gets.Load() + c.Scans.Load() }
+
+// NewCounting returns a broker on a memstore (kept across restarts) seen
+// through a CountingStore, and that store.
+func NewCounting(t testing.TB) (*Env, *CountingStore) {
+	t.Helper()
+	cs := &CountingStore{}
+	env := NewWith(t, func(t testing.TB, prev storage.Store) storage.Store {
+		if prev == nil {
+			cs.Store = MemOpener(t, nil)
+		}
+		return cs
+	})
+	return env, cs
+}
