@@ -73,28 +73,36 @@ func BenchmarkAMQPSendPipelined(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			body := make([]byte, 1024)
-			work := make(chan struct{}, benchInFlight)
-			var wg sync.WaitGroup
 			m := startMeter(b, st)
-			for range benchInFlight {
-				wg.Go(func() {
-					for range work {
-						if err := snd.Send(b.Context(), amqp.NewMessage(body), nil); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			for range b.N {
-				work <- struct{}{}
-			}
-			close(work)
-			wg.Wait()
+			sendConcurrently(b, []*amqp.Sender{snd}, benchInFlight)
 			m.stop(b.N)
 		})
 	}
+}
+
+// sendConcurrently sends b.N 1 KiB messages with perSender goroutines on
+// each sender, every one waiting for its disposition before the next.
+func sendConcurrently(b *testing.B, snds []*amqp.Sender, perSender int) {
+	body := make([]byte, 1024)
+	work := make(chan struct{}, len(snds)*perSender)
+	var wg sync.WaitGroup
+	for _, snd := range snds {
+		for range perSender {
+			wg.Go(func() {
+				for range work {
+					if err := snd.Send(b.Context(), amqp.NewMessage(body), nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	for range b.N {
+		work <- struct{}{}
+	}
+	close(work)
+	wg.Wait()
 }
 
 // BenchmarkAMQPReceiveComplete receives 1 KiB messages in peek-lock mode

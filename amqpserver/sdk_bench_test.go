@@ -1,7 +1,6 @@
 package amqpserver
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/Azure/go-amqp"
@@ -26,27 +25,8 @@ func BenchmarkAMQPSendManyLinks(b *testing.B) {
 				}
 				snds[i] = s
 			}
-			body := make([]byte, 1024)
-			work := make(chan struct{}, links*perLink)
-			var wg sync.WaitGroup
 			m := startMeter(b, st)
-			for _, snd := range snds {
-				for range perLink {
-					wg.Go(func() {
-						for range work {
-							if err := snd.Send(b.Context(), amqp.NewMessage(body), nil); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-			}
-			for range b.N {
-				work <- struct{}{}
-			}
-			close(work)
-			wg.Wait()
+			sendConcurrently(b, snds, perLink)
 			m.stop(b.N)
 		})
 	}
