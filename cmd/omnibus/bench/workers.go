@@ -181,8 +181,8 @@ func (p *recvPlan) open(ctx context.Context) ([]func(context.Context), func(), e
 }
 
 func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
-	settle := p.settleFunc(ctx, r, stream)
-	defer settle(inMsg{}, true)
+	st := p.newSettler(ctx, r, stream)
+	defer st.wait()
 	for {
 		msgs, err := r.receive(ctx)
 		if ctx.Err() != nil {
@@ -195,7 +195,7 @@ func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
 		for _, m := range msgs {
 			now := time.Now()
 			own := p.ledger.Received(stream, m.Delivery)
-			if !settle(m, false) {
+			if !st.settle(m) {
 				return
 			}
 			p.lastRecv.Store(now.UnixNano())
@@ -209,51 +209,67 @@ func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
 	}
 }
 
-// settleFunc returns how loop settles a delivery: settle(m, false)
-// settles m, false when the run is over; settle(_, true) waits for
-// settlements still in progress. A receiver whose settlement needs no
-// answer from the broker (go-amqp in receiver-settle-mode first) settles
-// on helper goroutines, so the receive loop is not held up by the
-// client library's hand-offs for every disposition; any other settles
-// in the loop.
-func (p *recvPlan) settleFunc(ctx context.Context, r receiver, stream int) func(m inMsg, wait bool) bool {
-	one := func(m inMsg) bool {
-		if err := r.settle(ctx, m); err != nil {
-			if ctx.Err() != nil {
-				return false
-			}
-			p.ledger.Released(stream, m.Seq)
-			p.stats.Error(fmt.Errorf("settle: %w", err))
-		}
-		return true
+// settler settles the deliveries of one receive loop. A receiver whose
+// settlement needs no answer from the broker (go-amqp in
+// receiver-settle-mode first) settles on helper goroutines, so the loop is
+// not held up by the client library's hand-offs for every disposition;
+// any other settles in the loop.
+type settler struct {
+	p      *recvPlan
+	ctx    context.Context
+	r      receiver
+	stream int
+	queue  chan inMsg // nil: settle in the loop
+	wg     sync.WaitGroup
+}
+
+func (p *recvPlan) newSettler(ctx context.Context, r receiver, stream int) *settler {
+	st := &settler{p: p, ctx: ctx, r: r, stream: stream}
+	a, ok := r.(asyncSettler)
+	if !ok || a.settlers() == 0 {
+		return st
 	}
-	n := 0
-	if a, ok := r.(asyncSettler); ok {
-		n = a.settlers()
-	}
-	if n == 0 {
-		return func(m inMsg, wait bool) bool { return wait || one(m) }
-	}
-	queue := make(chan inMsg, 4*p.c.Credit)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			for m := range queue {
-				one(m)
+	st.queue = make(chan inMsg, 4*p.c.Credit)
+	for range a.settlers() {
+		st.wg.Go(func() {
+			for m := range st.queue {
+				st.settleNow(m)
 			}
 		})
 	}
-	return func(m inMsg, wait bool) bool {
-		if wait {
-			close(queue)
-			wg.Wait()
-			return true
-		}
-		select {
-		case queue <- m:
-			return true
-		case <-ctx.Done():
+	return st
+}
+
+// settle settles m, now or on a helper; false when the run is over.
+func (st *settler) settle(m inMsg) bool {
+	if st.queue == nil {
+		return st.settleNow(m)
+	}
+	select {
+	case st.queue <- m:
+		return true
+	case <-st.ctx.Done():
+		return false
+	}
+}
+
+// settleNow settles m; a failure releases it in the ledger and counts as
+// an error. False when the run is over.
+func (st *settler) settleNow(m inMsg) bool {
+	if err := st.r.settle(st.ctx, m); err != nil {
+		if st.ctx.Err() != nil {
 			return false
 		}
+		st.p.ledger.Released(st.stream, m.Seq)
+		st.p.stats.Error(fmt.Errorf("settle: %w", err))
+	}
+	return true
+}
+
+// wait waits for the settlements in progress.
+func (st *settler) wait() {
+	if st.queue != nil {
+		close(st.queue)
+		st.wg.Wait()
 	}
 }
