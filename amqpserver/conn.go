@@ -144,10 +144,18 @@ func (c *conn) readLoop(frc chan<- frames.Frame) error {
 	}
 }
 
+// maxIdleHelpers is how many idle helper goroutines the server keeps for
+// all its connections.
+const maxIdleHelpers = 16
+
 // goWork runs f in a helper goroutine that serve waits for. A panic in f
 // is logged and closes the connection instead of crashing the server.
+// The goroutine comes from the server's pool: helpers commit to the store,
+// which needs a deep stack, and a pooled goroutine has grown it already.
 func (c *conn) goWork(f func()) {
-	c.work.Go(func() {
+	c.work.Add(1)
+	c.srv.helpers.Go(func() {
+		defer c.work.Done()
 		defer c.recoverPanic("helper")
 		f()
 	})

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/gopool"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -108,6 +109,8 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // connection goroutines
+	// helpers runs the connections' helper goroutines (conn.goWork).
+	helpers *gopool.Pool
 
 	mu struct {
 		sync.Mutex // guards the fields below
@@ -123,7 +126,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, b: cfg.Broker}
+	s := &Server{cfg: cfg, log: cfg.Logger, b: cfg.Broker, helpers: gopool.New(maxIdleHelpers)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]struct{})
 	s.mu.conns = make(map[*conn]struct{})
@@ -211,6 +214,7 @@ func (s *Server) Addr() net.Addr {
 // done. In-flight sends finish first (a send's durability is never cut
 // short). It returns ctx.Err() if the wait was cut short.
 func (s *Server) Shutdown(ctx context.Context) error {
+	defer s.helpers.Close() // helpers still running may finish; none waits idle
 	s.cancel()
 	s.mu.Lock()
 	s.mu.closed = true

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/core/clock"
+	"github.com/omnibusmq/omnibus/core/gopool"
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -55,7 +56,8 @@ type Broker struct {
 	log   *zap.Logger
 	timer brokerTimer
 	idle  idleReaper     // AutoDeleteOnIdle (autodelete.go)
-	wg    sync.WaitGroup // background goroutines (expireLoop)
+	wg    sync.WaitGroup // background goroutines and tasks (see run)
+	tasks *gopool.Pool   // goroutines for them
 
 	mu struct {
 		sync.RWMutex // guards the fields below
@@ -93,7 +95,7 @@ func New(cfg Config) (*Broker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, store: cfg.Store, clk: cfg.Clock, log: cfg.Logger}
+	b := &Broker{cfg: cfg, store: cfg.Store, clk: cfg.Clock, log: cfg.Logger, tasks: gopool.New(maxIdleTasks)}
 	b.timer.clk = cfg.Clock
 	b.mu.entities = make(map[string]*entity)
 	if err := b.recover(); err != nil {
@@ -132,6 +134,7 @@ func (b *Broker) Close() error {
 		}
 	}
 	b.wg.Wait()
+	b.tasks.Close()
 	return nil
 }
 
@@ -169,9 +172,18 @@ func (b *Broker) queueFor(path string) (*queue, error) {
 
 func (e *entity) touch(now int64) { e.lastUsed.Store(now) }
 
-// run starts a background goroutine tracked by Close.
+// maxIdleTasks is how many idle goroutines the broker keeps for its
+// tasks: about as many as commits run at once under load.
+const maxIdleTasks = 16
+
+// run runs f on a goroutine of the broker's pool (a send's commit, a
+// read-ahead: work that goes deep into the store); Close waits for it.
 func (b *Broker) run(f func()) {
-	b.wg.Go(f)
+	b.wg.Add(1)
+	b.tasks.Go(func() {
+		defer b.wg.Done()
+		f()
+	})
 }
 
 func (b *Broker) closed() bool {

@@ -1,0 +1,67 @@
+package gopool
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+)
+
+func TestTasksRunAndGoroutinesAreKept(t *testing.T) {
+	p := New(2)
+	defer p.Close()
+	var ran sync.WaitGroup
+	for i := range 100 {
+		ran.Add(1)
+		p.Go(func() {
+			defer ran.Done()
+			_ = i
+		})
+		ran.Wait() // one at a time: each task finds the goroutine of the last
+	}
+	waitIdle(t, p, 1)
+}
+
+func TestTasksMayWaitForEachOther(t *testing.T) {
+	p := New(1)
+	defer p.Close()
+	release := make(chan struct{})
+	var done sync.WaitGroup
+	for range 10 {
+		done.Add(1)
+		p.Go(func() {
+			defer done.Done()
+			<-release
+		})
+	}
+	close(release) // ten tasks were running at once: none waited for a free goroutine
+	done.Wait()
+	waitIdle(t, p, 1) // at most maxIdle of the ten stay
+}
+
+func TestCloseEndsIdleGoroutines(t *testing.T) {
+	p := New(4)
+	var done sync.WaitGroup
+	done.Add(1)
+	p.Go(done.Done)
+	done.Wait()
+	waitIdle(t, p, 1)
+	p.Close()
+	waitIdle(t, p, 0)
+	done.Add(1)
+	p.Go(done.Done) // still runs after Close
+	done.Wait()
+	p.Close() // twice is fine
+}
+
+// waitIdle waits until n goroutines are idle: a goroutine counts itself
+// idle just after its task returns, so the count can lag the task.
+func waitIdle(t *testing.T, p *Pool, n int) {
+	t.Helper()
+	for range 10000 {
+		if p.Idle() == n {
+			return
+		}
+		runtime.Gosched()
+	}
+	t.Fatalf("idle goroutines: %d, want %d", p.Idle(), n)
+}
