@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"runtime"
 	"sync"
 	"time"
 
@@ -87,6 +88,12 @@ func (c *coalescingConn) writeLoop() {
 		if c.err != nil || len(c.buf) == 0 {
 			return // failed, or closing with nothing left to write
 		}
+		// Let the goroutines that are ready to write (go-amqp's muxes and
+		// writer, other callers) add their frames first: at full rate one
+		// yield gathers several frames into the write.
+		c.mu.Unlock()
+		runtime.Gosched()
+		c.mu.Lock()
 		out := c.buf
 		c.buf, c.spare = c.spare[:0], nil
 		c.writing = true
