@@ -33,6 +33,7 @@ func runBench(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	defer startGCTuning()()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	err := bench.Main(ctx, c, os.Stdout, os.Stderr)

@@ -43,10 +43,7 @@ func serve(args []string) error {
 	defer log.Sync()
 	o.Logger = log
 
-	gcCtx, stopGC := context.WithCancel(context.Background())
-	defer stopGC()
-	_, gogcSet := os.LookupEnv("GOGC")
-	go tuneGC(gcCtx, gogcSet)
+	defer startGCTuning()()
 
 	// Listen for signals before anything starts, so a signal during
 	// start-up is a clean shutdown too.
