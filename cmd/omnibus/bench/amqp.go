@@ -99,6 +99,30 @@ type amqpSender struct {
 }
 
 func (s *amqpSender) send(ctx context.Context, m outMsg, payload []byte) error {
+	return s.s.Send(ctx, s.message(m, payload), nil)
+}
+
+func (s *amqpSender) start(ctx context.Context, m outMsg, payload []byte) (func(context.Context) error, error) {
+	r, err := s.s.SendWithReceipt(ctx, s.message(m, payload), nil)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		state, err := r.Wait(ctx)
+		if err != nil {
+			return err
+		}
+		if st, ok := state.(*amqp.StateRejected); ok {
+			if st.Error != nil {
+				return st.Error
+			}
+			return errors.New("the peer rejected the message")
+		}
+		return nil
+	}, nil
+}
+
+func (s *amqpSender) message(m outMsg, payload []byte) *amqp.Message {
 	msg := amqp.NewMessage(payload)
 	msg.ApplicationProperties = stampProps(s.runID, m)
 	if s.durable {
@@ -107,7 +131,7 @@ func (s *amqpSender) send(ctx context.Context, m outMsg, payload []byte) error {
 	if m.session != "" {
 		msg.Properties = &amqp.MessageProperties{GroupID: &m.session}
 	}
-	return s.s.Send(ctx, msg, nil)
+	return msg
 }
 
 func (s *amqpSender) close(ctx context.Context) { s.s.Close(ctx) }
