@@ -139,19 +139,16 @@ func (s *amqpSender) close(ctx context.Context) { s.s.Close(ctx) }
 type amqpReceiver struct {
 	r     *amqp.Receiver
 	rad   bool
-	batch int // > 0: credit window we grant ourselves, topped up once half is used
-	left  int // credit granted and not used yet
+	batch int // > 0: grant this much credit only once the last grant is used up
+	left  int // credit of the last grant not used yet
 }
 
 func (r *amqpReceiver) receive(ctx context.Context) ([]inMsg, error) {
-	if r.batch > 0 && r.left <= r.batch/2 {
-		// Top the window up in one grant once half of it is used: the
-		// broker never runs dry while the client works through the rest.
-		n := r.batch - r.left
-		if err := r.r.IssueCredit(uint32(n)); err != nil {
+	if r.batch > 0 && r.left == 0 {
+		if err := r.r.IssueCredit(uint32(r.batch)); err != nil {
 			return nil, err
 		}
-		r.left += n
+		r.left = r.batch
 	}
 	msg, err := r.r.Receive(ctx, nil)
 	if err == nil && r.batch > 0 {

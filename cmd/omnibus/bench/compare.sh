@@ -117,10 +117,9 @@ scenario_flags() {
 	case $1 in
 	send-unsettled) echo "--scenario send --inflight 100 --duration $DURATION --warmup 1s" ;;
 	send-presettled) echo "--scenario send --presettled --duration $DURATION --warmup 1s" ;;
-	# RabbitMQ 3.x's AMQP 1.0 plugin stops delivering under go-amqp's own
-	# credit top-ups (small grants as deliveries are settled); with
-	# --batch-credit every receiver tops its window of 100 up in one grant
-	# of 50 once 50 are used, on both brokers alike.
+	# RabbitMQ 3.x's AMQP 1.0 plugin stops delivering when go-amqp tops up
+	# credit while deliveries are in flight: every receiver grants its 100
+	# credits again only once they are used up, on both brokers alike.
 	receive) echo "--scenario receive --prefill $PREFILL --credit 100 --batch-credit" ;;
 	receive-autocredit) echo "--scenario receive --prefill $PREFILL --credit 100" ;;
 	both-max) echo "--scenario both --inflight 100 --credit 100 --batch-credit --duration $DURATION --warmup 1s" ;;

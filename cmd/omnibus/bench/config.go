@@ -48,7 +48,7 @@ type Config struct {
 	Links        int           // sender and receiver links per connection
 	Inflight     int           // unsettled sends in flight per sender link
 	Credit       int           // link credit per receiver (SDK session receivers take 1 at a time)
-	BatchCredit  bool          // grant credit in batches of half of Credit, each once that much was used (plain AMQP receivers)
+	BatchCredit  bool          // grant Credit again only when all of it was used (plain AMQP receivers)
 	Presettled   bool          // send settled (at-most-once, no acknowledgement)
 	RAD          bool          // receive-and-delete: the broker sends settled
 	Durable      bool          // AMQP header durable flag
@@ -97,7 +97,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.IntVar(&c.Links, "links", 1, "sender and receiver links per connection")
 	fs.IntVar(&c.Inflight, "inflight", 100, "unsettled sends in flight per sender link")
 	fs.IntVar(&c.Credit, "credit", 100, "link credit per receiver")
-	fs.BoolVar(&c.BatchCredit, "batch-credit", false, "grant credit in batches: top the window up to --credit in one grant once half of it is used,\ninstead of go-amqp's many small grants (RabbitMQ 3.x's AMQP 1.0 plugin stops delivering under those)")
+	fs.BoolVar(&c.BatchCredit, "batch-credit", false, "grant --credit again only once all of it was used, never while deliveries are in flight\n(RabbitMQ 3.x's AMQP 1.0 plugin loses track of credit topped up mid-flight and stops delivering)")
 	fs.BoolVar(&c.Presettled, "presettled", false, "send presettled (fire and forget)")
 	fs.BoolVar(&c.RAD, "rad", false, "receive-and-delete: ask the broker to send presettled")
 	fs.BoolVar(&c.Durable, "durable", false, "set the AMQP header durable flag")
