@@ -121,7 +121,6 @@ scenario_flags() {
 	# credit while deliveries are in flight: every receiver grants its 100
 	# credits again only once they are used up, on both brokers alike.
 	receive) echo "--scenario receive --prefill $PREFILL --credit 100 --batch-credit" ;;
-	receive-autocredit) echo "--scenario receive --prefill $PREFILL --credit 100" ;;
 	both-max) echo "--scenario both --inflight 100 --credit 100 --batch-credit --duration $DURATION --warmup 1s" ;;
 	both-half) echo "--scenario both --inflight 100 --credit 100 --batch-credit --duration $DURATION --warmup 1s --rate $HALF_RATE" ;;
 	esac
@@ -164,8 +163,13 @@ one() {
 	rabbitmq-quorum) QUEUE=$QUEUE-quorum && rmq_queue "$QUEUE" quorum ;;
 	omnibus-autocredit) QUEUE=$scen-autocredit-$rep ;;
 	esac
-	# shellcheck disable=SC2046
-	bench "$target" "$scen" "$rep" $(scenario_flags "$scen")
+	local flags
+	flags=$(scenario_flags "$scen")
+	# omnibus-autocredit: the same scenario with go-amqp's own credit
+	# management (RabbitMQ 3.x stalls under it, see scenario_flags).
+	if [ "$target" = omnibus-autocredit ]; then flags=${flags/ --batch-credit/}; fi
+	# shellcheck disable=SC2086
+	bench "$target" "$scen" "$rep" $flags
 	case $scen in
 	send-*) stored "$target" "$scen" "$rep" ;;
 	*) case $target in rabbitmq-*) rmq_delete "$QUEUE" ;; esac ;;
@@ -182,7 +186,7 @@ RMQ_VERSION=$(rmq_version)
 QUEUES=()
 for rep in $(seq 1 "$REPS"); do
 	for scen in $SCENARIOS both-half; do QUEUES+=("$scen-$rep"); done
-	QUEUES+=("receive-autocredit-$rep")
+	QUEUES+=("receive-autocredit-$rep" "both-max-autocredit-$rep")
 done
 omni_config "$TMP/Config.json" "${QUEUES[@]}"
 log "starting omnibus (port $OMNI_PORT, data $TMP/data)"
@@ -199,6 +203,7 @@ for rep in $(seq 1 "$REPS"); do
 		done
 	done
 	one omnibus-autocredit receive "$rep"
+	one omnibus-autocredit both-max "$rep"
 done
 
 HALF_RATE=$(sed -n 's/^  "recvRate": \([0-9.]*\),$/\1/p' "$OUT"/both-max__omnibus__*.json | sort -n |
