@@ -28,7 +28,7 @@ type restTransport struct {
 
 func newRESTTransport(c *Config, runID string) *restTransport {
 	base := strings.TrimRight(c.HTTPURL, "/") + "/" + strings.Trim(c.Queue, "/")
-	conns := c.Connections * c.Links * (c.Inflight + 1)
+	conns := c.Connections * c.Links * (c.Inflight + 1 + restSettlers)
 	return &restTransport{
 		c: c, runID: runID, base: base,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxIdleConns: conns}},
@@ -138,5 +138,12 @@ func (r *restReceiver) settle(ctx context.Context, m inMsg) error {
 	}
 	return nil
 }
+
+// restSettlers is how many goroutines complete peek-locked messages for
+// one REST receiver: each DELETE waits for a durable settlement, and the
+// receive loop need not wait for it before locking the next message.
+const restSettlers = 8
+
+func (r *restReceiver) settlers() int { return restSettlers }
 
 func (r *restReceiver) close(context.Context) {}

@@ -274,11 +274,12 @@ func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
 	}
 }
 
-// settler settles the deliveries of one receive loop. A receiver whose
-// settlement needs no answer from the broker (go-amqp in
-// receiver-settle-mode first) settles on helper goroutines, so the loop is
-// not held up by the client library's hand-offs for every disposition;
-// any other settles in the loop.
+// settler settles the deliveries of one receive loop. A receiver that
+// allows it (an asyncSettler: go-amqp, whose settlement in
+// receiver-settle-mode first needs no answer, and the SDK, whose
+// CompleteMessage may run concurrently) settles on helper goroutines, so
+// the loop is not held up by each settlement; any other settles in the
+// loop.
 type settler struct {
 	p      *recvPlan
 	ctx    context.Context
