@@ -102,13 +102,14 @@ hwm_mb() { awk '/^VmHWM/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
 bench() {
 	local target=$1 scen=$2 rep=$3 url user pass queue
 	shift 3
+	local pid
 	case $target in
-	omnibus*) url=amqp://127.0.0.1:$OMNI_PORT user=RootManageSharedAccessKey pass=SAS_KEY_VALUE queue=$QUEUE ;;
-	rabbitmq-*) url=amqp://127.0.0.1:$RMQ_PORT user=guest pass=guest queue=/amq/queue/$QUEUE ;;
+	omnibus*) url=amqp://127.0.0.1:$OMNI_PORT user=RootManageSharedAccessKey pass=SAS_KEY_VALUE queue=$QUEUE pid=$OMNI_PID ;;
+	rabbitmq-*) url=amqp://127.0.0.1:$RMQ_PORT user=guest pass=guest queue=/amq/queue/$QUEUE pid=$RMQ_BEAM_PID ;;
 	esac
 	log "$scen on $target (rep $rep)"
 	"$TMP/omnibus" bench --url "$url" --user "$user" --pass "$pass" --queue "$queue" --label "$target" \
-		--size 1024 --durable --quiet --drain-timeout 15s --json "$OUT/${scen}__${target}__${rep}.json" "$@" \
+		--broker-pid "$pid" --size 1024 --durable --quiet --drain-timeout 15s --json "$OUT/${scen}__${target}__${rep}.json" "$@" \
 		>"$OUT/${scen}__${target}__${rep}.txt" 2>&1 ||
 		log "  $scen on $target failed: $(grep -E '^result' "$OUT/${scen}__${target}__${rep}.txt" || tail -1 "$OUT/${scen}__${target}__${rep}.txt")"
 }
@@ -182,6 +183,7 @@ rmq_install
 log "starting RabbitMQ (ports $RMQ_PORT, management $RMQ_MGMT_PORT)"
 rmq_start
 RMQ_VERSION=$(rmq_version)
+RMQ_BEAM_PID=$(rmq_beam_pid)
 
 QUEUES=()
 for rep in $(seq 1 "$REPS"); do

@@ -57,6 +57,7 @@ type Config struct {
 	Count        int64         // messages to send (overrides Duration)
 	Prefill      int64         // receive scenario: messages put in first (default Count or 20000)
 	Rate         float64       // target messages/s over all senders (0: as fast as possible)
+	BrokerPID    int           // > 0: also report this process's CPU time (Linux), the broker under test
 	Warmup       time.Duration // leading part of the run left out of the numbers
 	DrainTimeout time.Duration // how long receivers may go without a delivery before the rest counts as lost
 
@@ -106,6 +107,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.Int64Var(&c.Count, "count", 0, "number of messages to send (overrides --duration)")
 	fs.Int64Var(&c.Prefill, "prefill", 0, "receive scenario: messages to put in first (default --count, else 20000)")
 	fs.Float64Var(&c.Rate, "rate", 0, "target messages/s over all senders (0: unlimited)")
+	fs.IntVar(&c.BrokerPID, "broker-pid", 0, "PID of the broker under test, on this machine: report its CPU time per send or delivery\n(Linux; the tool always reports its own)")
 	fs.DurationVar(&c.Warmup, "warmup", 0, "leading part of the run left out of the numbers")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "receivers give up after this long without a delivery")
 	fs.StringVar(&c.JSONPath, "json", "", "write the result as JSON to this file")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -79,6 +80,7 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 				c.Inflight = 10
 			}
 			c.DrainTimeout = 10 * time.Second
+			c.BrokerPID = os.Getpid() // the broker runs in this process
 			ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
 			defer cancel()
 			r, err := Run(ctx, c, nil)
@@ -94,6 +96,13 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 			}
 			if c.sends() && r.Tally.Acked != c.Count {
 				t.Errorf("acked %d, want %d", r.Tally.Acked, c.Count)
+			}
+			want := r.Tally.Acked + r.Tally.Deliveries
+			if c.Scenario == ScenarioReceive {
+				want -= c.Count // the pre-fill, sent before the CPU is counted
+			}
+			if r.Operations != want || r.ClientCPU <= 0 || r.BrokerCPU <= 0 {
+				t.Errorf("cpu: %d operations (want %d), client %.3f s, broker %.3f s", r.Operations, want, r.ClientCPU, r.BrokerCPU)
 			}
 			// Every acknowledged message reaches every stream (a fanout's
 			// subscriptions) once.

@@ -66,6 +66,12 @@ rmq_start() {
 	return 1
 }
 
+# rmq_beam_pid prints the PID of the node's Erlang VM (beam.smp), the
+# process that does RabbitMQ's work, a descendant of RMQ_PID.
+rmq_beam_pid() {
+	pgrep -f "beam.*-home $RMQ_DIR/home" | head -1
+}
+
 # rmq_api METHOD PATH [BODY] calls the management API.
 rmq_api() {
 	curl -fsS -u guest:guest -X "$1" -H 'content-type: application/json' \

@@ -36,8 +36,13 @@ type Result struct {
 	SendLatency LatencySummary `json:"sendLatency"` // send → acknowledgement
 	E2ELatency  LatencySummary `json:"e2eLatency"`  // send timestamp → delivery
 	Tally       Tally          `json:"tally"`
-	ErrorSample []string       `json:"errorSample,omitempty"`
-	Timeline    []Point        `json:"timeline"`
+	// CPU time from the first timed send to the end of the drain (warm-up
+	// included), and the sends acknowledged plus deliveries made in it.
+	ClientCPU   float64  `json:"clientCpuSeconds"`
+	BrokerCPU   float64  `json:"brokerCpuSeconds,omitempty"` // with --broker-pid
+	Operations  int64    `json:"operations"`
+	ErrorSample []string `json:"errorSample,omitempty"`
+	Timeline    []Point  `json:"timeline"`
 
 	sendHist, e2eHist Histogram // for the plot
 }
@@ -136,6 +141,13 @@ func (r *Result) WriteTable(w io.Writer) error {
 				l.s.P50ms, l.s.P90ms, l.s.P99ms, l.s.P999ms, l.s.MaxMs, l.s.Count)
 		}
 	}
+	if r.Operations > 0 {
+		cpu := fmt.Sprintf("client %.1f µs per send or delivery", r.ClientCPUPerOp())
+		if r.BrokerCPU > 0 {
+			cpu += fmt.Sprintf(", broker %.1f µs", r.BrokerCPUPerOp())
+		}
+		p("cpu", "%s (%d sends and deliveries)", cpu, r.Operations)
+	}
 	t := r.Tally
 	loss := "not checked"
 	if t.LossChecked {
@@ -149,6 +161,21 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	p("result", "%s (%d errors)", status, r.Errors)
 	return tw.Flush()
+}
+
+// ClientCPUPerOp is the load generator's CPU time per acknowledged send
+// or delivery, in microseconds (0 when there were none).
+func (r *Result) ClientCPUPerOp() float64 { return perOp(r.ClientCPU, r.Operations) }
+
+// BrokerCPUPerOp is the broker's (--broker-pid) CPU time per acknowledged
+// send or delivery, in microseconds (0 when not measured).
+func (r *Result) BrokerCPUPerOp() float64 { return perOp(r.BrokerCPU, r.Operations) }
+
+func perOp(seconds float64, ops int64) float64 {
+	if ops <= 0 {
+		return 0
+	}
+	return seconds * 1e6 / float64(ops)
 }
 
 // WriteJSON writes the result to path.

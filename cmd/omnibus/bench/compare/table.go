@@ -115,6 +115,11 @@ var metrics = []metric{
 	{"both-half", "received at the fixed rate", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s"},
 	{"both-half", "end-to-end p50 at the fixed rate", false, func(r *bench.Result) float64 { return r.E2ELatency.P50ms }, "ms"},
 	{"both-half", "end-to-end p99 at the fixed rate", false, func(r *bench.Result) float64 { return r.E2ELatency.P99ms }, "ms"},
+	{"send-unsettled", "broker CPU per send", false, (*bench.Result).BrokerCPUPerOp, "µs"},
+	{"receive", "broker CPU per delivery", false, (*bench.Result).BrokerCPUPerOp, "µs"},
+	{"both-max", "broker CPU per send or delivery", false, (*bench.Result).BrokerCPUPerOp, "µs"},
+	{"send-unsettled", "client CPU per send", false, (*bench.Result).ClientCPUPerOp, "µs"},
+	{"receive", "client CPU per delivery", false, (*bench.Result).ClientCPUPerOp, "µs"},
 }
 
 // median of xs (the mean of the middle two for an even count).
