@@ -17,6 +17,7 @@ type Pool struct {
 	quit    chan struct{}
 	maxIdle int32
 	idle    atomic.Int32
+	spawned atomic.Int64 // goroutines started, ever
 	closed  atomic.Bool
 }
 
@@ -34,6 +35,7 @@ func (p *Pool) Go(f func()) {
 	select {
 	case p.work <- f:
 	default:
+		p.spawned.Add(1)
 		go p.worker(f)
 	}
 }

@@ -9,16 +9,23 @@ import (
 func TestTasksRunAndGoroutinesAreKept(t *testing.T) {
 	p := New(2)
 	defer p.Close()
-	var ran sync.WaitGroup
-	for i := range 100 {
-		ran.Add(1)
+	ran := 0
+	for range 100 {
+		var done sync.WaitGroup
+		done.Add(1)
 		p.Go(func() {
-			defer ran.Done()
-			_ = i
+			defer done.Done()
+			ran++
 		})
-		ran.Wait() // one at a time: each task finds the goroutine of the last
+		done.Wait()
+		waitIdle(t, p, 1) // the goroutine is back in the pool before the next task
 	}
-	waitIdle(t, p, 1)
+	if ran != 100 {
+		t.Errorf("ran %d tasks, want 100", ran)
+	}
+	if n := p.spawned.Load(); n != 1 {
+		t.Errorf("100 tasks one after another started %d goroutines, want 1", n)
+	}
 }
 
 func TestTasksMayWaitForEachOther(t *testing.T) {
