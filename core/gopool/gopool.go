@@ -8,66 +8,82 @@
 // themselves (a sync.WaitGroup); the pool only keeps goroutines.
 package gopool
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Pool keeps up to a fixed number of idle goroutines. The zero value is
 // not usable; call New.
 type Pool struct {
-	work    chan func() // unbuffered: a send succeeds only if a goroutine is idle
-	quit    chan struct{}
-	maxIdle int32
-	idle    atomic.Int32
+	maxIdle int
 	spawned atomic.Int64 // goroutines started, ever
-	closed  atomic.Bool
+
+	mu     sync.Mutex
+	idle   []chan func() // the idle goroutines' inboxes, the latest last
+	closed bool
 }
 
 // New returns a pool that keeps at most maxIdle goroutines waiting for
 // work; beyond that, a goroutine whose task is done exits.
 func New(maxIdle int) *Pool {
-	return &Pool{work: make(chan func()), quit: make(chan struct{}), maxIdle: int32(maxIdle)}
+	return &Pool{maxIdle: maxIdle}
 }
 
-// Go runs f on an idle goroutine of the pool, or on a new one when none
-// is idle. It never waits for a goroutine to become free, so tasks may
-// block on each other without deadlock. After Close, f still runs, on a
-// goroutine that exits when f returns.
+// Go runs f on the goroutine of the pool that became idle last (its stack
+// is the warmest), or on a new one when none is idle. It never waits for a goroutine to
+// become free, so tasks may block on each other without deadlock. After
+// Close, f still runs, on a goroutine that exits when f returns.
 func (p *Pool) Go(f func()) {
-	select {
-	case p.work <- f:
-	default:
-		p.spawned.Add(1)
-		go p.worker(f)
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		inbox := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		inbox <- f // buffered: the goroutine takes it whenever it gets there
+		return
 	}
+	p.mu.Unlock()
+	p.spawned.Add(1)
+	go p.worker(make(chan func(), 1), f)
 }
 
 // Close lets the idle goroutines exit, and makes every later one exit once
 // its task is done. Tasks already running are not waited for.
 func (p *Pool) Close() {
-	if p.closed.CompareAndSwap(false, true) {
-		close(p.quit)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
 	}
+	p.closed = true
+	for _, inbox := range p.idle {
+		close(inbox)
+	}
+	p.idle = nil
 }
 
 // Idle reports how many goroutines are waiting for work.
-func (p *Pool) Idle() int { return int(p.idle.Load()) }
+func (p *Pool) Idle() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
 
-func (p *Pool) worker(f func()) {
+func (p *Pool) worker(inbox chan func(), f func()) {
 	for {
 		f()
 		f = nil // let the task's memory go while idle
-		if p.closed.Load() {
+		p.mu.Lock()
+		if p.closed || len(p.idle) >= p.maxIdle {
+			p.mu.Unlock()
 			return
 		}
-		if p.idle.Add(1) > p.maxIdle {
-			p.idle.Add(-1)
-			return
-		}
-		select {
-		case f = <-p.work:
-			p.idle.Add(-1)
-		case <-p.quit:
-			p.idle.Add(-1)
-			return
+		p.idle = append(p.idle, inbox)
+		p.mu.Unlock()
+		var ok bool
+		if f, ok = <-inbox; !ok {
+			return // closed
 		}
 	}
 }
