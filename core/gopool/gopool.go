@@ -31,9 +31,10 @@ func New(maxIdle int) *Pool {
 }
 
 // Go runs f on the goroutine of the pool that became idle last (its stack
-// is the warmest), or on a new one when none is idle. It never waits for a goroutine to
-// become free, so tasks may block on each other without deadlock. After
-// Close, f still runs, on a goroutine that exits when f returns.
+// is the warmest), or on a new one when none is idle. It never waits for
+// a goroutine to become free, so tasks may block on each other without
+// deadlock. After Close, f still runs, on a goroutine that exits when f
+// returns.
 func (p *Pool) Go(f func()) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {

@@ -60,6 +60,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		recvLoops = loops
 	}
 
+	before := ledger.Tally(false) // a pre-fill's sends are not the timed part's
 	cpu0 := sampleCPU(c.BrokerPID)
 	start := time.Now()
 	stats := NewStats(start, c.Warmup)
@@ -102,10 +103,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	// Loss is judged when receivers emptied the queue, or when they went
 	// quiet for the drain timeout with messages still missing.
 	r.Tally = ledger.Tally(c.receives() && ctx.Err() == nil)
-	r.Operations = r.Tally.Acked + r.Tally.Deliveries
-	if c.Scenario == ScenarioReceive {
-		r.Operations -= c.Prefill // sent before cpu0
-	}
+	r.Operations = r.Tally.operations() - before.operations()
 	r.ClientCPU = (cpu1.client - cpu0.client).Seconds()
 	if cpu0.brokerOK && cpu1.brokerOK {
 		r.BrokerCPU = (cpu1.broker - cpu0.broker).Seconds()

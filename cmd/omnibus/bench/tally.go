@@ -55,6 +55,9 @@ func (t Tally) Err() error {
 	return fmt.Errorf("%s", msg)
 }
 
+// operations counts the acknowledged sends and the deliveries so far.
+func (t Tally) operations() int64 { return t.Acked + t.Deliveries }
+
 // Tally counts the run so far. With checkLoss, every acknowledged message
 // that some stream never delivered counts as lost: pass it once receivers
 // have drained everything they were meant to.
