@@ -20,9 +20,12 @@ func NewUUID() UUID {
 	return u
 }
 
+// uuidStringLen is the length of a UUID in its text form.
+const uuidStringLen = 36
+
 // String formats u as xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.
 func (u UUID) String() string {
-	var b [36]byte
+	var b [uuidStringLen]byte
 	hex.Encode(b[0:8], u[0:4])
 	b[8] = '-'
 	hex.Encode(b[9:13], u[4:6])
@@ -164,12 +167,29 @@ func idString(v any) string {
 	}
 }
 
+// idLen is len(idString(v)), without building the string for the common
+// kinds of id.
+func idLen(v any) int {
+	switch x := v.(type) {
+	case nil:
+		return 0
+	case string:
+		return len(x)
+	case UUID:
+		return uuidStringLen
+	case []byte:
+		return hex.EncodedLen(len(x))
+	default:
+		return len(idString(v))
+	}
+}
+
 // Size is the message's accounted size in bytes: body plus an estimate of
 // the headers, the way Service Bus counts against MaxMessageSize.
 func (m *Message) Size() int {
 	n := len(m.Body) + len(m.SessionID) + len(m.ReplyToSessionID) + len(m.To) + len(m.ReplyTo) +
-		len(m.Subject) + len(m.ContentType) + len(m.PartitionKey) + len(m.MessageIDString()) +
-		len(m.CorrelationIDString())
+		len(m.Subject) + len(m.ContentType) + len(m.PartitionKey) + idLen(m.MessageID) +
+		idLen(m.CorrelationID)
 	for k, v := range m.ApplicationProperties {
 		n += len(k) + valueSize(v)
 	}

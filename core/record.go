@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/binary"
+	"slices"
 	"time"
 )
 
@@ -19,6 +20,10 @@ const bodyVersion = 1
 
 // encodeBody appends the encoding of m to b.
 func encodeBody(b []byte, m *Message) ([]byte, error) {
+	// One allocation for the record: growing it field by field copied a
+	// 1 KiB body's record five times over (growslice was 8 % of a send's
+	// CPU in BenchmarkAMQPSendRawProps).
+	b = slices.Grow(b, bodyRecordSize(m))
 	b = append(b, bodyVersion)
 	var err error
 	if b, err = appendValue(b, m.MessageID); err != nil {
@@ -49,6 +54,28 @@ func encodeBody(b []byte, m *Message) ([]byte, error) {
 		return nil, err
 	}
 	return appendBytes(b, m.Body), nil
+}
+
+// bodyRecordSize is about the size of m's body record: never much less,
+// so that encodeBody allocates once, and never much more.
+func bodyRecordSize(m *Message) int {
+	const fixed = 96 // version, varints, priority, flags, type and length prefixes
+	n := fixed + len(m.Body) + len(m.UserID) + idLen(m.MessageID) + idLen(m.CorrelationID)
+	for _, s := range [...]string{m.SessionID, m.ReplyToSessionID, m.To, m.ReplyTo, m.Subject,
+		m.ContentType, m.ContentEncoding, m.PartitionKey, m.ViaPartitionKey, m.DeadLetterSource} {
+		n += len(s)
+	}
+	return n + mapRecordSize(m.ApplicationProperties) + mapRecordSize(m.Annotations)
+}
+
+// mapRecordSize is about the encoded size of a property map: keys, values
+// and a dozen bytes of type tags and lengths per entry.
+func mapRecordSize(m map[string]any) int {
+	n := 0
+	for k, v := range m {
+		n += len(k) + valueSize(v) + 12
+	}
+	return n
 }
 
 // decodeBody decodes a body record. Broker fields that live in the state
@@ -101,6 +128,7 @@ type stateRec struct {
 }
 
 func (s *stateRec) encode(b []byte) []byte {
+	b = slices.Grow(b, maxStateRecLen+len(s.sessionID))
 	b = append(b, stateVersion, byte(s.state))
 	b = binary.AppendUvarint(b, uint64(s.deliveryCount))
 	b = binary.BigEndian.AppendUint64(b, s.owner)
@@ -109,6 +137,10 @@ func (s *stateRec) encode(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(s.size))
 	return appendBytes(b, []byte(s.sessionID))
 }
+
+// maxStateRecLen is the longest encoding of a state record without its
+// session id: two bytes, an owner and five varints.
+const maxStateRecLen = 2 + 8 + 2*binary.MaxVarintLen64 + 3*binary.MaxVarintLen32
 
 func decodeState(b []byte) (stateRec, error) {
 	r := reader{b: b}
