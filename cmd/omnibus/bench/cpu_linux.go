@@ -47,3 +47,37 @@ func processCPU(pid int) (time.Duration, error) {
 	}
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
+
+// readMachineTimes reads the first line of /proc/stat: "cpu" and the
+// machine's user, nice, system, idle, iowait, irq, softirq and steal
+// times in USER_HZ (guest time is already inside user and nice).
+func readMachineTimes() (machineTimes, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineTimes{}, err
+	}
+	return parseMachineTimes(b)
+}
+
+func parseMachineTimes(stat []byte) (machineTimes, error) {
+	line, _, _ := bytes.Cut(stat, []byte("\n"))
+	f := bytes.Fields(line)
+	if len(f) < 9 || string(f[0]) != "cpu" {
+		return machineTimes{}, errors.New("bench: malformed /proc/stat")
+	}
+	var v [8]int64
+	for i := range v {
+		n, err := strconv.ParseInt(string(f[i+1]), 10, 64)
+		if err != nil {
+			return machineTimes{}, errors.New("bench: malformed /proc/stat times")
+		}
+		v[i] = n
+	}
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / userHZ }
+	user, nice, system, idle, iowait, irq, softirq, steal := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]
+	return machineTimes{
+		busy:  tick(user + nice + system + irq + softirq),
+		idle:  tick(idle + iowait),
+		steal: tick(steal),
+	}, nil
+}

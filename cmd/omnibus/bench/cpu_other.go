@@ -14,3 +14,8 @@ func selfCPU() time.Duration { return 0 }
 func processCPU(int) (time.Duration, error) {
 	return 0, errors.New("bench: process CPU time is read on Linux only")
 }
+
+// readMachineTimes is not measured outside Linux.
+func readMachineTimes() (machineTimes, error) {
+	return machineTimes{}, errors.New("bench: machine CPU times are read on Linux only")
+}

@@ -36,3 +36,20 @@ func TestProcessCPUReadsThisProcess(t *testing.T) {
 		t.Error("processCPU(-1) succeeded")
 	}
 }
+
+func TestMachineUseIsShareOfAllCPUTime(t *testing.T) {
+	at := func(busy, idle, steal time.Duration) cpuSample {
+		return cpuSample{machine: machineTimes{busy: busy, idle: idle, steal: steal}, machineOK: true}
+	}
+	a := at(10*time.Second, 50*time.Second, time.Second)
+	b := at(17*time.Second, 52*time.Second, 2*time.Second) // +7 busy, +2 idle, +1 stolen
+	if busy, steal := machineUse(a, b); busy != 70 || steal != 10 {
+		t.Errorf("busy %v %%, steal %v %%; want 70, 10", busy, steal)
+	}
+	if busy, steal := machineUse(a, cpuSample{}); busy != 0 || steal != 0 {
+		t.Errorf("without a second sample: busy %v, steal %v; want 0, 0", busy, steal)
+	}
+	if busy, steal := machineUse(a, a); busy != 0 || steal != 0 {
+		t.Errorf("over no time: busy %v, steal %v; want 0, 0", busy, steal)
+	}
+}

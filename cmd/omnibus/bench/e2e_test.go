@@ -104,6 +104,9 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 			if r.Operations != want || r.ClientCPU <= 0 || r.BrokerCPU <= 0 {
 				t.Errorf("cpu: %d operations (want %d), client %.3f s, broker %.3f s", r.Operations, want, r.ClientCPU, r.BrokerCPU)
 			}
+			if r.MachineBusyPct <= 0 || r.MachineBusyPct > 100 || r.MachineStealPct < 0 || r.MachineBusyPct+r.MachineStealPct > 100.01 {
+				t.Errorf("machine %.1f %% busy, %.1f %% stolen", r.MachineBusyPct, r.MachineStealPct)
+			}
 			// Every acknowledged message reaches every stream (a fanout's
 			// subscriptions) once.
 			if want := r.Tally.Acked * int64(c.streams()); c.receives() && r.Tally.Unique != want {

@@ -38,11 +38,15 @@ type Result struct {
 	Tally       Tally          `json:"tally"`
 	// CPU time from the first timed send to the end of the drain (warm-up
 	// included), and the sends acknowledged plus deliveries made in it.
-	ClientCPU   float64  `json:"clientCpuSeconds"`
-	BrokerCPU   float64  `json:"brokerCpuSeconds,omitempty"` // with --broker-pid
-	Operations  int64    `json:"operations"`
-	ErrorSample []string `json:"errorSample,omitempty"`
-	Timeline    []Point  `json:"timeline"`
+	ClientCPU  float64 `json:"clientCpuSeconds"`
+	BrokerCPU  float64 `json:"brokerCpuSeconds,omitempty"` // with --broker-pid
+	Operations int64   `json:"operations"`
+	// The whole machine over the same span (Linux), in percent of all its
+	// CPU time: busy, and stolen by the hypervisor for other guests.
+	MachineBusyPct  float64  `json:"machineBusyPercent,omitempty"`
+	MachineStealPct float64  `json:"machineStealPercent,omitempty"`
+	ErrorSample     []string `json:"errorSample,omitempty"`
+	Timeline        []Point  `json:"timeline"`
 
 	sendHist, e2eHist Histogram // for the plot
 }
@@ -147,6 +151,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 			cpu += fmt.Sprintf(", broker %.1f µs", r.BrokerCPUPerOp())
 		}
 		p("cpu", "%s (%d sends and deliveries)", cpu, r.Operations)
+	}
+	if r.MachineBusyPct > 0 {
+		p("machine", "%.0f %% busy, %.1f %% stolen by the hypervisor", r.MachineBusyPct, r.MachineStealPct)
 	}
 	t := r.Tally
 	loss := "not checked"

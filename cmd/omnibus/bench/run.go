@@ -108,6 +108,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	if cpu0.brokerOK && cpu1.brokerOK {
 		r.BrokerCPU = (cpu1.broker - cpu0.broker).Seconds()
 	}
+	r.MachineBusyPct, r.MachineStealPct = machineUse(cpu0, cpu1)
 	return r, nil
 }
 

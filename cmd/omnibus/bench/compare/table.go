@@ -229,6 +229,9 @@ func writeTable(w io.Writer, rs runs) error {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", m.scenario, m.name, strings.Join(row, " | "), ratio)
 	}
+	if n := rs.stealNote(); n != "" {
+		notes = append(notes, n)
+	}
 	slices.Sort(notes)
 	notes = slices.Compact(notes)
 	for _, n := range notes {
@@ -239,6 +242,29 @@ func writeTable(w io.Writer, rs runs) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// noticeableSteal is the share of the machine's CPU time (percent) taken
+// by the hypervisor in some run above which the table warns: throughput
+// and latency then describe a slower machine than the one it names.
+const noticeableSteal = 5
+
+// stealNote is a warning when the hypervisor took a noticeable share of
+// the machine's CPU time during some run, or "".
+func (rs runs) stealNote() string {
+	var xs []float64
+	for _, results := range rs {
+		for _, r := range results {
+			if r.MachineBusyPct > 0 {
+				xs = append(xs, r.MachineStealPct)
+			}
+		}
+	}
+	if len(xs) == 0 || slices.Max(xs) < noticeableSteal {
+		return ""
+	}
+	return fmt.Sprintf("the hypervisor took %.1f %% of the machine's CPU time in the median run and up to %.1f %% (other guests on the host): "+
+		"rates and latencies are those of a slower, noisier machine", median(xs), slices.Max(xs))
 }
 
 func better(m metric, a, b float64) bool {

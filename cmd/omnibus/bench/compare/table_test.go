@@ -115,3 +115,31 @@ func TestTablePresettledStored(t *testing.T) {
 		t.Errorf("unsettled sends got a stored row:\n%s", b.String())
 	}
 }
+
+func TestTableWarnsOfHypervisorSteal(t *testing.T) {
+	table := func(steals ...float64) string {
+		t.Helper()
+		dir := t.TempDir()
+		for i, st := range steals {
+			writeResult(t, dir, "send-unsettled__omnibus__"+string(rune('1'+i))+".json",
+				bench.Result{SendRate: 100, MachineBusyPct: 70, MachineStealPct: st})
+		}
+		// A result without machine times (not Linux) does not count.
+		writeResult(t, dir, "receive__omnibus__1.json", bench.Result{RecvRate: 100})
+		rs, err := loadRuns(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		if err := writeTable(&b, rs); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	if out := table(1, 12, 3); !strings.Contains(out, "⚠ the hypervisor took 3.0 % of the machine's CPU time in the median run and up to 12.0 %") {
+		t.Errorf("steal not reported:\n%s", out)
+	}
+	if out := table(0.5, 2); strings.Contains(out, "hypervisor") {
+		t.Errorf("warned of negligible steal:\n%s", out)
+	}
+}
