@@ -32,8 +32,7 @@ func encodeBody(b []byte, m *Message) ([]byte, error) {
 	if b, err = appendValue(b, m.CorrelationID); err != nil {
 		return nil, err
 	}
-	for _, s := range [...]string{m.SessionID, m.ReplyToSessionID, m.To, m.ReplyTo, m.Subject,
-		m.ContentType, m.ContentEncoding, m.PartitionKey, m.ViaPartitionKey, m.DeadLetterSource} {
+	for _, s := range bodyStrings(m) {
 		b = appendBytes(b, []byte(s))
 	}
 	b = binary.AppendVarint(b, int64(m.TimeToLive))
@@ -56,13 +55,19 @@ func encodeBody(b []byte, m *Message) ([]byte, error) {
 	return appendBytes(b, m.Body), nil
 }
 
+// bodyStrings are m's string fields in the order the body record keeps
+// them (decodeBody reads them back in the same order).
+func bodyStrings(m *Message) [10]string {
+	return [...]string{m.SessionID, m.ReplyToSessionID, m.To, m.ReplyTo, m.Subject,
+		m.ContentType, m.ContentEncoding, m.PartitionKey, m.ViaPartitionKey, m.DeadLetterSource}
+}
+
 // bodyRecordSize is about the size of m's body record: never much less,
 // so that encodeBody allocates once, and never much more.
 func bodyRecordSize(m *Message) int {
 	const fixed = 96 // version, varints, priority, flags, type and length prefixes
 	n := fixed + len(m.Body) + len(m.UserID) + idLen(m.MessageID) + idLen(m.CorrelationID)
-	for _, s := range [...]string{m.SessionID, m.ReplyToSessionID, m.To, m.ReplyTo, m.Subject,
-		m.ContentType, m.ContentEncoding, m.PartitionKey, m.ViaPartitionKey, m.DeadLetterSource} {
+	for _, s := range bodyStrings(m) {
 		n += len(s)
 	}
 	return n + mapRecordSize(m.ApplicationProperties) + mapRecordSize(m.Annotations)
