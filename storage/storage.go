@@ -61,8 +61,12 @@ type Op struct {
 // Batch is a list of operations applied atomically by [Store.Apply].
 // The zero value is an empty, non-syncing batch.
 type Batch struct {
-	Ops  []Op
-	Sync bool // wait for durability (fsync) before Apply returns
+	Ops []Op
+	// Sync makes Apply return only once the batch is durable (fsync). A
+	// batch applied without it is durable after the store's next synced
+	// write, or after a short delay the store bounds (pebblestore:
+	// DefaultLazySyncDelay); a crash before then can lose it.
+	Sync bool
 }
 
 // Set appends a set of key to value. The batch keeps the slices: callers

@@ -55,6 +55,10 @@ type Options struct {
 	// MemTableSize is the memtable size in bytes; 0 means
 	// DefaultMemTableSize.
 	MemTableSize uint64
+	// LazySyncDelay bounds how long a batch applied without Sync waits for
+	// the disk; 0 means DefaultLazySyncDelay, negative never (for tests
+	// that need unsynced writes to stay unsynced).
+	LazySyncDelay time.Duration
 	// WALSyncs, when set, counts the fsyncs of the write-ahead log (for
 	// benchmarks: messages per fsync measure group commit).
 	WALSyncs *atomic.Int64

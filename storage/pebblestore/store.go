@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/omnibusmq/omnibus/storage"
+	"go.uber.org/zap"
 )
 
 // Store is a [storage.Store] backed by a Pebble database.
@@ -20,6 +21,8 @@ type Store struct {
 	// applyUnbounded), which must read and write without racing other
 	// writers.
 	applyMu sync.RWMutex
+
+	lazy lazySync // batches applied without Sync reach the disk soon
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -36,7 +39,16 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 	}
-	return &Store{db: db, gate: newGate()}, nil
+	s := &Store{db: db, gate: newGate()}
+	s.lazy.delay = opts.LazySyncDelay
+	if s.lazy.delay == 0 {
+		s.lazy.delay = DefaultLazySyncDelay
+	}
+	s.lazy.log = opts.Logger
+	if s.lazy.log == nil {
+		s.lazy.log = zap.NewNop()
+	}
+	return s, nil
 }
 
 // Apply implements [storage.Store]. A batch holding an unknown
@@ -142,15 +154,22 @@ func deleteFrom(pb *pebble.Batch, lo []byte) error {
 }
 
 // commit commits pb, waiting for the WAL fsync if sync is set. Concurrent
-// callers share fsyncs through Pebble's commit pipeline.
+// callers share fsyncs through Pebble's commit pipeline. Without sync the
+// batch reaches the disk with the next synced commit, or within the lazy
+// sync delay.
 func (s *Store) commit(pb *pebble.Batch, sync bool) error {
-	wo := pebble.NoSync
-	if sync {
-		wo = pebble.Sync
+	if !sync {
+		if err := pb.Commit(pebble.NoSync); err != nil {
+			return fmt.Errorf("pebblestore: commit: %w", err)
+		}
+		s.lazy.noteUnsynced(s)
+		return nil
 	}
-	if err := pb.Commit(wo); err != nil {
+	n := s.lazy.beforeSynced()
+	if err := pb.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
+	s.lazy.afterSynced(n)
 	return nil
 }
 
@@ -222,11 +241,13 @@ func scan(it *pebble.Iterator, fn func(key, value []byte) (bool, error)) error {
 
 // Close implements [storage.Store]. It waits for calls in progress, then
 // closes Pebble, which flushes nothing it need not: the WAL already holds
-// every committed batch. A second Close returns [storage.ErrClosed].
+// every committed batch, and closing it syncs what was not yet synced. A
+// second Close returns [storage.ErrClosed].
 func (s *Store) Close() error {
 	if err := s.gate.close(); err != nil {
 		return err
 	}
+	s.lazy.stop()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("pebblestore: close: %w", err)
 	}
