@@ -14,8 +14,11 @@ import (
 // until a synced write or a full 32 KiB block sends it on, so without a
 // bound a process that crashed after a quiet spell would lose it. A store
 // that applied an unsynced batch therefore syncs the WAL this long after,
-// unless a synced write covered the batch meanwhile.
-const DefaultLazySyncDelay = 5 * time.Millisecond
+// unless a synced write covered the batch meanwhile. A receiver that
+// settles its own deliveries writes nothing else, so in that workload this
+// is one fsync per delay (about 80 µs of CPU on a small VM): 20 ms makes
+// that 0.4 % of a core, against 1.6 % at 5 ms.
+const DefaultLazySyncDelay = 20 * time.Millisecond
 
 // lazySync makes batches applied without Sync durable within a delay.
 type lazySync struct {
