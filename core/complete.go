@@ -15,9 +15,9 @@ import "github.com/omnibusmq/omnibus/storage"
 // front whose client is told nothing (AMQP: a delivery the client settled
 // itself, in receiver-settle-mode first) passes false: the removal is
 // written at once and reaches the disk with the store's next synced
-// write or shortly after (see storage.Batch.Sync). A crash
-// before that makes the messages available again, the at-least-once
-// delivery such a client chose; a message is never lost.
+// write or shortly after (see storage.Batch.Sync). A crash before that
+// makes the messages available again, the at-least-once delivery such a
+// client chose; a message is never lost.
 func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs []error) {
 	errs = make([]error, len(toks))
 	q, err := b.queueFor(path)
