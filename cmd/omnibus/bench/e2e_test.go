@@ -45,6 +45,7 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 		{Scenario: ScenarioSend, Count: 2000, Inflight: 50},
 		{Scenario: ScenarioSend, Count: 2000, Presettled: true},
 		{Scenario: ScenarioBoth, Count: 2000, Inflight: 50, Durable: true},
+		{Scenario: ScenarioBoth, Count: 600, Inflight: 20, Rate: 2000},
 		{Scenario: ScenarioReceive, Count: 2000, Inflight: 50},
 		{Scenario: ScenarioReceive, Count: 2000, Inflight: 50, BatchCredit: true, Credit: 30},
 		{Scenario: ScenarioBoth, Count: 1000, RAD: true},
@@ -65,6 +66,9 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 		}
 		if c.SDK {
 			name += "-sdk"
+		}
+		if c.Rate > 0 {
+			name += "-rate"
 		}
 		t.Run(name, func(t *testing.T) {
 			c.URL, c.User, c.Password = url, "RootManageSharedAccessKey", "SAS_KEY_VALUE"
@@ -103,6 +107,10 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 			}
 			if r.Operations != want || r.ClientCPU <= 0 || r.BrokerCPU <= 0 {
 				t.Errorf("cpu: %d operations (want %d), client %.3f s, broker %.3f s", r.Operations, want, r.ClientCPU, r.BrokerCPU)
+			}
+			// A fixed rate records how late each send started; no rate, no lag.
+			if lag := r.SendLag; (c.Rate > 0) != (lag.Count > 0) || (c.Rate > 0 && (lag.Count != uint64(r.Tally.Acked) || lag.P50ms < 0)) {
+				t.Errorf("send lag %+v for rate %v and %d sends", lag, c.Rate, r.Tally.Acked)
 			}
 			if r.MachineBusyPct <= 0 || r.MachineBusyPct > 100 || r.MachineStealPct < 0 || r.MachineBusyPct+r.MachineStealPct > 100.01 {
 				t.Errorf("machine %.1f %% busy, %.1f %% stolen", r.MachineBusyPct, r.MachineStealPct)

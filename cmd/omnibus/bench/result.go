@@ -35,7 +35,10 @@ type Result struct {
 	RecvRate    float64        `json:"recvRate"`
 	SendLatency LatencySummary `json:"sendLatency"` // send → acknowledgement
 	E2ELatency  LatencySummary `json:"e2eLatency"`  // send timestamp → delivery
-	Tally       Tally          `json:"tally"`
+	// At a target rate: how late senders got their scheduled slots (the
+	// load generator's own share of the end-to-end latency).
+	SendLag LatencySummary `json:"sendLag"`
+	Tally   Tally          `json:"tally"`
 	// CPU time from the first timed send to the end of the drain (warm-up
 	// included), and the sends acknowledged plus deliveries made in it.
 	ClientCPU  float64 `json:"clientCpuSeconds"`
@@ -82,7 +85,7 @@ func (s *Stats) result(c *Config, runID string) *Result {
 		Sent:       s.sent, Received: s.received, Errors: s.errs,
 		SendRate:    s.rateLocked(s.sent, s.lastSend),
 		RecvRate:    s.rateLocked(s.received, s.lastRecv),
-		SendLatency: summarize(&s.sendLat), E2ELatency: summarize(&s.e2eLat),
+		SendLatency: summarize(&s.sendLat), E2ELatency: summarize(&s.e2eLat), SendLag: summarize(&s.sendLag),
 		ErrorSample: append([]string(nil), s.errSample...),
 		Timeline:    append([]Point(nil), s.timeline...),
 		sendHist:    s.sendLat, e2eHist: s.e2eLat,
@@ -139,7 +142,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	for _, l := range []struct {
 		name string
 		s    LatencySummary
-	}{{"send→ack", r.SendLatency}, {"end-to-end", r.E2ELatency}} {
+	}{{"send→ack", r.SendLatency}, {"end-to-end", r.E2ELatency}, {"send lag", r.SendLag}} {
 		if l.s.Count > 0 {
 			p(l.name, "p50 %.2f ms, p90 %.2f, p99 %.2f, p99.9 %.2f, max %.2f (n=%d)",
 				l.s.P50ms, l.s.P90ms, l.s.P99ms, l.s.P999ms, l.s.MaxMs, l.s.Count)

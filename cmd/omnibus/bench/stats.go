@@ -15,6 +15,7 @@ type Stats struct {
 	mu        sync.Mutex // guards the fields below
 	sendLat   Histogram  // send → acknowledgement
 	e2eLat    Histogram  // send timestamp → delivery
+	sendLag   Histogram  // at a target rate: a send's start after its scheduled time
 	sent      int64      // acknowledged (or presettled) sends, measured
 	received  int64      // deliveries, measured
 	errs      int64      // every error
@@ -66,6 +67,19 @@ func (s *Stats) Send(now time.Time, lat time.Duration) {
 		s.sendLat.Record(lat)
 	}
 	s.lastSend = now
+}
+
+// SendLagged records, at a target rate, a sender that got its slot at
+// now, lag after the slot's scheduled time. Messages carry their
+// scheduled time, so this lag is part of their end-to-end latency: the
+// load generator's own share, which grows when it is short of CPU.
+func (s *Stats) SendLagged(now time.Time, lag time.Duration) {
+	if now.Before(s.measureFrom) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sendLag.Record(max(lag, 0))
 }
 
 // Receive records a delivery at now, lat after its send timestamp.

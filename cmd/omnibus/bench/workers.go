@@ -134,6 +134,7 @@ func (p *sendPlan) pipeline(claimCtx, sendCtx context.Context, s pipelinedSender
 		if !ok {
 			return
 		}
+		p.noteLag(sched)
 		select {
 		case slots <- struct{}{}:
 		case <-sendCtx.Done():
@@ -172,12 +173,24 @@ func (p *sendPlan) finish(sendCtx context.Context, seq uint64, t0 time.Time, err
 	return true
 }
 
+// noteLag records, when a target rate schedules sends, how late the
+// sender got the slot scheduled for sched: the load generator's own delay
+// (a goroutine waiting for a CPU), before any wait for a send in flight to
+// be answered, which is the broker's.
+func (p *sendPlan) noteLag(sched time.Time) {
+	if p.c.Rate > 0 {
+		now := time.Now()
+		p.stats.SendLagged(now, now.Sub(sched))
+	}
+}
+
 func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session string, payload []byte) {
 	for {
 		sched, ok := p.pacer.claim(claimCtx)
 		if !ok {
 			return
 		}
+		p.noteLag(sched)
 		seq := p.ledger.Next(session)
 		p.ledger.Sent(seq)
 		t0 := time.Now()

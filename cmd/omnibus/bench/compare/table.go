@@ -101,25 +101,27 @@ type metric struct {
 	higherBetter   bool
 	value          func(*bench.Result) float64
 	unit           string
+	context        bool // describes the run rather than the broker: no ratio
 }
 
 // metrics are the rows, in order. The scenario names are compare.sh's.
 var metrics = []metric{
-	{"send-unsettled", "acked sends", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s"},
-	{"send-unsettled", "send→ack p99", false, func(r *bench.Result) float64 { return r.SendLatency.P99ms }, "ms"},
-	{"send-presettled", "presettled sends taken by the link", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s"},
-	{"send-presettled" + storedSuffix, "presettled sends found in the queue", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s"},
-	{"receive", "peek-lock receive + complete", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s"},
-	{"both-max", "send + receive at once", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s"},
-	{"both-max", "end-to-end p99 at max", false, func(r *bench.Result) float64 { return r.E2ELatency.P99ms }, "ms"},
-	{"both-half", "received at the fixed rate", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s"},
-	{"both-half", "end-to-end p50 at the fixed rate", false, func(r *bench.Result) float64 { return r.E2ELatency.P50ms }, "ms"},
-	{"both-half", "end-to-end p99 at the fixed rate", false, func(r *bench.Result) float64 { return r.E2ELatency.P99ms }, "ms"},
-	{"send-unsettled", "broker CPU per send", false, (*bench.Result).BrokerCPUPerOp, "µs"},
-	{"receive", "broker CPU per delivery", false, (*bench.Result).BrokerCPUPerOp, "µs"},
-	{"both-max", "broker CPU per send or delivery", false, (*bench.Result).BrokerCPUPerOp, "µs"},
-	{"send-unsettled", "client CPU per send", false, (*bench.Result).ClientCPUPerOp, "µs"},
-	{"receive", "client CPU per delivery", false, (*bench.Result).ClientCPUPerOp, "µs"},
+	{"send-unsettled", "acked sends", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s", false},
+	{"send-unsettled", "send→ack p99", false, func(r *bench.Result) float64 { return r.SendLatency.P99ms }, "ms", false},
+	{"send-presettled", "presettled sends taken by the link", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s", false},
+	{"send-presettled" + storedSuffix, "presettled sends found in the queue", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s", false},
+	{"receive", "peek-lock receive + complete", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s", false},
+	{"both-max", "send + receive at once", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s", false},
+	{"both-max", "end-to-end p99 at max", false, func(r *bench.Result) float64 { return r.E2ELatency.P99ms }, "ms", false},
+	{"both-half", "received at the fixed rate", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s", false},
+	{"both-half", "end-to-end p50 at the fixed rate", false, func(r *bench.Result) float64 { return r.E2ELatency.P50ms }, "ms", false},
+	{"both-half", "end-to-end p99 at the fixed rate", false, func(r *bench.Result) float64 { return r.E2ELatency.P99ms }, "ms", false},
+	{"both-half", "of which the load generator's send lag, p99", false, func(r *bench.Result) float64 { return r.SendLag.P99ms }, "ms", true},
+	{"send-unsettled", "broker CPU per send", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
+	{"receive", "broker CPU per delivery", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
+	{"both-max", "broker CPU per send or delivery", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
+	{"send-unsettled", "client CPU per send", false, (*bench.Result).ClientCPUPerOp, "µs", false},
+	{"receive", "client CPU per delivery", false, (*bench.Result).ClientCPUPerOp, "µs", false},
 }
 
 // median of xs (the mean of the middle two for an even count).
@@ -224,7 +226,7 @@ func writeTable(w io.Writer, rs runs) error {
 			continue
 		}
 		ratio := "–"
-		if haveOmni && haveBest {
+		if haveOmni && haveBest && !m.context {
 			ratio = formatRatio(m, omni.median, best.median)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", m.scenario, m.name, strings.Join(row, " | "), ratio)

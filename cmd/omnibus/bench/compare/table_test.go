@@ -143,3 +143,22 @@ func TestTableWarnsOfHypervisorSteal(t *testing.T) {
 		t.Errorf("warned of negligible steal:\n%s", out)
 	}
 }
+
+// The load generator's send lag describes the run, not the broker: it is
+// shown for each target, without a ratio.
+func TestTableSendLagHasNoRatio(t *testing.T) {
+	dir := t.TempDir()
+	writeResult(t, dir, "both-half__omnibus__1.json", bench.Result{RecvRate: 100, SendLag: bench.LatencySummary{Count: 9, P99ms: 0.5}})
+	writeResult(t, dir, "both-half__rabbitmq-classic__1.json", bench.Result{RecvRate: 90, SendLag: bench.LatencySummary{Count: 9, P99ms: 2}})
+	rs, err := loadRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := writeTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| both-half | of which the load generator's send lag, p99 | 0.50 ms | 2.00 ms | – |"; !strings.Contains(b.String(), want) {
+		t.Errorf("table lacks\n%s\ngot:\n%s", want, b.String())
+	}
+}
