@@ -188,7 +188,7 @@ RMQ_BEAM_PID=$(rmq_beam_pid)
 QUEUES=()
 for rep in $(seq 1 "$REPS"); do
 	for scen in $SCENARIOS both-half; do QUEUES+=("$scen-$rep"); done
-	QUEUES+=("receive-autocredit-$rep" "both-max-autocredit-$rep")
+	QUEUES+=("receive-autocredit-$rep" "both-max-autocredit-$rep" "both-half-autocredit-$rep")
 done
 omni_config "$TMP/Config.json" "${QUEUES[@]}"
 log "starting omnibus (port $OMNI_PORT, data $TMP/data)"
@@ -212,7 +212,7 @@ HALF_RATE=$(sed -n 's/^  "recvRate": \([0-9.]*\),$/\1/p' "$OUT"/both-max__omnibu
 	awk '{v[NR] = $1} END {m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.0f", m / 2}')
 log "fixed-rate runs at ${HALF_RATE} msg/s (half omnibus's median send+receive rate)"
 for rep in $(seq 1 "$REPS"); do
-	for target in omnibus rabbitmq-classic rabbitmq-quorum; do
+	for target in omnibus rabbitmq-classic rabbitmq-quorum omnibus-autocredit; do
 		one "$target" both-half "$rep"
 	done
 done
