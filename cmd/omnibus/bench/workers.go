@@ -129,12 +129,13 @@ func (p *sendPlan) pipeline(claimCtx, sendCtx context.Context, s pipelinedSender
 	})
 	defer collector.Wait()
 	defer close(started)
+	var free time.Time // when this goroutine last came back for a slot
 	for {
 		sched, ok := p.pacer.claim(claimCtx)
 		if !ok {
 			return
 		}
-		p.noteLag(sched)
+		p.noteLag(sched, free)
 		select {
 		case slots <- struct{}{}:
 		case <-sendCtx.Done():
@@ -152,6 +153,7 @@ func (p *sendPlan) pipeline(claimCtx, sendCtx context.Context, s pipelinedSender
 			continue
 		}
 		started <- pending{seq: seq, t0: t0, wait: wait}
+		free = time.Now()
 	}
 }
 
@@ -173,24 +175,34 @@ func (p *sendPlan) finish(sendCtx context.Context, seq uint64, t0 time.Time, err
 	return true
 }
 
-// noteLag records, when a target rate schedules sends, how late the
-// sender got the slot scheduled for sched: the load generator's own delay
-// (a goroutine waiting for a CPU), before any wait for a send in flight to
-// be answered, which is the broker's.
-func (p *sendPlan) noteLag(sched time.Time) {
+// noteLag records, when a target rate schedules sends, how late a sender
+// that came back for a slot at free (zero: its first) got the slot
+// scheduled for sched: the load generator's own delay, a goroutine
+// waiting for a CPU. Time the sender spent before free waiting on the
+// broker (no slot while sends in flight went unanswered, no link credit,
+// a send answered late) is the broker's and is left out.
+func (p *sendPlan) noteLag(sched, free time.Time) {
 	if p.c.Rate > 0 {
 		now := time.Now()
-		p.stats.SendLagged(now, now.Sub(sched))
+		p.stats.SendLagged(now, now.Sub(later(sched, free)))
 	}
 }
 
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session string, payload []byte) {
+	var free time.Time // when this goroutine last came back for a slot
 	for {
 		sched, ok := p.pacer.claim(claimCtx)
 		if !ok {
 			return
 		}
-		p.noteLag(sched)
+		p.noteLag(sched, free)
 		seq := p.ledger.Next(session)
 		p.ledger.Sent(seq)
 		t0 := time.Now()
@@ -198,6 +210,7 @@ func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session str
 		if !p.finish(sendCtx, seq, t0, err) {
 			return
 		}
+		free = time.Now()
 	}
 }
 
