@@ -129,8 +129,8 @@ func (p *sendPlan) pipeline(claimCtx, sendCtx context.Context, s pipelinedSender
 	})
 	defer collector.Wait()
 	defer close(started)
-	var free time.Time // when this goroutine last came back for a slot
-	for {
+	// free: when this goroutine came back for a slot (zero: its first).
+	for free := (time.Time{}); ; free = time.Now() {
 		sched, ok := p.pacer.claim(claimCtx)
 		if !ok {
 			return
@@ -153,7 +153,6 @@ func (p *sendPlan) pipeline(claimCtx, sendCtx context.Context, s pipelinedSender
 			continue
 		}
 		started <- pending{seq: seq, t0: t0, wait: wait}
-		free = time.Now()
 	}
 }
 
@@ -196,8 +195,8 @@ func later(a, b time.Time) time.Time {
 }
 
 func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session string, payload []byte) {
-	var free time.Time // when this goroutine last came back for a slot
-	for {
+	// free: when this goroutine came back for a slot (zero: its first).
+	for free := (time.Time{}); ; free = time.Now() {
 		sched, ok := p.pacer.claim(claimCtx)
 		if !ok {
 			return
@@ -210,7 +209,6 @@ func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session str
 		if !p.finish(sendCtx, seq, t0, err) {
 			return
 		}
-		free = time.Now()
 	}
 }
 
