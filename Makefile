@@ -15,11 +15,14 @@ build: ## build the omnibus binary into ./bin
 run: ## run the broker with its defaults (data in ./omnibus-data, AMQP :5672, HTTP :5300)
 	$(GO) run ./cmd/omnibus
 
-test: lint gotest jstest conformance ## everything CI runs: lint, Go tests with -race, JS SDK tests, conformance
+test: lint gotest allocs jstest conformance ## everything CI runs: lint, Go tests with -race, allocation counts, JS SDK tests, conformance
 	@echo "make test: all green"
 
 gotest: ## Go tests, with the race detector
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+allocs: ## allocation-count tests, without -race (whose runtime allocates on its own, so they skip there)
+	$(GO) test -count=1 -run 'Alloc' ./core/... ./amqpserver/internal/...
 
 short: ## Go tests without -race (quick)
 	$(GO) test -count=1 $(PKGS)
@@ -50,4 +53,4 @@ compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server i
 
 check: test ## alias of test
 
-.PHONY: help build run test gotest short jstest lint fuzz conformance bench check
+.PHONY: help build run test gotest allocs short jstest lint fuzz conformance bench check
