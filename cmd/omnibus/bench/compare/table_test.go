@@ -21,6 +21,20 @@ func writeResult(t *testing.T, dir, name string, r bench.Result) {
 	}
 }
 
+// renderTable loads the results in dir and returns the table they make.
+func renderTable(t *testing.T, dir string) string {
+	t.Helper()
+	rs, err := loadRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := writeTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
 func TestMedian(t *testing.T) {
 	for _, tt := range []struct {
 		in   []float64
@@ -41,15 +55,7 @@ func TestTableMediansAndRatioAgainstBestRabbitMQ(t *testing.T) {
 	writeResult(t, dir, "send-unsettled__rabbitmq-classic__1.json", bench.Result{SendRate: 4000, SendLatency: bench.LatencySummary{P99ms: 40}})
 	writeResult(t, dir, "send-unsettled__rabbitmq-quorum__1.json", bench.Result{SendRate: 5000, SendLatency: bench.LatencySummary{P99ms: 8}})
 	writeResult(t, dir, "notes.json", bench.Result{}) // not a run: skipped
-	rs, err := loadRuns(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := writeTable(&b, rs); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
+	out := renderTable(t, dir)
 	for _, want := range []string{
 		"| scenario | metric | omnibus | rabbitmq-classic | rabbitmq-quorum | omnibus vs best RabbitMQ |",
 		// median 20000 of 3 runs, 4× the better RabbitMQ (quorum, 5000)
@@ -69,16 +75,9 @@ func TestTableMediansAndRatioAgainstBestRabbitMQ(t *testing.T) {
 func TestTableFlagsFailedRuns(t *testing.T) {
 	dir := t.TempDir()
 	writeResult(t, dir, "receive__omnibus__1.json", bench.Result{RecvRate: 100, Tally: bench.Tally{Lost: 3, LossChecked: true}})
-	rs, err := loadRuns(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := writeTable(&b, rs); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "⚠ receive on omnibus: 1 of 1 runs failed") {
-		t.Errorf("failed run not flagged:\n%s", b.String())
+	out := renderTable(t, dir)
+	if !strings.Contains(out, "⚠ receive on omnibus: 1 of 1 runs failed") {
+		t.Errorf("failed run not flagged:\n%s", out)
 	}
 }
 
@@ -98,21 +97,14 @@ func TestTablePresettledStored(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "stored.tsv"), []byte(tsv), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := loadRuns(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := writeTable(&b, rs); err != nil {
-		t.Fatal(err)
-	}
+	out := renderTable(t, dir)
 	// 72000/8 = 9000 stored per second against 36000/8 = 4500.
 	want := "| send-presettled-stored | presettled sends found in the queue | 9000 msg/s | 4500 msg/s | 2.00× |"
-	if !strings.Contains(b.String(), want) {
-		t.Errorf("table lacks\n%s\ngot:\n%s", want, b.String())
+	if !strings.Contains(out, want) {
+		t.Errorf("table lacks\n%s\ngot:\n%s", want, out)
 	}
-	if strings.Contains(b.String(), "send-unsettled-stored") {
-		t.Errorf("unsettled sends got a stored row:\n%s", b.String())
+	if strings.Contains(out, "send-unsettled-stored") {
+		t.Errorf("unsettled sends got a stored row:\n%s", out)
 	}
 }
 
@@ -126,15 +118,7 @@ func TestTableWarnsOfHypervisorSteal(t *testing.T) {
 		}
 		// A result without machine times (not Linux) does not count.
 		writeResult(t, dir, "receive__omnibus__1.json", bench.Result{RecvRate: 100})
-		rs, err := loadRuns(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := writeTable(&b, rs); err != nil {
-			t.Fatal(err)
-		}
-		return b.String()
+		return renderTable(t, dir)
 	}
 	if out := table(1, 12, 3); !strings.Contains(out, "⚠ the hypervisor took 3.0 % of the machine's CPU time in the median run and up to 12.0 %") {
 		t.Errorf("steal not reported:\n%s", out)
@@ -150,15 +134,8 @@ func TestTableSendLagHasNoRatio(t *testing.T) {
 	dir := t.TempDir()
 	writeResult(t, dir, "both-half__omnibus__1.json", bench.Result{RecvRate: 100, SendLag: bench.LatencySummary{Count: 9, P99ms: 0.5}})
 	writeResult(t, dir, "both-half__rabbitmq-classic__1.json", bench.Result{RecvRate: 90, SendLag: bench.LatencySummary{Count: 9, P99ms: 2}})
-	rs, err := loadRuns(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := writeTable(&b, rs); err != nil {
-		t.Fatal(err)
-	}
-	if want := "| both-half | of which the load generator's send lag, p99 | 0.50 ms | 2.00 ms | – |"; !strings.Contains(b.String(), want) {
-		t.Errorf("table lacks\n%s\ngot:\n%s", want, b.String())
+	out := renderTable(t, dir)
+	if want := "| both-half | of which the load generator's send lag, p99 | 0.50 ms | 2.00 ms | – |"; !strings.Contains(out, want) {
+		t.Errorf("table lacks\n%s\ngot:\n%s", want, out)
 	}
 }
