@@ -64,6 +64,14 @@ type Options struct {
 	WALSyncs *atomic.Int64
 }
 
+// logger is o.Logger, or a no-op logger.
+func (o Options) logger() *zap.Logger {
+	if o.Logger == nil {
+		return zap.NewNop()
+	}
+	return o.Logger
+}
+
 // pebbleOptions turns o into Pebble's options. It is shared with the raw
 // Pebble benchmarks so that they measure the same configuration.
 func (o Options) pebbleOptions() (*pebble.Options, error) {
@@ -73,10 +81,7 @@ func (o Options) pebbleOptions() (*pebble.Options, error) {
 	if o.CacheSize < 0 {
 		return nil, errors.New("pebblestore: negative Options.CacheSize")
 	}
-	log := o.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
+	log := o.logger()
 	fs := o.FS
 	switch {
 	case o.InMemory:

@@ -8,7 +8,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/omnibusmq/omnibus/storage"
-	"go.uber.org/zap"
 )
 
 // Store is a [storage.Store] backed by a Pebble database.
@@ -44,10 +43,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if s.lazy.delay == 0 {
 		s.lazy.delay = DefaultLazySyncDelay
 	}
-	s.lazy.log = opts.Logger
-	if s.lazy.log == nil {
-		s.lazy.log = zap.NewNop()
-	}
+	s.lazy.log = opts.logger()
 	return s, nil
 }
 
@@ -158,18 +154,18 @@ func deleteFrom(pb *pebble.Batch, lo []byte) error {
 // batch reaches the disk with the next synced commit, or within the lazy
 // sync delay.
 func (s *Store) commit(pb *pebble.Batch, sync bool) error {
-	if !sync {
-		if err := pb.Commit(pebble.NoSync); err != nil {
-			return fmt.Errorf("pebblestore: commit: %w", err)
-		}
-		s.lazy.noteUnsynced(s)
-		return nil
+	wo, n := pebble.NoSync, s.lazy.beforeSynced()
+	if sync {
+		wo = pebble.Sync
 	}
-	n := s.lazy.beforeSynced()
-	if err := pb.Commit(pebble.Sync); err != nil {
+	if err := pb.Commit(wo); err != nil {
 		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
-	s.lazy.afterSynced(n)
+	if sync {
+		s.lazy.afterSynced(n)
+	} else {
+		s.lazy.noteUnsynced(s)
+	}
 	return nil
 }
 

@@ -15,7 +15,7 @@ type Stats struct {
 	mu        sync.Mutex // guards the fields below
 	sendLat   Histogram  // send → acknowledgement
 	e2eLat    Histogram  // send timestamp → delivery
-	sendLag   Histogram  // at a target rate: a send's start after its scheduled time
+	sendLag   Histogram  // at a target rate: the load generator's own delay (see SendLagged)
 	sent      int64      // acknowledged (or presettled) sends, measured
 	received  int64      // deliveries, measured
 	errs      int64      // every error
