@@ -47,7 +47,7 @@ conformance: ## conformance suite against an in-process omnibus (and the fault-i
 bench: ## Go benchmarks of core, storage and the fronts
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./core/ ./storage/... ./amqpserver/ ./httpgw/
 
-compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server if missing; BACKLOG=100000 for a quick run)
+compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server if missing; BACKLOG=100000 for a quick run; CPUS=split pins broker and load generator apart)
 	bash cmd/omnibus/bench/compare.sh
 .PHONY: compare
 

@@ -9,6 +9,11 @@
 #   PREFILL=50000     messages put in before each receive run
 #   BACKLOG=1000000   1 KiB messages for the RSS-with-backlog measurement
 #   OUT=dir           where results go (default: a new /tmp directory, kept)
+#   CPUS=shared       shared: broker and load generator share every CPU;
+#                     split: the broker (omnibus or RabbitMQ) runs on the
+#                     upper half of the CPUs and the load generator on the
+#                     lower half (taskset), so that neither takes CPU time
+#                     from the other, as with a client on another machine
 #
 # Everything started here (RabbitMQ, epmd, omnibus) is stopped by PID on
 # exit, also on failure or Ctrl-C. RabbitMQ is installed from Debian
@@ -19,6 +24,7 @@ REPS=${REPS:-3}
 DURATION=${DURATION:-8s}
 PREFILL=${PREFILL:-50000}
 BACKLOG=${BACKLOG:-1000000}
+CPUS=${CPUS:-shared}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 TMP=$(mktemp -d /tmp/omnibus-compare.XXXXXX)
@@ -40,6 +46,37 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log() { echo "== $*" >&2; }
+
+# CPU placement: commands prefixed with "${ON_BROKER_CPUS[@]}" or
+# "${ON_CLIENT_CPUS[@]}" run on the broker's or the load generator's CPUs
+# (all of them unless CPUS=split). taskset execs the command, so $! is
+# still the broker's PID.
+NCPU=$(nproc)
+ON_BROKER_CPUS=()
+ON_CLIENT_CPUS=()
+RMQ_WRAP=
+case $CPUS in
+shared)
+	CPU_NOTE="broker and load generator share all $NCPU CPUs"
+	;;
+split)
+	if [ "$NCPU" -lt 2 ]; then
+		echo "CPUS=split needs at least 2 CPUs, this machine has $NCPU" >&2
+		exit 2
+	fi
+	cpu_range() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
+	CLIENT_CPUS=$(cpu_range 0 $((NCPU / 2 - 1)))
+	BROKER_CPUS=$(cpu_range $((NCPU / 2)) $((NCPU - 1)))
+	CPU_NOTE="split: the broker on CPUs $BROKER_CPUS, the load generator on CPUs $CLIENT_CPUS (taskset)"
+	ON_BROKER_CPUS=(taskset -c "$BROKER_CPUS")
+	ON_CLIENT_CPUS=(taskset -c "$CLIENT_CPUS")
+	RMQ_WRAP="taskset -c $BROKER_CPUS"
+	;;
+*)
+	echo "CPUS must be shared or split, not $CPUS" >&2
+	exit 2
+	;;
+esac
 
 log "building omnibus and the compare helper into $TMP"
 (cd "$ROOT" && go build -o "$TMP/omnibus" ./cmd/omnibus && go build -o "$TMP/compare" ./cmd/omnibus/bench/compare)
@@ -70,7 +107,7 @@ omni_config() {
 omni_start() {
 	local t0 t1
 	t0=$(date +%s%N)
-	"$TMP/omnibus" --data "$1" --amqp-addr "127.0.0.1:$2" --http-addr - --https-addr - \
+	"${ON_BROKER_CPUS[@]}" "$TMP/omnibus" --data "$1" --amqp-addr "127.0.0.1:$2" --http-addr - --https-addr - \
 		--config "$3" --log-level warn >>"$TMP/omnibus.log" 2>&1 &
 	OMNI_PID=$!
 	t1=$(AMQP_USER=RootManageSharedAccessKey AMQP_PASS=SAS_KEY_VALUE "$TMP/compare" waitopen "amqp://127.0.0.1:$2" 120s)
@@ -108,7 +145,7 @@ bench() {
 	rabbitmq-*) url=amqp://127.0.0.1:$RMQ_PORT user=guest pass=guest queue=/amq/queue/$QUEUE pid=$RMQ_BEAM_PID ;;
 	esac
 	log "$scen on $target (rep $rep)"
-	"$TMP/omnibus" bench --url "$url" --user "$user" --pass "$pass" --queue "$queue" --label "$target" \
+	"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus" bench --url "$url" --user "$user" --pass "$pass" --queue "$queue" --label "$target" \
 		--broker-pid "$pid" --size 1024 --durable --quiet --drain-timeout 15s --json "$OUT/${scen}__${target}__${rep}.json" "$@" \
 		>"$OUT/${scen}__${target}__${rep}.txt" 2>&1 ||
 		log "  $scen on $target failed: $(grep -E '^result' "$OUT/${scen}__${target}__${rep}.txt" || tail -1 "$OUT/${scen}__${target}__${rep}.txt")"
@@ -133,7 +170,7 @@ stored() {
 	local target=$1 scen=$2 rep=$3 n
 	case $target in
 	omnibus*)
-		"$TMP/omnibus" bench --url "amqp://127.0.0.1:$OMNI_PORT" --queue "$QUEUE" --scenario drain --rad \
+		"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus" bench --url "amqp://127.0.0.1:$OMNI_PORT" --queue "$QUEUE" --scenario drain --rad \
 			--credit 1000 --drain-timeout 1s --quiet --json "$TMP/drain.json" >/dev/null 2>&1 || true
 		n=$(sed -n 's/^  "received": \([0-9]*\),$/\1/p' "$TMP/drain.json")
 		;;
@@ -241,7 +278,7 @@ log "filling omnibus with $BACKLOG × 1 KiB messages"
 rm -rf "$TMP/data-start"
 omni_start "$TMP/data-backlog" "$OMNI_PORT2" "$TMP/Config1.json"
 fill_t0=$(date +%s%N)
-"$TMP/omnibus" bench --url "amqp://127.0.0.1:$OMNI_PORT2" --queue backlog --scenario send --count "$BACKLOG" \
+"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus" bench --url "amqp://127.0.0.1:$OMNI_PORT2" --queue backlog --scenario send --count "$BACKLOG" \
 	--inflight 500 --size 1024 --durable --quiet --json "$OUT/backlog-fill.json" >"$OUT/backlog-fill.txt" 2>&1 ||
 	log "backlog fill failed: $(tail -1 "$OUT/backlog-fill.txt")"
 fill_s=$(((($(date +%s%N) - fill_t0) / 1000000)))
@@ -255,7 +292,7 @@ RECOVERY_MS=$OMNI_STARTUP_MS
 sleep 3
 RECOVERED_RSS=$(rss_mb "$OMNI_PID")
 log "draining the recovered backlog"
-"$TMP/omnibus" bench --url "amqp://127.0.0.1:$OMNI_PORT2" --queue backlog --scenario drain --rad --credit 1000 \
+"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus" bench --url "amqp://127.0.0.1:$OMNI_PORT2" --queue backlog --scenario drain --rad --credit 1000 \
 	--drain-timeout 3s --quiet --json "$OUT/backlog-drain.json" >"$OUT/backlog-drain.txt" 2>&1 || true
 DRAINED=$(sed -n 's/^  "received": \([0-9]*\),$/\1/p' "$OUT/backlog-drain.json")
 DRAIN_RATE=$(sed -n 's/^  "recvRate": \([0-9.]*\),$/\1/p' "$OUT/backlog-drain.json" | cut -d. -f1)
@@ -263,6 +300,8 @@ omni_stop
 
 {
 	echo "## omnibus vs RabbitMQ: medians of $REPS runs (range, n)"
+	echo
+	echo "CPUs: $CPU_NOTE."
 	echo
 	"$TMP/compare" table "$OUT"
 	echo
