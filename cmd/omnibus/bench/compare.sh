@@ -54,7 +54,6 @@ log() { echo "== $*" >&2; }
 NCPU=$(nproc)
 ON_BROKER_CPUS=()
 ON_CLIENT_CPUS=()
-RMQ_WRAP=
 case $CPUS in
 shared)
 	CPU_NOTE="broker and load generator share all $NCPU CPUs"
@@ -70,13 +69,13 @@ split)
 	CPU_NOTE="split: the broker on CPUs $BROKER_CPUS, the load generator on CPUs $CLIENT_CPUS (taskset)"
 	ON_BROKER_CPUS=(taskset -c "$BROKER_CPUS")
 	ON_CLIENT_CPUS=(taskset -c "$CLIENT_CPUS")
-	RMQ_WRAP="taskset -c $BROKER_CPUS"
 	;;
 *)
 	echo "CPUS must be shared or split, not $CPUS" >&2
 	exit 2
 	;;
 esac
+RMQ_PREFIX=("${ON_BROKER_CPUS[@]}") # rabbitmq.sh starts the node with it
 
 log "building omnibus and the compare helper into $TMP"
 (cd "$ROOT" && go build -o "$TMP/omnibus" ./cmd/omnibus && go build -o "$TMP/compare" ./cmd/omnibus/bench/compare)
@@ -137,9 +136,8 @@ hwm_mb() { awk '/^VmHWM/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
 # as SCENARIO__TARGET__REP.json. A failed verification is kept and flagged
 # in the table rather than stopping the comparison.
 bench() {
-	local target=$1 scen=$2 rep=$3 url user pass queue
+	local target=$1 scen=$2 rep=$3 url user pass queue pid
 	shift 3
-	local pid
 	case $target in
 	omnibus*) url=amqp://127.0.0.1:$OMNI_PORT user=RootManageSharedAccessKey pass=SAS_KEY_VALUE queue=$QUEUE pid=$OMNI_PID ;;
 	rabbitmq-*) url=amqp://127.0.0.1:$RMQ_PORT user=guest pass=guest queue=/amq/queue/$QUEUE pid=$RMQ_BEAM_PID ;;

@@ -42,6 +42,8 @@ func machineUse(a, b cpuSample) (busyPct, stealPct float64) {
 	return 100 * float64(busy) / float64(total), 100 * float64(steal) / float64(total)
 }
 
+// sampleCPU reads the CPU times of this process, of the machine and, if
+// brokerPID > 0, of the broker.
 func sampleCPU(brokerPID int) cpuSample {
 	s := cpuSample{client: selfCPU()}
 	if m, err := readMachineTimes(); err == nil {

@@ -32,9 +32,9 @@ rmq_env() {
 
 # rmq_start starts epmd and the node and waits until the management API
 # answers. It sets RMQ_EPMD_PID and RMQ_PID (the server script's PID).
-# RMQ_WRAP, if set, prefixes the node's command (compare.sh pins the node
-# to the broker's CPUs with it; Erlang then starts one scheduler per CPU
-# it may use).
+# RMQ_PREFIX, an array, if set, prefixes the node's command (compare.sh
+# pins the node to the broker's CPUs with it; Erlang then starts one
+# scheduler per CPU it may use).
 rmq_start() {
 	mkdir -p "$RMQ_DIR/home" "$RMQ_DIR/mnesia" "$RMQ_DIR/log"
 	echo '[rabbitmq_amqp1_0,rabbitmq_management].' >"$RMQ_DIR/enabled_plugins"
@@ -53,8 +53,7 @@ rmq_start() {
 	RMQ_EPMD_PID=$!
 	(
 		rmq_env
-		# shellcheck disable=SC2086 # RMQ_WRAP is a command prefix, split on purpose
-		exec ${RMQ_WRAP:-} "$RMQ_BIN/rabbitmq-server"
+		exec ${RMQ_PREFIX[@]+"${RMQ_PREFIX[@]}"} "$RMQ_BIN/rabbitmq-server"
 	) >"$RMQ_DIR/server.log" 2>&1 &
 	RMQ_PID=$!
 	local i
