@@ -50,6 +50,7 @@ var codeTable = map[core.Code]condition{
 	core.CodeEntityDisabled:    {condEntityDisabled, 400},
 	core.CodeRuleNotFound:      {frames.CondNotFound, 404},
 	core.CodeConflict:          {frames.CondPreconditionFailed, 412},
+	core.CodeServerBusy:        {condServerBusy, 503},
 }
 
 // conditionOf returns the table row for err. SAS refusals are

@@ -25,6 +25,7 @@ const (
 	CodeEntityDisabled                // the entity's status forbids the operation
 	CodeRuleNotFound                  // the named rule does not exist
 	CodeConflict                      // a concurrent change won (update of a changed entity)
+	CodeServerBusy                    // the broker cannot take the operation now (storage fault); retry later
 )
 
 var codeNames = [...]string{
@@ -42,6 +43,7 @@ var codeNames = [...]string{
 	CodeEntityDisabled:    "entity disabled",
 	CodeRuleNotFound:      "rule not found",
 	CodeConflict:          "conflict",
+	CodeServerBusy:        "server busy",
 }
 
 func (c Code) String() string {
@@ -87,6 +89,7 @@ var (
 	ErrBadRequest        = &Error{Code: CodeBadRequest}
 	ErrEntityDisabled    = &Error{Code: CodeEntityDisabled}
 	ErrRuleNotFound      = &Error{Code: CodeRuleNotFound}
+	ErrServerBusy        = &Error{Code: CodeServerBusy}
 	ErrClosed            = &Error{Code: CodeInternal, Msg: "broker closed"}
 )
 

@@ -46,6 +46,7 @@ var statusTable = map[core.Code]statusEntry{
 	core.CodeEntityDisabled:    {http.StatusForbidden, http.StatusForbidden, "SubCode=40301. "},
 	core.CodeRuleNotFound:      {http.StatusNotFound, http.StatusNotFound, ""},
 	core.CodeConflict:          {http.StatusConflict, http.StatusConflict, "SubCode=40901. "},
+	core.CodeServerBusy:        {http.StatusServiceUnavailable, http.StatusServiceUnavailable, "SubCode=50004. "},
 }
 
 // statusOf returns the HTTP status and sub-code prefix for err.

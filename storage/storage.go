@@ -21,6 +21,29 @@ var ErrNotFound = errors.New("storage: not found")
 // ErrClosed is returned by every method once [Store.Close] has been called.
 var ErrClosed = errors.New("storage: closed")
 
+// ErrNoSpace is wrapped by the error [Store.Apply] returns when the store
+// refuses a write because its disk is full or below the store's free-space
+// reserve. Nothing of the batch was applied; writes are accepted again by
+// themselves once space returns.
+var ErrNoSpace = errors.New("storage: no space left")
+
+// ErrUnavailable is wrapped by the error a method returns when a fault of
+// the disk (an I/O error, a read-only file system) keeps the store from
+// doing it. Nothing of a refused batch was applied.
+var ErrUnavailable = errors.New("storage: unavailable")
+
+// ErrCorrupt is wrapped by the error a read returns when a stored value
+// cannot be read back intact (a damaged or truncated file).
+var ErrCorrupt = errors.New("storage: corrupt")
+
+// HealthReporter is implemented by stores that can say whether they
+// accept writes right now.
+type HealthReporter interface {
+	// Health returns nil while the store accepts writes, or an error
+	// wrapping ErrNoSpace or ErrUnavailable that says why it does not.
+	Health() error
+}
+
 // Store is an ordered, durable key/value store.
 //
 // All methods are safe for concurrent use. Keys and values passed in are
