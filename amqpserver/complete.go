@@ -63,6 +63,7 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 		toks[i] = pc.od.token
 		durable = durable || pc.answer
 	}
+	ticket := c.owe()
 	c.goWork(func() {
 		errs := c.srv.b.CompleteMany(entity, toks, durable)
 		for i, pc := range group {
@@ -74,6 +75,7 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 					pc.s.answerSettle(pc.id, &frames.Accepted{}, core.Complete, errs[i])
 				}
 			}
+			c.paid(ticket)
 		})
 	})
 }
@@ -101,6 +103,7 @@ func (c *conn) submitSettles() {
 		return
 	}
 	c.settles = nil
+	ticket := c.owe()
 	c.goWork(func() {
 		errs := make([]error, len(pending))
 		for i, ps := range pending {
@@ -117,6 +120,7 @@ func (c *conn) submitSettles() {
 					l.pull()
 				}
 			}
+			c.paid(ticket)
 		})
 	})
 }

@@ -56,7 +56,14 @@ type conn struct {
 	senders   []*link             // links with deliveries queued for the broker
 	completes []pendingComplete   // accepted deliveries queued for the broker
 	settles   []pendingSettle     // other settlements queued for the broker
-	closing   bool                // close sent; draining until the peer's close
+	closing   bool                // the peer's close arrived: frames are ignored, our close follows (afterOwed)
+	closed    bool                // our close is written: run returns after this pass
+
+	// Tickets of work whose answers the peer is owed, and the work
+	// waiting for them (owed.go). Owned by run.
+	nextTicket uint64
+	owed       map[uint64]struct{}
+	waits      []owedWait
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -121,6 +128,7 @@ func (c *conn) serve(parent context.Context) {
 	c.nc.Close() // unblocks readLoop
 	<-readDone
 	c.work.Wait() // sends in flight finish (they are durable or fail)
+	c.runWaits()  // session locks held back for answers that can no longer be posted
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		c.log.Debug("connection ended", zap.Error(err))
 	}
@@ -198,7 +206,7 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 			c.flush()
 			return err
 		case <-c.ctx.Done():
-			if !c.closing {
+			if !c.closed {
 				c.write(0, &frames.Close{Error: errorf(frames.CondConnectionForced, "The server is shutting down.")})
 			}
 			c.flush()
@@ -226,6 +234,9 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 			return err
 		}
 		c.flush()
+		if c.closed {
+			return io.EOF
+		}
 	}
 }
 
@@ -262,18 +273,31 @@ func (c *conn) handleFrame(fr frames.Frame) error {
 	case *frames.Open:
 		return closeWith(frames.CondNotAllowed, "open received twice")
 	case *frames.Close:
-		// Release session locks before answering, so that a client that
-		// waits for our close may accept the same sessions elsewhere.
+		if c.closing {
+			return nil
+		}
+		c.closing = true
+		// What the frames before the close asked for is applied first;
+		// then the session locks are released, and only then do we
+		// answer, so that a client that waits for our close may accept
+		// the same sessions elsewhere.
+		c.submitPending()
 		for _, s := range c.local {
 			s.release()
 		}
-		if !c.closing {
+		c.afterOwed(func() {
 			c.write(0, &frames.Close{})
-		}
-		c.closing = true
-		return io.EOF
+			c.closed = true
+		})
+		return nil
 	case *frames.Begin:
 		return c.handleBegin(fr.Channel, b)
+	case *frames.Detach, *frames.End:
+		if !c.closing {
+			// Sends and settlements of this pass go to the broker before
+			// the link or session goes away (see owed.go).
+			c.submitPending()
+		}
 	}
 	if c.closing {
 		return nil
@@ -297,10 +321,9 @@ func (c *conn) write(ch uint16, body frames.Body) {
 	}
 }
 
-// flush sends the deliveries and completions queued for the broker,
-// writes queued acknowledgements and hands the pending output to
-// writeLoop.
-func (c *conn) flush() {
+// submitPending hands the deliveries and settlements queued in this pass
+// to the broker.
+func (c *conn) submitPending() {
 	for _, l := range c.senders {
 		l.submitSends()
 	}
@@ -308,7 +331,13 @@ func (c *conn) flush() {
 	c.senders = c.senders[:0]
 	c.submitCompletes()
 	c.submitSettles()
-	c.submitSettles()
+}
+
+// flush sends the deliveries and completions queued for the broker,
+// writes queued acknowledgements and hands the pending output to
+// writeLoop.
+func (c *conn) flush() {
+	c.submitPending()
 	for _, s := range c.ackers {
 		s.writeAcks()
 	}

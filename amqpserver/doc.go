@@ -23,8 +23,13 @@
 // ready in one pass, then flushes: the sends and the settlements of the
 // pass go to the broker together (one store write per burst, which is
 // what keeps the AMQP front about as cheap as calling the core directly),
-// and the pass's frames leave in one write. Heartbeats go out at half the peer's idle timeout; a
-// peer silent for longer than ours is closed with
+// and the pass's frames leave in one write. Frames still take effect in
+// the order they arrived: a detach, end or close first hands the pass's
+// queued sends and settlements to the broker, and what it releases (a
+// message session) and its answer wait until every send and settlement
+// before it has been answered (owed.go), so settlements a client writes
+// together with a detach are never lost. Heartbeats go out at half the
+// peer's idle timeout; a peer silent for longer than ours is closed with
 // amqp:resource-limit-exceeded.
 //
 // # Links

@@ -209,14 +209,19 @@ func (l *link) submitSends() {
 func (l *link) sendAsync(parts []*partial, msgs []*core.Message) bool {
 	c := l.s.c
 	c.work.Add(1)
+	ticket := c.owe()
 	err := c.srv.b.SendAsync(l.entity, msgs, func(_ []int64, err error) {
 		defer c.work.Done()
-		c.post(func() { l.sendsDone(parts, err) })
+		c.post(func() {
+			l.sendsDone(parts, err)
+			c.paid(ticket)
+		})
 	})
 	if err == nil {
 		return true
 	}
 	c.work.Done()
+	c.paid(ticket)
 	if len(parts) > 1 {
 		return false
 	}

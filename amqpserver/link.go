@@ -227,8 +227,14 @@ func (s *session) handleDetach(d *frames.Detach) error {
 	}
 	delete(s.links, d.Handle)
 	if !l.detached {
+		// Answered once the settlements sent before the detach are
+		// applied and the link's message session is released (owed.go).
 		l.release()
-		s.c.write(s.ch, &frames.Detach{Handle: d.Handle, Closed: true})
+		s.c.afterOwed(func() {
+			if s.live() {
+				s.c.write(s.ch, &frames.Detach{Handle: d.Handle, Closed: true})
+			}
+		})
 	}
 	return nil
 }

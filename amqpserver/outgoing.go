@@ -236,9 +236,12 @@ func (l *link) releaseOut() {
 			delete(l.s.unsettled, id)
 		}
 	}
-	if o.sess != nil {
-		l.s.c.srv.closeSession(l.entity, o.sess)
+	if sl := o.sess; sl != nil {
+		// Settlements already sent for its messages are applied first
+		// (owed.go).
 		o.sess = nil
+		c, entity := l.s.c, l.entity
+		c.afterOwed(func() { c.srv.closeSession(entity, sl) })
 	}
 }
 

@@ -93,9 +93,14 @@ func (s *session) handle(body frames.Body) error {
 	case *frames.Detach:
 		return s.handleDetach(b)
 	case *frames.End:
+		// The channel stays ours until the settlements sent before the
+		// end are applied and we answer (owed.go).
 		s.release()
-		s.forget()
-		s.c.write(s.ch, &frames.End{})
+		s.ending = true
+		s.c.afterOwed(func() {
+			s.forget()
+			s.c.write(s.ch, &frames.End{})
+		})
 		return nil
 	}
 	return closeWith(frames.CondNotAllowed, "unexpected %T on a session", body)
