@@ -72,15 +72,11 @@ func (l *link) attachReceiver(a *frames.Attach) {
 func (l *link) outFlow(f *frames.Flow) {
 	o := l.out
 	if f.LinkCredit != nil {
-		dc := uint32(0)
+		dc := uint32(0) // absent: our initial-delivery-count (§2.7.4)
 		if f.DeliveryCount != nil {
 			dc = *f.DeliveryCount
 		}
-		credit := dc + *f.LinkCredit - o.deliveryCount
-		if int32(credit) < 0 {
-			credit = 0
-		}
-		o.credit = credit
+		o.credit = linkCredit(dc, *f.LinkCredit, o.deliveryCount)
 	}
 	o.drain = f.Drain
 	if f.Echo {
@@ -99,6 +95,24 @@ func (l *link) outFlow(f *frames.Flow) {
 		return
 	}
 	l.pull()
+}
+
+// linkCredit is the credit a client's flow leaves us (§2.6.7): it allows
+// deliveries up to its delivery-count plus its link-credit, and we have
+// sent ours minus its delivery-count since the count it saw. Both counts
+// are serial numbers (RFC 1982, modulo 2^32) and the credit an unsigned
+// 32-bit number: a credit of 2^31 or more is as valid as any other. A
+// delivery-count ahead of ours is not one we sent; the credit is then
+// taken as given.
+func linkCredit(flowCount, flowCredit, ourCount uint32) uint32 {
+	unseen := ourCount - flowCount
+	if int32(unseen) < 0 {
+		return flowCredit
+	}
+	if unseen >= flowCredit {
+		return 0
+	}
+	return flowCredit - unseen
 }
 
 // pull starts a helper that takes up to credit messages from the broker,
