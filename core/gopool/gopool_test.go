@@ -1,9 +1,9 @@
 package gopool
 
 import (
-	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestTasksRunAndGoroutinesAreKept(t *testing.T) {
@@ -61,14 +61,20 @@ func TestCloseEndsIdleGoroutines(t *testing.T) {
 }
 
 // waitIdle waits until n goroutines are idle: a goroutine counts itself
-// idle just after its task returns, so the count can lag the task.
+// idle just after its task returns, so the count can lag the task, by as
+// long as the scheduler keeps that goroutine off a CPU. The wait is
+// bounded by time, not by a number of polls: under load a goroutine can
+// stay unscheduled for many polls.
 func waitIdle(t *testing.T, p *Pool, n int) {
 	t.Helper()
-	for range 10000 {
+	deadline := time.Now().Add(30 * time.Second)
+	for pause := time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
 		if p.Idle() == n {
 			return
 		}
-		runtime.Gosched()
+		if time.Now().After(deadline) {
+			t.Fatalf("idle goroutines: %d, want %d after 30s", p.Idle(), n)
+		}
+		time.Sleep(pause)
 	}
-	t.Fatalf("idle goroutines: %d, want %d", p.Idle(), n)
 }
