@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"net"
 	"os"
 	"testing"
@@ -16,6 +15,13 @@ import (
 // session queue "bench-sessions" and a topic "bench-topic" with
 // subscriptions s1 and s2, and returns its AMQP and HTTP base URLs.
 func newTestOmnibus(t testing.TB) (amqpURL, httpURL string) {
+	t.Helper()
+	a := startTestOmnibus(t)
+	return "amqp://" + a.AMQPAddr().String(), "http://" + a.HTTPAddr().String()
+}
+
+// startTestOmnibus is newTestOmnibus returning the broker itself.
+func startTestOmnibus(t testing.TB) *app.App {
 	t.Helper()
 	a, err := app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-"})
 	if err != nil {
@@ -34,9 +40,9 @@ func newTestOmnibus(t testing.TB) (amqpURL, httpURL string) {
 		}
 	}
 	if a.AMQPAddr() == nil || a.HTTPAddr() == nil {
-		t.Skip("omnibus has no AMQP or HTTP listener yet")
+		t.Fatal("omnibus started without its AMQP or HTTP listener")
 	}
-	return "amqp://" + a.AMQPAddr().String(), "http://" + a.HTTPAddr().String()
+	return a
 }
 
 func TestEndToEndAgainstOmnibus(t *testing.T) {
@@ -87,11 +93,10 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 			c.BrokerPID = os.Getpid() // the broker runs in this process
 			ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
 			defer cancel()
+			// Every error fails the test, a network error included: the
+			// broker runs in this process, so a refused or broken
+			// connection is a broker fault, never the environment's.
 			r, err := Run(ctx, c, nil)
-			var op *net.OpError
-			if errors.As(err, &op) {
-				t.Skipf("omnibus refuses AMQP connections (server not finished?): %v", err)
-			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,4 +149,46 @@ func TestDrainCountsForeignMessages(t *testing.T) {
 	if r.Received != 300 || r.Tally.Foreign != 300 || r.Err() != nil {
 		t.Errorf("drain received %d (foreign %d, err %v), want the 300 sent before", r.Received, r.Tally.Foreign, r.Err())
 	}
+}
+
+// TestRunFailsWhenTheBrokerIsGone shows that what the end-to-end test
+// checks fails when the network does: a broker that refuses connections
+// makes Run return an error, and one that goes away in the middle of a run
+// makes the result's Err non-nil. Neither may pass, nor be skipped.
+func TestRunFailsWhenTheBrokerIsGone(t *testing.T) {
+	a := startTestOmnibus(t)
+	base := Config{User: "RootManageSharedAccessKey", Password: "SAS_KEY_VALUE", Queue: "bench",
+		Connections: 1, Links: 1, Inflight: 20, Credit: 50, Quiet: true, DrainTimeout: 2 * time.Second}
+
+	refused := base
+	refused.URL, refused.Scenario, refused.Count = "amqp://"+closedPort(t), ScenarioSend, 10
+	if _, err := Run(t.Context(), refused, nil); err == nil {
+		t.Errorf("a run against a closed port returned no error")
+	}
+
+	dies := base
+	dies.URL, dies.Scenario, dies.Duration = "amqp://"+a.AMQPAddr().String(), ScenarioBoth, 3*time.Second
+	go func() {
+		time.Sleep(300 * time.Millisecond) // let the run get going; any moment would do
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		a.Shutdown(ctx)
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r, err := Run(ctx, dies, nil)
+	if err == nil && r.Err() == nil {
+		t.Errorf("a run whose broker went away passed: %d acked, %d delivered", r.Tally.Acked, r.Tally.Deliveries)
+	}
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }
