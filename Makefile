@@ -1,8 +1,15 @@
 # omnibus — run `make` for the list of targets.
+
+# A fresh machine may have Go where its official tarball puts it without
+# having it on PATH; the JS tests' harness runs `go build` too, so export it.
+ifeq ($(shell command -v go 2>/dev/null),)
+export PATH := /usr/local/go/bin:$(PATH)
+endif
+
 GO        ?= go
 PKGS      := ./...
 FUZZTIME  ?= 10s
-JSDIRS    := $(wildcard amqpserver/jstest httpgw/jstest)
+JSDIRS    := $(patsubst %/package.json,%,$(wildcard amqpserver/jstest/package.json httpgw/jstest/package.json))
 
 .DEFAULT_GOAL := help
 
@@ -15,7 +22,7 @@ build: ## build the omnibus binary into ./bin
 run: ## run the broker with its defaults (data in ./omnibus-data, AMQP :5672, HTTP :5300)
 	$(GO) run ./cmd/omnibus
 
-test: lint gotest allocs jstest conformance ## everything CI runs: lint, Go tests with -race, allocation counts, JS SDK tests, conformance
+test: jsdeps lint gotest allocs jstest conformance ## everything CI runs (installing what the JS tests need first): lint, Go tests with -race, allocation counts, JS SDK tests, conformance
 	@echo "make test: all green"
 
 gotest: ## Go tests, with the race detector
@@ -27,8 +34,25 @@ allocs: ## allocation-count tests, without -race (whose runtime allocates on its
 short: ## Go tests without -race (quick)
 	$(GO) test -count=1 $(PKGS)
 
-jstest: ## official JavaScript SDK tests against a broker started by the tests
+jstest: jsdeps ## official JavaScript SDK tests against a broker started by the tests
 	@for d in $(JSDIRS); do echo "== $$d"; (cd $$d && npm test) || exit 1; done
+
+# npm ci runs when node_modules is missing or was installed from another
+# package-lock.json (a copy of the one installed from is kept beside it);
+# node and npm come from Debian's packages when absent, as on a fresh CI
+# machine.
+jsdeps: ## install what the JS SDK tests need: node and npm (apt) if absent, `npm ci` where node_modules is missing or stale
+	@for d in $(JSDIRS); do \
+	  if cmp -s $$d/package-lock.json $$d/node_modules/.omnibus-installed-lock.json; then continue; fi; \
+	  if ! command -v npm >/dev/null 2>&1; then \
+	    echo "== installing nodejs and npm (apt-get)"; \
+	    sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	    $$sudo apt-get update -qq && $$sudo apt-get install -y -qq nodejs npm >/dev/null || \
+	      { echo "make jsdeps: node and npm are missing and apt-get could not install them"; exit 1; }; \
+	  fi; \
+	  echo "== npm ci in $$d"; \
+	  (cd $$d && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.omnibus-installed-lock.json) || exit 1; \
+	done
 
 lint: ## gofmt, go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -53,4 +77,4 @@ compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server i
 
 check: test ## alias of test
 
-.PHONY: help build run test gotest allocs short jstest lint fuzz conformance bench check
+.PHONY: help build run test gotest allocs short jstest jsdeps lint fuzz conformance bench check
