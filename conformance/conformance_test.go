@@ -41,6 +41,11 @@ func TestRegistry(t *testing.T) {
 		if s.Run == nil {
 			t.Errorf("scenario %s has no body", s.Name)
 		}
+		for _, d := range s.Detects {
+			if !slices.Contains(AllFaults, d.Fault) || strings.TrimSpace(d.Check) == "" {
+				t.Errorf("scenario %s claims %+v: an unknown fault or no check", s.Name, d)
+			}
+		}
 	}
 	if !slices.IsSortedFunc(ss, func(a, b Scenario) int { return strings.Compare(a.Name, b.Name) }) {
 		t.Errorf("Scenarios() is not sorted by name")

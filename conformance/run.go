@@ -24,6 +24,12 @@ type Options struct {
 	// Slow lets scenarios that need minutes (AutoDeleteOnIdle's 5-minute
 	// minimum) run instead of being skipped.
 	Slow bool
+	// Strict turns every skip a scenario did not declare (Scenario.Slow)
+	// into a failure. Set it for an endpoint that has every feature the
+	// suite uses, such as an in-process omnibus: there, a skip means a
+	// scenario silently stopped testing. Against other endpoints a skip
+	// says, with its reason, what the endpoint lacks.
+	Strict bool
 }
 
 // Run executes the selected scenarios against target.
@@ -59,7 +65,11 @@ func Run(ctx context.Context, target *Target, opts Options) (*Report, error) {
 			defer func() { <-sem }()
 			unlock := locks.lock(ProfilesUsed(s))
 			defer unlock()
-			rep.Results[i] = runOne(ctx, target, s, opts.Budget, opts.Slow)
+			res := runOne(ctx, target, s, opts.Budget, opts.Slow)
+			if opts.Strict {
+				res = failUnexpectedSkip(res)
+			}
+			rep.Results[i] = res
 		}()
 	}
 	wg.Wait()
@@ -113,12 +123,19 @@ func (l *profileLocks) lock(profiles []string) func() {
 	}
 }
 
+// failUnexpectedSkip makes a skip the scenario did not declare a failure.
+func failUnexpectedSkip(res Result) Result {
+	if res.Status == Skipped && !res.ExpectedSkip {
+		res.Status = Failed
+		res.Detail = "unexpected skip (this endpoint has every feature the suite uses): " + res.Detail
+	}
+	return res
+}
+
 func detectsAny(s Scenario, faults []Fault) bool {
 	for _, d := range s.Detects {
-		for _, f := range faults {
-			if d == f {
-				return true
-			}
+		if slices.Contains(faults, d.Fault) {
+			return true
 		}
 	}
 	return false

@@ -10,7 +10,7 @@ import (
 )
 
 // Temporary entities: seed 003 ("AutoDeleteOnIdle"). Its minimum is five
-// minutes, so the deletion itself only runs with --slow.
+// minutes, so the deletion itself only runs with --slow (Slow).
 
 func init() {
 	register(
@@ -38,10 +38,7 @@ func init() {
 				t.Errorf("refused with HTTP %d, want 400", re.StatusCode)
 			}
 		}},
-		Scenario{Name: "autodelete-deletes-idle-queue", Seed: "003 an entity idle for AutoDeleteOnIdle is deleted automatically", Protocol: AMQP, Budget: 9 * time.Minute, Run: func(t *T) {
-			if !t.Slow() {
-				t.Skipf("takes over 5 minutes (AutoDeleteOnIdle's minimum); run with --slow")
-			}
+		Scenario{Name: "autodelete-deletes-idle-queue", Seed: "003 an entity idle for AutoDeleteOnIdle is deleted automatically", Protocol: AMQP, Budget: 9 * time.Minute, Slow: true, Run: func(t *T) {
 			q := t.Queue("cf-autodelete")
 			t.Send(q, Text("kept while idle"))
 			start := time.Now()

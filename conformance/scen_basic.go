@@ -34,7 +34,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "fifo-order-single-receiver", Seed: "002 messages are retrieved in the order they were accepted", Protocol: AMQP,
-			Detects: []Fault{FaultBreakFIFO}, Run: func(t *T) {
+			Detects: []Detection{{FaultBreakFIFO, "order"}}, Run: func(t *T) {
 				q := t.Queue("cf-basic")
 				var want []string
 				var msgs []*azservicebus.Message
@@ -49,6 +49,7 @@ func init() {
 				for len(got) < len(want) {
 					got = append(got, t.ReceiveN(r, 1, 10*time.Second)...)
 				}
+				t.Check("order")
 				t.expectBodies(got, want...)
 			}},
 		Scenario{Name: "system-properties-roundtrip", Seed: "000 BrokerProperties are stored with the message and returned on receive", Protocol: AMQP, Run: func(t *T) {

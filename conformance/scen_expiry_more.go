@@ -33,13 +33,16 @@ func init() {
 				t.Errorf("dead letter sequence %d, original %d", *d.SequenceNumber, *m.SequenceNumber)
 			}
 		}},
-		Scenario{Name: "ttl-expired-dropped-without-flag", Seed: "003 with dead-lettering on expiration disabled, expired messages are dropped", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, &azservicebus.Message{Body: []byte("short"), TimeToLive: to.Ptr(time.Second)})
-			wait(t, 2*time.Second)
-			t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "the expired message must not be delivered")
-			t.ReceiveNone(t.DLQ(q, ""), 2*time.Second, "without DeadLetteringOnMessageExpiration the expired message must not be dead-lettered")
-		}},
+		Scenario{Name: "ttl-expired-dropped-without-flag", Seed: "003 with dead-lettering on expiration disabled, expired messages are dropped", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreMessageExpiry, "not delivered after expiry"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, &azservicebus.Message{Body: []byte("short"), TimeToLive: to.Ptr(time.Second)})
+				wait(t, 2*time.Second)
+				t.Check("not delivered after expiry")
+				t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "the expired message must not be delivered")
+				t.Check("not dead-lettered")
+				t.ReceiveNone(t.DLQ(q, ""), 2*time.Second, "without DeadLetteringOnMessageExpiration the expired message must not be dead-lettered")
+			}},
 		Scenario{Name: "ttl-settled-expired-not-moved", Seed: "003 a message completed under lock is not dead-lettered although nominally expired", Protocol: AMQP, Run: func(t *T) {
 			q := t.Queue("cf-dlq-expiry")
 			t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(2 * time.Second)})
@@ -49,38 +52,48 @@ func init() {
 			t.Complete(r, m)
 			t.ReceiveNone(t.DLQ(q, ""), 2*time.Second, "a successfully settled message must not be moved to the DLQ")
 		}},
-		Scenario{Name: "ttl-expired-deadletter-keeps-message", Seed: "003 an expired message moved to the DLQ keeps its body and properties, with reason TTLExpiredException", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-dlq-expiry")
-			t.Send(q, &azservicebus.Message{Body: []byte("late"), TimeToLive: to.Ptr(time.Second), ApplicationProperties: map[string]any{"k": "v"}})
-			wait(t, 2*time.Second)
-			t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "the expired message must not be delivered")
-			d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
-			if string(d.Body) != "late" || d.ApplicationProperties["k"] != "v" {
-				t.Errorf("expired dead letter body %q properties %v", d.Body, d.ApplicationProperties)
-			}
-			if deref(d.DeadLetterReason) != "TTLExpiredException" {
-				t.Errorf("reason %v", deref(d.DeadLetterReason))
-			}
-		}},
+		Scenario{Name: "ttl-expired-deadletter-keeps-message", Seed: "003 an expired message moved to the DLQ keeps its body and properties, with reason TTLExpiredException", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreMessageExpiry, "not delivered after expiry"}}, Run: func(t *T) {
+				q := t.Queue("cf-dlq-expiry")
+				t.Send(q, &azservicebus.Message{Body: []byte("late"), TimeToLive: to.Ptr(time.Second), ApplicationProperties: map[string]any{"k": "v"}})
+				wait(t, 2*time.Second)
+				t.Check("not delivered after expiry")
+				t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "the expired message must not be delivered")
+				t.Check("dead-lettered with its body and properties")
+				d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
+				if string(d.Body) != "late" || d.ApplicationProperties["k"] != "v" {
+					t.Errorf("expired dead letter body %q properties %v", d.Body, d.ApplicationProperties)
+				}
+				if deref(d.DeadLetterReason) != "TTLExpiredException" {
+					t.Errorf("reason %v", deref(d.DeadLetterReason))
+				}
+			}},
 		Scenario{Name: "ttl-expiry-on-lock-lapse", Seed: "003 if the lock of an expired message lapses, expiry takes effect at once (to the DLQ when flagged)", Protocol: AMQP,
-			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
+			Detects: []Detection{
+				{FaultIgnoreLockExpiry, "dead-lettered when the lock lapsed"},
+				{FaultIgnoreMessageExpiry, "not redelivered"},
+			}, Run: func(t *T) {
 				q := t.Queue("cf-lock5s-dlq-expiry")
 				t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(2 * time.Second)})
 				m := t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)[0]
 				wait(t, time.Until(*m.LockedUntil)+1500*time.Millisecond)
+				t.Check("not redelivered")
 				t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "an expired message whose lock lapsed must not be redelivered")
+				t.Check("dead-lettered when the lock lapsed")
 				d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
 				if deref(d.DeadLetterReason) != "TTLExpiredException" {
 					t.Errorf("reason %v, want TTLExpiredException", deref(d.DeadLetterReason))
 				}
 			}},
 		Scenario{Name: "max-delivery-count-by-lock-expiry", Seed: "002 letting the lock lapse MaxDeliveryCount times moves the message to the DLQ", Protocol: AMQP,
-			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
+			Detects: []Detection{{FaultIgnoreLockExpiry, "dead-lettered when the lock lapsed"}}, Run: func(t *T) {
 				q := t.Queue("cf-lock5s-mdc1")
 				t.Send(q, Text("x"))
 				m := t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)[0]
 				wait(t, time.Until(*m.LockedUntil)+1500*time.Millisecond)
+				t.Check("not redelivered")
 				t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "after MaxDeliveryCount 1 lapsed lock the message must have left the queue")
+				t.Check("dead-lettered when the lock lapsed")
 				d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
 				if deref(d.DeadLetterReason) != "MaxDeliveryCountExceeded" {
 					t.Errorf("reason %v, want MaxDeliveryCountExceeded", deref(d.DeadLetterReason))

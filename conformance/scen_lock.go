@@ -43,22 +43,24 @@ func init() {
 			}
 		}},
 		Scenario{Name: "lock-expiry-redelivers", Seed: "002 when the lock expires the message is available again with DeliveryCount+1", Protocol: AMQP,
-			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
+			Detects: []Detection{{FaultIgnoreLockExpiry, "redelivered after lock expiry"}}, Run: func(t *T) {
 				q := lock5s(t)
 				t.Send(q, Text("x"))
 				t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)
+				t.Check("redelivered after lock expiry")
 				m := t.ReceiveN(t.Receiver(q, "", nil), 1, 15*time.Second)[0]
 				if m.DeliveryCount != 2 {
 					t.Fatalf("redelivered with DeliveryCount %d, want 2", m.DeliveryCount)
 				}
 			}},
 		Scenario{Name: "settle-after-expiry-lock-lost", Seed: "002 Complete fails when the lock has expired (MessageLockLost)", Protocol: AMQP,
-			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
+			Detects: []Detection{{FaultIgnoreLockExpiry, "complete after lock expiry"}}, Run: func(t *T) {
 				q := lock5s(t)
 				t.Send(q, Text("x"))
 				r := t.Receiver(q, "", nil)
 				m := t.ReceiveN(r, 1, 10*time.Second)[0]
 				wait(t, time.Until(*m.LockedUntil)+1500*time.Millisecond)
+				t.Check("complete after lock expiry")
 				err := r.CompleteMessage(t.ctx, m, nil)
 				if Code(err) != azservicebus.CodeLockLost {
 					t.Fatalf("complete after expiry: %v, want lock lost", err)

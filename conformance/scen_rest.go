@@ -181,14 +181,16 @@ func init() {
 			t.expectStatus(t.REST(http.MethodDelete, loc, nil, nil), http.StatusOK, "complete with the renewed lock")
 		}},
 		Scenario{Name: "rest-expired-lock-404", Seed: "rest.md §0.2 completing with an expired lock answers 404", Protocol: REST,
-			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
+			Detects: []Detection{{FaultIgnoreLockExpiry, "complete after lock expiry"}}, Run: func(t *T) {
 				q := lock5s(t)
 				t.Send(q, Text("slow"))
 				resp := t.lockedMessage(q)
 				until, err := t.brokerProps(resp).Time("LockedUntilUtc")
 				t.must(err, "LockedUntilUtc")
 				wait(t, time.Until(until)+2*time.Second)
+				t.Check("complete after lock expiry")
 				t.expectStatus(t.REST(http.MethodDelete, t.location(resp), nil, nil), http.StatusNotFound, "complete after the lock expired")
+				t.Check("redelivered after lock expiry")
 				bp := t.brokerProps(t.lockedMessage(q))
 				if n, _ := bp.Int("DeliveryCount"); n != 2 {
 					t.Errorf("redelivered after lock expiry with DeliveryCount %v, want 2", bp["DeliveryCount"])

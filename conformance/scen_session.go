@@ -29,7 +29,7 @@ func (t *T) acceptSession(q, sid string) *azservicebus.SessionReceiver {
 func init() {
 	register(
 		Scenario{Name: "session-fifo", Seed: "004 sessions give a FIFO guarantee within a session", Protocol: AMQP,
-			Detects: []Fault{FaultBreakFIFO}, Run: func(t *T) {
+			Detects: []Detection{{FaultBreakFIFO, "order"}}, Run: func(t *T) {
 				q := sessionQueue(t)
 				var msgs []*azservicebus.Message
 				var want []string
@@ -48,6 +48,7 @@ func init() {
 					}
 					got = append(got, batch...)
 				}
+				t.Check("order")
 				t.expectBodies(got, want...)
 			}},
 		Scenario{Name: "session-requires-session-id", Seed: "004 a session-aware entity requires the SessionId to be set", Protocol: AMQP, Run: func(t *T) {
@@ -156,12 +157,13 @@ func init() {
 			}
 		}},
 		Scenario{Name: "session-lock-expiry-releases", Seed: "004 when the session lock expires another receiver can accept the session", Protocol: AMQP,
-			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
+			Detects: []Detection{{FaultIgnoreLockExpiry, "accepted again after the session lock expired"}}, Run: func(t *T) {
 				q := sessionQueue(t)
 				t.Send(q, inSession("s1", "x"))
 				r := t.acceptSession(q, "s1")
 				t.ReceiveN(r, 1, 10*time.Second)
 				wait(t, time.Until(r.LockedUntil())+1500*time.Millisecond)
+				t.Check("accepted again after the session lock expired")
 				r2 := t.acceptSession(q, "s1")
 				m := t.ReceiveN(r2, 1, 10*time.Second)[0]
 				if m.DeliveryCount != 2 {

@@ -54,7 +54,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "session-interleaved-demux", Seed: "004 interleaved streams are de-multiplexed: each session receiver gets only its session, in order", Protocol: AMQP,
-			Detects: []Fault{FaultBreakFIFO}, Run: func(t *T) {
+			Detects: []Detection{{FaultBreakFIFO, "order"}}, Run: func(t *T) {
 				q := sessionQueue(t)
 				var msgs []*azservicebus.Message
 				for i := range 5 {
@@ -62,6 +62,7 @@ func init() {
 				}
 				t.Send(q, msgs...)
 				for _, sid := range []string{"y", "x"} {
+					t.Check("")
 					r := t.acceptSession(q, sid)
 					var got []*azservicebus.ReceivedMessage
 					for len(got) < 5 {
@@ -71,6 +72,7 @@ func init() {
 						}
 						got = append(got, batch...)
 					}
+					t.Check("order")
 					t.expectBodies(got, sid+"0", sid+"1", sid+"2", sid+"3", sid+"4")
 				}
 			}},
@@ -87,7 +89,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "session-lock-expiry-settle-fails", Seed: "002/004 after the session lock expires its messages cannot be completed; they are redelivered", Protocol: AMQP,
-			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
+			Detects: []Detection{{FaultIgnoreLockExpiry, "redelivered after the session lock expired"}}, Run: func(t *T) {
 				q := sessionQueue(t)
 				t.Send(q, inSession("s1", "x"))
 				r := t.acceptSession(q, "s1")
@@ -97,6 +99,7 @@ func init() {
 				// report success; what counts is that the message stays.
 				err := r.CompleteMessage(t.ctx, m, nil)
 				_ = r.Close(t.ctx)
+				t.Check("redelivered after the session lock expired")
 				got := t.receiveUpTo(t.acceptSession(q, "s1"), 1, 5*time.Second)
 				if len(got) == 0 {
 					t.Fatalf("the message was completed after its session lock expired (complete returned %v)", err)
@@ -106,7 +109,7 @@ func init() {
 				}
 			}},
 		Scenario{Name: "session-subscription", Seed: "004 topics with session-enabled subscriptions: each session is received in order from the subscription", Protocol: AMQP,
-			Detects: []Fault{FaultBreakFIFO}, Run: func(t *T) {
+			Detects: []Detection{{FaultBreakFIFO, "order"}}, Run: func(t *T) {
 				tp := t.Topic("cf-topic-session")
 				var msgs []*azservicebus.Message
 				for i := range 5 {
@@ -125,7 +128,9 @@ func init() {
 					}
 					got = append(got, batch...)
 				}
+				t.Check("order")
 				t.expectBodies(got, "0", "1", "2", "3", "4")
+				t.Check("the plain subscription got every message")
 				t.ReceiveN(t.Receiver(tp, "plain", nil), 5, 10*time.Second)
 			}},
 	)

@@ -11,14 +11,16 @@ import (
 
 func init() {
 	register(
-		Scenario{Name: "ttl-expired-not-delivered", Seed: "003 after expires-at-utc the message is no longer eligible for retrieval", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, &azservicebus.Message{Body: []byte("short"), TimeToLive: to.Ptr(time.Second)}, Text("long"))
-			wait(t, 2*time.Second)
-			r := t.Receiver(q, "", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
-			t.expectBodies(t.ReceiveN(r, 1, 10*time.Second), "long")
-			t.ReceiveNone(r, time.Second, "the expired message must not be delivered")
-		}},
+		Scenario{Name: "ttl-expired-not-delivered", Seed: "003 after expires-at-utc the message is no longer eligible for retrieval", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreMessageExpiry, "not delivered after expiry"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, &azservicebus.Message{Body: []byte("short"), TimeToLive: to.Ptr(time.Second)}, Text("long"))
+				wait(t, 2*time.Second)
+				r := t.Receiver(q, "", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
+				t.Check("not delivered after expiry")
+				t.expectBodies(t.ReceiveN(r, 1, 10*time.Second), "long")
+				t.ReceiveNone(r, time.Second, "the expired message must not be delivered")
+			}},
 		Scenario{Name: "ttl-expires-at-stamped", Seed: "003 expires-at-utc = enqueued-time-utc + time-to-live", Protocol: AMQP, Run: func(t *T) {
 			q := t.Queue("cf-basic")
 			t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(90 * time.Second)})
@@ -36,17 +38,20 @@ func init() {
 				}
 			}
 		}},
-		Scenario{Name: "ttl-deadletter-on-expiration", Seed: "003 expired messages move to the DLQ when DeadLetteringOnMessageExpiration is set", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-dlq-expiry")
-			t.Send(q, &azservicebus.Message{Body: []byte("late"), TimeToLive: to.Ptr(time.Second)})
-			wait(t, 2*time.Second)
-			// Service Bus expires messages when a receiver looks.
-			t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "the expired message must not be delivered")
-			d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
-			if deref(d.DeadLetterReason) != "TTLExpiredException" {
-				t.Fatalf("DeadLetterReason = %v, want TTLExpiredException", deref(d.DeadLetterReason))
-			}
-		}},
+		Scenario{Name: "ttl-deadletter-on-expiration", Seed: "003 expired messages move to the DLQ when DeadLetteringOnMessageExpiration is set", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreMessageExpiry, "not delivered after expiry"}}, Run: func(t *T) {
+				q := t.Queue("cf-dlq-expiry")
+				t.Send(q, &azservicebus.Message{Body: []byte("late"), TimeToLive: to.Ptr(time.Second)})
+				wait(t, 2*time.Second)
+				// Service Bus expires messages when a receiver looks.
+				t.Check("not delivered after expiry")
+				t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "the expired message must not be delivered")
+				t.Check("dead-lettered")
+				d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
+				if deref(d.DeadLetterReason) != "TTLExpiredException" {
+					t.Fatalf("DeadLetterReason = %v, want TTLExpiredException", deref(d.DeadLetterReason))
+				}
+			}},
 		Scenario{Name: "ttl-no-expiry-under-lock", Seed: "003 expiration doesn't affect messages that are currently locked", Protocol: AMQP, Run: func(t *T) {
 			q := t.Queue("cf-basic")
 			t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(2 * time.Second)})
@@ -55,16 +60,19 @@ func init() {
 			wait(t, 3*time.Second)
 			t.must(r.CompleteMessage(t.ctx, m, nil), "completing an expired message under lock")
 		}},
-		Scenario{Name: "ttl-expiry-when-lock-abandoned", Seed: "003 if the lock expires or the message is abandoned, the expiration takes effect immediately", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-dlq-expiry")
-			t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(2 * time.Second)})
-			r := t.Receiver(q, "", nil)
-			m := t.ReceiveN(r, 1, 10*time.Second)[0]
-			wait(t, 3*time.Second)
-			t.must(r.AbandonMessage(t.ctx, m, nil), "abandon")
-			t.ReceiveNone(r, 2*time.Second, "an expired, abandoned message must not be redelivered")
-			t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)
-		}},
+		Scenario{Name: "ttl-expiry-when-lock-abandoned", Seed: "003 if the lock expires or the message is abandoned, the expiration takes effect immediately", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreMessageExpiry, "not redelivered"}}, Run: func(t *T) {
+				q := t.Queue("cf-dlq-expiry")
+				t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(2 * time.Second)})
+				r := t.Receiver(q, "", nil)
+				m := t.ReceiveN(r, 1, 10*time.Second)[0]
+				wait(t, 3*time.Second)
+				t.must(r.AbandonMessage(t.ctx, m, nil), "abandon")
+				t.Check("not redelivered")
+				t.ReceiveNone(r, 2*time.Second, "an expired, abandoned message must not be redelivered")
+				t.Check("dead-lettered")
+				t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)
+			}},
 		Scenario{Name: "scheduled-invisible-until-time", Seed: "003 scheduled messages materialize at their enqueue time", Protocol: AMQP, Run: func(t *T) {
 			q := t.Queue("cf-basic")
 			at := time.Now().Add(4 * time.Second)

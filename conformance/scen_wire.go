@@ -32,7 +32,7 @@ func init() {
 			}
 		}},
 		Scenario{Name: "wire-link-order-kept", Seed: "002 messages are stored in the order their transfers arrive on one link (presettled and pipelined)", Protocol: AMQP,
-			Detects: []Fault{FaultBreakFIFO}, Run: func(t *T) {
+			Detects: []Detection{{FaultBreakFIFO, "order"}}, Run: func(t *T) {
 				q := t.Queue("cf-basic")
 				s := t.AMQPSession()
 				pre := t.WireSender(s, q, true)
@@ -62,6 +62,7 @@ func init() {
 				for range want {
 					got = append(got, bodyOf(t.wireReceive(r, 10*time.Second)))
 				}
+				t.Check("order")
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("stored order %v, want the transfer order %v", got, want)
 				}

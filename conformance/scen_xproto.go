@@ -77,27 +77,30 @@ func init() {
 			t.Complete(r, m)
 		}},
 		Scenario{Name: "xproto-rest-lock-expiry-seen-by-amqp", Seed: "002 a lapsed REST lock is lost for AMQP too, and the message is redelivered with DeliveryCount 2", Protocol: Both,
-			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
+			Detects: []Detection{{FaultIgnoreLockExpiry, "complete after lock expiry"}}, Run: func(t *T) {
 				t.needCrossProtocol()
 				q := lock5s(t)
 				t.Send(q, Text("x"))
 				lock, _, until := t.restLocked(q)
 				wait(t, time.Until(until)+2*time.Second)
 				r := t.Receiver(q, "", nil)
+				t.Check("complete after lock expiry")
 				if err := r.CompleteMessage(t.ctx, &azservicebus.ReceivedMessage{LockToken: lock}, nil); Code(err) != azservicebus.CodeLockLost {
 					t.Fatalf("AMQP complete with an expired REST lock: %v, want lock lost", err)
 				}
+				t.Check("redelivered after lock expiry")
 				if m := t.ReceiveN(r, 1, 10*time.Second)[0]; m.DeliveryCount != 2 {
 					t.Errorf("redelivered over AMQP with DeliveryCount %d, want 2", m.DeliveryCount)
 				}
 			}},
 		Scenario{Name: "xproto-amqp-lock-expiry-seen-by-rest", Seed: "002 a lapsed AMQP lock is gone for REST too (404)", Protocol: Both,
-			Detects: []Fault{FaultIgnoreLockExpiry}, Run: func(t *T) {
+			Detects: []Detection{{FaultIgnoreLockExpiry, "complete after lock expiry"}}, Run: func(t *T) {
 				t.needCrossProtocol()
 				q := lock5s(t)
 				t.Send(q, Text("x"))
 				m := t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)[0]
 				wait(t, time.Until(*m.LockedUntil)+2*time.Second)
+				t.Check("complete after lock expiry")
 				t.expectStatus(t.REST(http.MethodDelete, messagePath(q, *m.SequenceNumber, uuidString(m.LockToken)), nil, nil), http.StatusNotFound, "REST complete with an expired AMQP lock")
 			}},
 	)

@@ -3,12 +3,13 @@ package conformance
 import (
 	"context"
 	"fmt"
-	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 )
 
 // Protocol says which client a scenario drives.
@@ -27,17 +28,34 @@ type Fault string
 
 // Faults the suite can prove it detects.
 const (
-	FaultIgnoreLockExpiry Fault = "ignore-lock-expiry"
-	FaultBreakFIFO        Fault = "break-fifo"
+	FaultIgnoreLockExpiry    Fault = "ignore-lock-expiry"    // message and session locks never lapse
+	FaultBreakFIFO           Fault = "break-fifo"            // the newest available message is handed out first
+	FaultIgnoreMessageExpiry Fault = "ignore-message-expiry" // messages never expire (time to live is ignored)
 )
+
+// AllFaults lists every fault, in the order ProveFailure injects them.
+var AllFaults = []Fault{FaultIgnoreLockExpiry, FaultBreakFIFO, FaultIgnoreMessageExpiry}
+
+// Detection is a scenario's claim that it catches a fault, and where:
+// with the fault switched on, the scenario must fail, and its first
+// failure must come from the check named Check ([T.Check]) — not from an
+// earlier step, a crash or its time budget running out.
+type Detection struct {
+	Fault Fault
+	Check string
+}
 
 // Scenario is one observable statement checked against an endpoint.
 type Scenario struct {
 	Name     string   // short, unique, kebab-case
 	Seed     string   // where the statement comes from: "002 PeekLock", "amqp.md §5.1"
 	Protocol Protocol //
-	// Detects lists the faults this scenario must catch (see ProveFailure).
-	Detects []Fault
+	// Detects lists the faults this scenario must catch, each with the
+	// check that must notice it (see ProveFailure).
+	Detects []Detection
+	// Slow marks a scenario that takes minutes: it runs only with
+	// Options.Slow, and skipping it otherwise is expected, never a failure.
+	Slow bool
 	// Budget overrides the run's per-scenario time limit when larger.
 	Budget time.Duration
 	Run    func(t *T)
@@ -84,6 +102,9 @@ type T struct {
 	detail   []string
 	cleanups []func()
 	slow     bool              // Options.Slow
+	check    string            // the check under way (T.Check)
+	firstBad string            // the check under way at the first failure
+	panicked bool              // the body panicked (a crash, not a check that failed)
 	names    map[string]string // profile → entity created for it
 	used     []string          // profiles asked for, in order
 	client   *azservicebus.Client
@@ -108,12 +129,29 @@ func (t *T) live() {
 	}
 }
 
+// Check names the assertion the scenario makes next, until the next
+// Check: a failure is reported under it ("[name] detail"), and
+// --prove-failure compares the check of the first failure with the one a
+// Detection names.
+func (t *T) Check(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.check = name
+}
+
 // Errorf records a failure and continues.
 func (t *T) Errorf(format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.failed {
+		t.firstBad = t.check
+	}
 	t.failed = true
-	t.detail = append(t.detail, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if t.check != "" {
+		msg = "[" + t.check + "] " + msg
+	}
+	t.detail = append(t.detail, msg)
 }
 
 // Fatalf records a failure and ends the scenario.
@@ -159,6 +197,16 @@ type Result struct {
 	Status   Status        `json:"status"`
 	Duration time.Duration `json:"duration_ns"`
 	Detail   string        `json:"detail,omitempty"`
+	// FailedCheck is the check ([T.Check]) under way at the first failure
+	// ("" when the scenario failed before naming one).
+	FailedCheck string `json:"failedCheck,omitempty"`
+	// Panicked says the scenario crashed; OverBudget that it ran out of
+	// its time budget (a hang, for --prove-failure).
+	Panicked   bool `json:"panicked,omitempty"`
+	OverBudget bool `json:"overBudget,omitempty"`
+	// ExpectedSkip says a skip was declared by the scenario (Slow without
+	// Options.Slow) rather than found at run time.
+	ExpectedSkip bool `json:"expectedSkip,omitempty"`
 }
 
 // runOne executes s with a time budget and returns its result.
@@ -177,11 +225,19 @@ func runScenario(ctx context.Context, target *Target, s Scenario, budget time.Du
 	t := &T{ctx: ctx, target: target, name: s.Name, slow: slow, names: map[string]string{}}
 	start := time.Now()
 	res = Result{Name: s.Name, Seed: s.Seed, Protocol: s.Protocol}
+	if s.Slow && !slow && !target.recording {
+		res.Status, res.ExpectedSkip = Skipped, true
+		res.Detail = "takes minutes; run with --slow"
+		return res, nil
+	}
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
 				if _, ok := r.(stopScenario); !ok {
 					t.Errorf("panic: %v\n%s", r, debug.Stack())
+					t.mu.Lock()
+					t.panicked = true
+					t.mu.Unlock()
 				}
 			}
 		}()
@@ -203,7 +259,9 @@ func runScenario(ctx context.Context, target *Target, s Scenario, budget time.Du
 		res.Status = Passed
 	}
 	res.Detail = strings.Join(t.detail, "; ")
+	res.FailedCheck, res.Panicked = t.firstBad, t.panicked
 	if ctx.Err() != nil && res.Status == Failed {
+		res.OverBudget = true
 		res.Detail += " (scenario time budget exhausted)"
 	}
 	return res, t.used

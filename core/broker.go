@@ -27,8 +27,9 @@ type Config struct {
 
 // Faults are test-only switches that make the broker non-conforming.
 type Faults struct {
-	IgnoreLockExpiry bool // locks never expire
-	BreakFIFO        bool // deliver the newest available message first
+	IgnoreLockExpiry    bool // locks never expire
+	BreakFIFO           bool // deliver the newest available message first
+	IgnoreMessageExpiry bool // messages never expire (time to live is stamped but not enforced)
 }
 
 func (c *Config) validate() error {

@@ -103,7 +103,7 @@ func (q *queue) tick(now int64) {
 			switch {
 			case r.state != StateDeferred && !q.isDeadLetter() && r.deliveryCount >= maxDC:
 				outOfDeliveries = append(outOfDeliveries, r)
-			case r.state != StateDeferred && r.expiresAt != 0 && r.expiresAt <= now && !q.isDeadLetter():
+			case r.state != StateDeferred && q.pastExpiry(r, now) && !q.isDeadLetter():
 				q.mu.expiring = append(q.mu.expiring, r)
 			default:
 				q.returnLocked(r)
@@ -156,4 +156,10 @@ func (q *queue) tick(now int64) {
 			q.mu.Unlock()
 		}
 	}
+}
+
+// pastExpiry reports whether r's time to live ended by now (never, with
+// the test-only fault IgnoreMessageExpiry).
+func (q *queue) pastExpiry(r *msgRec, now int64) bool {
+	return r.expiresAt != 0 && r.expiresAt <= now && !q.b.cfg.Faults.IgnoreMessageExpiry
 }

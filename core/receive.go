@@ -157,7 +157,7 @@ func (q *queue) takeLocked(now int64, mode ReceiveMode, max int, sess *session) 
 			h.push(r)
 			r = second
 		}
-		if r.expiresAt != 0 && r.expiresAt <= now && !q.isDeadLetter() {
+		if q.pastExpiry(r, now) && !q.isDeadLetter() {
 			q.mu.expiring = append(q.mu.expiring, r)
 			continue
 		}

@@ -305,7 +305,7 @@ func (q *queue) unlockSessionLocked(s *session, expired bool, now int64) []*msgR
 		case r.state == StateDeferred:
 		case expired && r.deliveryCount >= maxDC:
 			late = append(late, r)
-		case expired && r.expiresAt != 0 && r.expiresAt <= now:
+		case expired && q.pastExpiry(r, now):
 			q.mu.expiring = append(q.mu.expiring, r)
 		default:
 			s.avail.push(r)

@@ -166,7 +166,7 @@ func (q *queue) abandon(r *msgRec, st stateRec, o Outcome, now int64) error {
 		}
 	}
 	q.mu.Lock()
-	if r.expiresAt != 0 && r.expiresAt <= now && !q.isDeadLetter() && r.state != StateDeferred {
+	if q.pastExpiry(r, now) && !q.isDeadLetter() && r.state != StateDeferred {
 		q.mu.expiring = append(q.mu.expiring, r)
 		q.mu.Unlock()
 		q.kickExpiry()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strings"
 
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/conformance"
@@ -29,7 +28,7 @@ func runConformance(args []string) error {
 	predeclared := fs.Bool("predeclared", false, "use the entities of conformance/Config.json instead of creating them")
 	insecure := fs.Bool("insecure", false, "accept any TLS certificate on the HTTP endpoint")
 	cross := fs.Bool("cross-protocol", false, "the endpoint shares lock tokens between AMQP and REST (implied for in-process omnibus)")
-	prove := fs.Bool("prove-failure", false, "run against a deliberately broken in-process omnibus and require the matching scenarios to fail")
+	prove := fs.Bool("prove-failure", false, "inject one fault at a time into an in-process omnibus: every scenario claiming that fault must fail at its named check")
 	slow := fs.Bool("slow", false, "also run scenarios that take minutes (AutoDeleteOnIdle deletion)")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
@@ -45,7 +44,10 @@ func runConformance(args []string) error {
 	target := &conformance.Target{ConnectionString: *cs, HTTP: *httpBase, Predeclared: *predeclared,
 		InsecureTLS: *insecure, CrossProtocolLocks: *cross}
 	if *prove {
-		return proveFailure(target, opts, conformance.Format(*format))
+		if target.ConnectionString != "" {
+			return &exitError{code: 2, err: errors.New("--prove-failure starts its own fault-injected omnibus: give no --connection-string")}
+		}
+		return proveFailure(opts, conformance.Format(*format))
 	}
 	if target.ConnectionString == "" {
 		a, err := startInProcess(core.Faults{})
@@ -56,6 +58,9 @@ func runConformance(args []string) error {
 		target.ConnectionString = a.ConnectionString()
 		target.HTTP = "http://" + a.HTTPAddr().String()
 		target.CrossProtocolLocks = true
+		// An in-process omnibus has every feature the suite uses: a skip
+		// there means a scenario silently stopped testing.
+		opts.Strict = true
 	}
 	rep, err := conformance.Run(context.Background(), target, opts)
 	if err != nil {
@@ -75,41 +80,55 @@ func startInProcess(faults core.Faults) (*app.App, error) {
 	return app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Faults: faults})
 }
 
-// proveFailure shows the suite can fail: against omnibus with faults
-// injected, every scenario that claims to detect one of them must fail.
-func proveFailure(target *conformance.Target, opts conformance.Options, format conformance.Format) error {
-	faults := []conformance.Fault{conformance.FaultIgnoreLockExpiry, conformance.FaultBreakFIFO}
-	a, err := startInProcess(core.Faults{IgnoreLockExpiry: true, BreakFIFO: true})
+// proveFailure shows the suite can fail where it claims to: one fault at
+// a time, an in-process omnibus with only that fault runs every scenario
+// that claims to detect it, and each must fail at the check it names.
+func proveFailure(opts conformance.Options, format conformance.Format) error {
+	opts.Strict = true
+	start := func(f conformance.Fault) (*conformance.Target, func(), error) {
+		faults, err := coreFaults(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		a, err := startInProcess(faults)
+		if err != nil {
+			return nil, nil, err
+		}
+		target := &conformance.Target{ConnectionString: a.ConnectionString(), HTTP: "http://" + a.HTTPAddr().String(),
+			CrossProtocolLocks: true}
+		return target, func() { _ = a.Shutdown(context.Background()) }, nil
+	}
+	proofs, err := conformance.ProveFailure(context.Background(), conformance.AllFaults, start, opts)
 	if err != nil {
 		return err
 	}
-	defer a.Shutdown(context.Background())
-	target.ConnectionString = a.ConnectionString()
-	target.HTTP = "http://" + a.HTTPAddr().String()
-	target.CrossProtocolLocks = true
-	opts.Faults = faults
-	rep, err := conformance.Run(context.Background(), target, opts)
-	if err != nil {
+	for _, p := range proofs {
+		fmt.Printf("== omnibus with %s: these scenarios must fail, each at its named check\n\n", p.Fault)
+		if err := p.Report.Write(os.Stdout, format); err != nil {
+			return err
+		}
+		fmt.Println()
+	}
+	if err := conformance.WriteProofs(os.Stdout, proofs); err != nil {
 		return err
 	}
-	fmt.Printf("Fault-injected omnibus (%s): these scenarios must FAIL.\n\n", faultNames(faults))
-	if err := rep.Write(os.Stdout, format); err != nil {
-		return err
+	if unproved, total := conformance.Unproved(proofs); unproved > 0 || total == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("prove-failure: %d of %d claims not proved", unproved, total)}
 	}
-	passed, failed, skipped := rep.Counts()
-	if failed == 0 || passed+skipped > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("prove-failure: %d of %d fault-detecting scenarios did not fail", passed+skipped, len(rep.Results))}
-	}
-	fmt.Printf("prove-failure: all %d fault-detecting scenarios failed as they must\n", failed)
 	return nil
 }
 
-func faultNames(fs []conformance.Fault) string {
-	s := make([]string, len(fs))
-	for i, f := range fs {
-		s[i] = string(f)
+// coreFaults is the core switch that injects fault f.
+func coreFaults(f conformance.Fault) (core.Faults, error) {
+	switch f {
+	case conformance.FaultIgnoreLockExpiry:
+		return core.Faults{IgnoreLockExpiry: true}, nil
+	case conformance.FaultBreakFIFO:
+		return core.Faults{BreakFIFO: true}, nil
+	case conformance.FaultIgnoreMessageExpiry:
+		return core.Faults{IgnoreMessageExpiry: true}, nil
 	}
-	return strings.Join(s, ", ")
+	return core.Faults{}, fmt.Errorf("no core switch for fault %q", f)
 }
 
 func writeReport(rep *conformance.Report, format conformance.Format, out string) error {

@@ -1,0 +1,141 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// A Proof is what ProveFailure found for one fault: the report of the
+// scenarios that claim to detect it, run against an endpoint with only
+// that fault on, and the verdict on each.
+type Proof struct {
+	Fault    Fault
+	Report   *Report
+	Verdicts []Verdict
+}
+
+// Verdict says whether one scenario proved it detects a fault.
+type Verdict struct {
+	Scenario string
+	Check    string // the check that must notice the fault
+	Proved   bool
+	Why      string // what happened instead, when not proved
+}
+
+// ProveFailure shows that the suite can fail where it claims to: for
+// each fault in turn, start returns an endpoint with that fault (and no
+// other) switched on, and every scenario whose Detects names the fault
+// runs against it. A scenario proves its claim only if it fails, and its
+// first failure comes from the check its Detection names: passing,
+// skipping, failing at another check, crashing or running out of its
+// time budget all disprove it. opts.Faults is replaced; opts.Only still
+// narrows the selection.
+func ProveFailure(ctx context.Context, faults []Fault, start func(Fault) (*Target, func(), error), opts Options) ([]*Proof, error) {
+	var proofs []*Proof
+	for _, f := range faults {
+		target, stop, err := start(f)
+		if err != nil {
+			return proofs, fmt.Errorf("prove-failure: starting an endpoint with %s: %w", f, err)
+		}
+		o := opts
+		o.Faults = []Fault{f}
+		rep, err := Run(ctx, target, o)
+		stop()
+		if err != nil {
+			return proofs, err
+		}
+		p := &Proof{Fault: f, Report: rep}
+		byName := map[string]Scenario{}
+		for _, s := range Scenarios() {
+			byName[s.Name] = s
+		}
+		for _, res := range rep.Results {
+			d, _ := detection(byName[res.Name], f)
+			v := Verdict{Scenario: res.Name, Check: d.Check}
+			v.Proved, v.Why = judge(d, res)
+			p.Verdicts = append(p.Verdicts, v)
+		}
+		proofs = append(proofs, p)
+	}
+	return proofs, nil
+}
+
+// detection returns s's claim about fault f.
+func detection(s Scenario, f Fault) (Detection, bool) {
+	for _, d := range s.Detects {
+		if d.Fault == f {
+			return d, true
+		}
+	}
+	return Detection{}, false
+}
+
+// judge tells whether res, a run of a scenario with d's fault on, proves
+// the scenario detects it.
+func judge(d Detection, res Result) (bool, string) {
+	switch {
+	case res.Status == Passed:
+		return false, "passed: the fault went unnoticed"
+	case res.Status == Skipped:
+		return false, "skipped: " + res.Detail
+	case res.Panicked:
+		return false, "crashed: " + res.Detail
+	case res.OverBudget:
+		return false, "hung: ran out of its time budget: " + res.Detail
+	case res.FailedCheck != d.Check:
+		return false, fmt.Sprintf("failed at check %q, not %q: %s", res.FailedCheck, d.Check, res.Detail)
+	}
+	return true, ""
+}
+
+// Unproved counts the verdicts that did not prove their claim.
+func Unproved(proofs []*Proof) (unproved, total int) {
+	for _, p := range proofs {
+		for _, v := range p.Verdicts {
+			total++
+			if !v.Proved {
+				unproved++
+			}
+		}
+	}
+	return unproved, total
+}
+
+// WriteProofs prints, per fault, each claiming scenario with the check
+// that must notice it, the check that did, and the verdict.
+func WriteProofs(w io.Writer, proofs []*Proof) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAULT\tSCENARIO\tMUST FAIL AT\tFAILED AT\tTIME\tVERDICT")
+	for _, p := range proofs {
+		res := map[string]Result{}
+		for _, r := range p.Report.Results {
+			res[r.Name] = r
+		}
+		for _, v := range p.Verdicts {
+			r := res[v.Scenario]
+			at := r.FailedCheck
+			if r.Status != Failed {
+				at = "(" + string(r.Status) + ")"
+			}
+			verdict := "proved"
+			if !v.Proved {
+				verdict = "NOT PROVED: " + oneLine(v.Why, 200)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Fault, v.Scenario, v.Check, at, r.Duration.Round(time.Millisecond), verdict)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	unproved, total := Unproved(proofs)
+	var names []string
+	for _, p := range proofs {
+		names = append(names, fmt.Sprintf("%s: %d", p.Fault, len(p.Verdicts)))
+	}
+	_, err := fmt.Fprintf(w, "\n%d of %d claims proved (%s)\n", total-unproved, total, strings.Join(names, ", "))
+	return err
+}
