@@ -3,6 +3,7 @@ package amqpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -105,6 +106,8 @@ type Server struct {
 	b     *core.Broker
 	locks sessionRegistry
 
+	// quit is closed when Shutdown starts: listeners stop accepting.
+	quit chan struct{}
 	// ctx is cancelled by Shutdown; every connection derives from it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -114,7 +117,8 @@ type Server struct {
 
 	mu struct {
 		sync.Mutex // guards the fields below
-		listeners  map[net.Listener]struct{}
+		listeners  map[net.Listener]*listenerState
+		lost       []error // why listeners stopped other than by Shutdown
 		conns      map[*conn]struct{}
 		addr       net.Addr
 		closed     bool
@@ -126,9 +130,9 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, b: cfg.Broker, helpers: gopool.New(maxIdleHelpers)}
+	s := &Server{cfg: cfg, log: cfg.Logger, b: cfg.Broker, helpers: gopool.New(maxIdleHelpers), quit: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.mu.listeners = make(map[net.Listener]struct{})
+	s.mu.listeners = make(map[net.Listener]*listenerState)
 	s.mu.conns = make(map[*conn]struct{})
 	s.locks.init()
 	return s, nil
@@ -148,7 +152,11 @@ func (s *Server) ListenAndServe(addr string) error {
 }
 
 // Serve accepts connections on l until [Server.Shutdown] and serves each
-// in its own goroutine. It always returns a non-nil error and closes l;
+// in its own goroutine. A failed accept (EMFILE or ENFILE when the process
+// is out of descriptors, or any other error but the listener's closing) is
+// logged, rate-limited, and retried after a back-off that grows from 5 ms
+// to 1 s, as net/http does; [Server.Health] reports the listener as
+// failing meanwhile. Serve always returns a non-nil error and closes l;
 // after Shutdown the error is [ErrServerClosed].
 func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
@@ -157,7 +165,7 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return ErrServerClosed
 	}
-	s.mu.listeners[l] = struct{}{}
+	s.mu.listeners[l] = &listenerState{addr: l.Addr()}
 	if s.mu.addr == nil {
 		s.mu.addr = l.Addr()
 	}
@@ -169,27 +177,24 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 	}()
 
-	var backoff time.Duration
 	for {
 		nc, err := l.Accept()
 		if err != nil {
-			if s.ctx.Err() != nil {
+			if s.shuttingDown() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.Warn("accept failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
-				select {
-				case <-time.After(backoff):
-					continue
-				case <-s.ctx.Done():
-					return ErrServerClosed
-				}
+			if errors.Is(err, net.ErrClosed) {
+				s.mu.Lock()
+				s.mu.lost = append(s.mu.lost, fmt.Errorf("AMQP listener %s stopped: %w", l.Addr(), err))
+				s.mu.Unlock()
+				return err
 			}
-			return err
+			if !s.acceptFailed(l, err) {
+				return ErrServerClosed
+			}
+			continue
 		}
-		backoff = 0
+		s.accepted(l)
 		c := newConn(s, nc)
 		if !s.track(c) {
 			nc.Close()
@@ -199,6 +204,16 @@ func (s *Server) Serve(l net.Listener) error {
 			defer s.untrack(c)
 			c.serve(s.ctx)
 		})
+	}
+}
+
+// shuttingDown reports whether Shutdown has started.
+func (s *Server) shuttingDown() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -215,8 +230,11 @@ func (s *Server) Addr() net.Addr {
 // short). It returns ctx.Err() if the wait was cut short.
 func (s *Server) Shutdown(ctx context.Context) error {
 	defer s.helpers.Close() // helpers still running may finish; none waits idle
-	s.cancel()
 	s.mu.Lock()
+	if !s.mu.closed {
+		close(s.quit)
+	}
+	s.cancel()
 	s.mu.closed = true
 	for l := range s.mu.listeners {
 		l.Close()
