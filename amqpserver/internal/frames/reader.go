@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 )
@@ -12,11 +13,12 @@ import (
 // enforcing a maximum frame size before allocating a frame's body.
 //
 // A Reader buffers its input, so once created it must be the only reader of
-// the underlying stream. It is not safe for concurrent use; a connection's
-// reader goroutine owns it.
+// the underlying stream. Its read methods are not safe for concurrent use (a
+// connection's reader goroutine owns them), but [Reader.SetMaxFrameSize] and
+// [Reader.MaxFrameSize] may be called from any goroutine.
 type Reader struct {
 	r   *bufio.Reader
-	max uint32 // largest acceptable frame size, header included
+	max atomic.Uint32 // largest acceptable frame size, header included
 	hdr [HeaderSize]byte
 }
 
@@ -30,14 +32,17 @@ func NewReader(r io.Reader, maxFrameSize uint32) *Reader {
 }
 
 // SetMaxFrameSize changes the maximum frame size, for example to the value
-// the server advertised in its open. Values below [MinMaxFrameSize] are
-// raised to it.
+// the server advertised in its open, or to a small size until a connection
+// is authorized and back up once it is. Values below [MinMaxFrameSize] are
+// raised to it. It is safe to call while another goroutine is inside
+// [Reader.ReadFrame]: the new limit applies from the next frame header the
+// Reader parses (a frame whose header was already checked is read whole).
 func (r *Reader) SetMaxFrameSize(n uint32) {
-	r.max = max(n, MinMaxFrameSize)
+	r.max.Store(max(n, MinMaxFrameSize))
 }
 
 // MaxFrameSize returns the current maximum frame size.
-func (r *Reader) MaxFrameSize() uint32 { return r.max }
+func (r *Reader) MaxFrameSize() uint32 { return r.max.Load() }
 
 // ReadProtocolHeader reads an 8-byte protocol header. See
 // [ParseProtocolHeader] for how to handle a mismatching one.
@@ -66,8 +71,8 @@ func (r *Reader) ReadFrame() (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	if h.Size > r.max {
-		return Frame{}, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, h.Size, r.max)
+	if limit := r.max.Load(); h.Size > limit {
+		return Frame{}, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, h.Size, limit)
 	}
 	// A fresh slice per frame: decoded transfers alias it (Payload), so it
 	// must not be reused for the next frame.

@@ -111,3 +111,60 @@ func TestReaderPayloadNotReused(t *testing.T) {
 		t.Errorf("first payload changed to % x by the second read", p)
 	}
 }
+
+// TestReaderMaxFrameSizeAtRunTime lowers and raises the limit between
+// frames, as a server does before and after a connection is authorized.
+func TestReaderMaxFrameSizeAtRunTime(t *testing.T) {
+	small := mustWrite(t, Frame{Body: &Transfer{Handle: 0, Payload: make([]byte, 100)}})
+	big := mustWrite(t, Frame{Body: &Transfer{Handle: 0, Payload: make([]byte, 2000)}})
+
+	r := NewReader(bytes.NewReader(append(append([]byte{}, small...), big...)), 65536)
+	r.SetMaxFrameSize(600)
+	if got := r.MaxFrameSize(); got != 600 {
+		t.Fatalf("MaxFrameSize after lowering = %d, want 600", got)
+	}
+	if _, err := r.ReadFrame(); err != nil {
+		t.Fatalf("small frame under the lowered limit: %v", err)
+	}
+	if _, err := r.ReadFrame(); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("big frame under the lowered limit: %v, want ErrFrameTooLarge", err)
+	}
+
+	r.SetMaxFrameSize(100) // below the protocol minimum
+	if got := r.MaxFrameSize(); got != MinMaxFrameSize {
+		t.Errorf("MaxFrameSize after asking for 100 = %d, want %d", got, MinMaxFrameSize)
+	}
+}
+
+// TestReaderMaxFrameSizeFromAnotherGoroutine raises the limit while the
+// reader goroutine is blocked waiting for the next frame (the race detector
+// checks the hand-over); the frame that follows is judged by the new limit.
+func TestReaderMaxFrameSizeFromAnotherGoroutine(t *testing.T) {
+	big := mustWrite(t, Frame{Body: &Transfer{Handle: 0, Payload: make([]byte, 2000)}})
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	r := NewReader(pr, 512)
+	got := make(chan error, 1)
+	go func() {
+		_, err := r.ReadFrame()
+		got <- err
+	}()
+	r.SetMaxFrameSize(4096)
+	if _, err := pw.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("frame after raising the limit: %v", err)
+	}
+
+	go func() {
+		_, err := r.ReadFrame()
+		got <- err
+	}()
+	r.SetMaxFrameSize(512)
+	go pw.Write(big) // returns at the latest when the pipe is closed below
+	if err := <-got; !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("frame after lowering the limit: %v, want ErrFrameTooLarge", err)
+	}
+	pw.CloseWithError(io.ErrClosedPipe)
+}
