@@ -21,6 +21,7 @@ type connAuth struct {
 		open       bool     // no validator: every right everywhere
 		rule       sas.Rule // SASL PLAIN login; zero Rule when none
 		plain      bool
+		granted    bool // a put-token has been accepted
 		grants     []grant
 	}
 }
@@ -63,6 +64,38 @@ func (a *connAuth) add(path string, rights sas.Rights, expires time.Time) {
 		}
 	}
 	a.mu.grants = append(kept, grant{path: path, rights: rights, expires: expires})
+	a.mu.granted = true
+}
+
+// authenticated reports whether the connection has presented a
+// credential: a SASL PLAIN login, a put-token accepted (even one that
+// has lapsed since), or any at all when the server has no validator.
+func (a *connAuth) authenticated() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mu.open || a.mu.plain || a.mu.granted
+}
+
+// usesGrants reports whether the connection's rights come from $cbs
+// grants alone, so that they can lapse.
+func (a *connAuth) usesGrants() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return !a.mu.open && !a.mu.plain
+}
+
+// nextExpiry returns the earliest expiry of a grant still live.
+func (a *connAuth) nextExpiry() (time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	var next time.Time
+	for _, g := range a.mu.grants {
+		if g.expires.After(now) && (next.IsZero() || g.expires.Before(next)) {
+			next = g.expires
+		}
+	}
+	return next, !next.IsZero()
 }
 
 // allows reports whether the connection holds all the rights in need for

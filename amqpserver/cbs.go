@@ -2,6 +2,7 @@ package amqpserver
 
 import (
 	"strings"
+	"time"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
@@ -42,8 +43,10 @@ func (l *link) putToken(p *partial) {
 
 // cbsPutToken validates a put-token request and returns the status code
 // and description of the reply: 202 with the grant recorded, 400 for a
-// malformed request, 404 when the audience names no entity, 401 when the
-// token does not verify.
+// malformed request, 401 when the token does not verify, and 404 when it
+// does but the audience names no entity. The first grant lifts the
+// connection's pre-authentication limits; each re-arms the check of its
+// links' grants (lifetime.go).
 func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
 	op, _ := appString(req, "operation")
 	if op != cbsOperation {
@@ -56,6 +59,22 @@ func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
 	}
 	path := audiencePath(name)
 	entity := strings.TrimSuffix(path, "/$management")
+	v := c.srv.cfg.Auth
+	var rights sas.Rights
+	var expires time.Time
+	if v != nil {
+		// The token first: a peer without a valid one learns nothing
+		// about which entities exist.
+		var err error
+		if rights, err = v.Validate(token, path, 0); err != nil {
+			return 401, description(err)
+		}
+		t, err := sas.Parse(token)
+		if err != nil {
+			return 401, description(err)
+		}
+		expires = t.ExpiresAt().Add(v.ClockSkew())
+	}
 	if entity != "" {
 		if e := c.srv.checkEntity(entity); e != nil {
 			if e.Condition == frames.CondNotFound {
@@ -64,19 +83,15 @@ func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
 			return 500, e.Description
 		}
 	}
-	v := c.srv.cfg.Auth
 	if v == nil {
 		return cbsStatusOK, "Accepted"
 	}
-	rights, err := v.Validate(token, path, 0)
-	if err != nil {
-		return 401, description(err)
+	first := !c.authenticated()
+	c.auth.add(path, rights, expires)
+	if first {
+		c.credentialAccepted()
 	}
-	t, err := sas.Parse(token)
-	if err != nil {
-		return 401, description(err)
-	}
-	c.auth.add(path, rights, t.ExpiresAt().Add(sas.DefaultClockSkew))
+	c.armLifetime()
 	return cbsStatusOK, "Accepted"
 }
 

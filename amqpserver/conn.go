@@ -64,6 +64,11 @@ type conn struct {
 	nextTicket uint64
 	owed       map[uint64]struct{}
 	waits      []owedWait
+
+	// Lifetime (lifetime.go), owned by serve, then run.
+	authDeadline time.Time   // no credential by then: close; zero once authenticated
+	lifeTimer    *time.Timer // fires at authDeadline or the next grant expiry
+	opened       bool        // past the handshake; guarded by srv.mu
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -72,7 +77,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		srv:      s,
 		nc:       nc,
 		log:      s.log.With(zap.String("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
-		rd:       frames.NewReader(nc, s.cfg.MaxFrameSize),
+		rd:       frames.NewReader(nc, s.cfg.PreAuthMaxFrameSize),
 		auth:     newConnAuth(s.cfg.Now),
 		in:       newInbox(),
 		ob:       newOutbox(),
@@ -91,7 +96,16 @@ func (c *conn) serve(parent context.Context) {
 			c.log.Error("panic serving connection", zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 		}
 	}()
-	c.nc.SetDeadline(time.Now().Add(defaultHandshakeTimeout))
+	deadline := time.Now().Add(defaultHandshakeTimeout)
+	if c.srv.cfg.Auth != nil {
+		c.authDeadline = time.Now().Add(c.srv.cfg.AuthTimeout)
+		if c.authDeadline.Before(deadline) {
+			deadline = c.authDeadline
+		}
+	} else {
+		c.credentialAccepted()
+	}
+	c.nc.SetDeadline(deadline)
 	if err := c.handshake(); err != nil {
 		if !errors.Is(err, io.EOF) {
 			c.log.Debug("handshake failed", zap.Error(err))
@@ -102,8 +116,8 @@ func (c *conn) serve(parent context.Context) {
 
 	c.ctx, c.cancel = context.WithCancel(parent)
 	defer c.cancel()
-	if max := c.srv.cfg.MaxConnections; max > 0 && c.srv.connCount() > max {
-		c.writeNow(&frames.Close{Error: errorf(frames.CondResourceLimitExceeded, "The maximum of %d connections is reached.", max)})
+	if e := c.srv.opened(c); e != nil {
+		c.writeNow(&frames.Close{Error: e})
 		return
 	}
 
@@ -188,6 +202,8 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 		defer t.Stop()
 		beat = t.C
 	}
+	c.startLifetime()
+	defer c.lifeTimer.Stop()
 	defer func() {
 		for _, s := range c.local {
 			s.release()
@@ -201,6 +217,8 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 			c.runPosted()
 		case <-beat:
 			frames.WriteHeartbeat(&c.pending)
+		case <-c.lifeTimer.C:
+			err = c.lifetimeCheck()
 		case rerr := <-readErr:
 			err = c.readFailed(rerr)
 			c.flush()

@@ -69,9 +69,30 @@
 //     every other first-mode receiver is receive-and-delete.
 //   - Attaching to <entity>/$management needs any right on it; each
 //     operation then checks the right it needs.
-//   - A put-token grant lasts until the token's expiry plus
-//     sas.DefaultClockSkew; links already attached are not cut when it
-//     lapses.
+//   - A put-token grant lasts until the token's expiry plus the
+//     validator's clock skew (the time an expired token is still
+//     accepted). A link attached on grants is detached with
+//     amqp:unauthorized-access once the connection no longer holds the
+//     right it was attached with, so a token renewed before it lapses
+//     keeps its links (lifetime.go).
+//   - Until it presents a credential (a SASL PLAIN login or a valid
+//     put-token), a connection may send frames up to
+//     Config.PreAuthMaxFrameSize, hold Config.PreAuthMaxLinks sessions and
+//     links, and attach only to $cbs; it is closed with
+//     amqp:unauthorized-access Config.AuthTimeout (20 s, as Service Bus)
+//     after accept. Put-token requests are capped at
+//     Config.MaxCBSMessageSize and rejected with
+//     amqp:link:message-size-exceeded above it.
+//   - Rights are checked before an entity is looked up, at attach and at
+//     put-token (401 for a bad token whether or not the entity exists):
+//     a peer without a key learns nothing about which entities exist.
+//   - MaxConnections (default 5,000, Service Bus's quota) and
+//     MaxPendingConnections are checked at accept, and Config.Admit is
+//     asked there; a refused peer gets SASL (accepted without looking),
+//     our open and a close saying why: amqp:resource-limit-exceeded for
+//     the caps, amqp:unauthorized-access for Admit (admit.go).
+//   - A failed accept never ends Serve: it is retried with a back-off
+//     (listener.go), and Server.Health reports the listener meanwhile.
 //   - Frames above our max-frame-size close the connection with
 //     amqp:frame-size-too-small, undecodable frames with amqp:decode-error,
 //     a peer silent past our idle timeout with

@@ -56,6 +56,7 @@ func (c *conn) stateProtocolHeader() (stateFunc, error) {
 		return c.stateSASLInit, nil
 	case h == frames.AMQPHeader && c.srv.cfg.Auth == nil:
 		c.auth.allowAll()
+		c.credentialAccepted()
 		return c.stateReplyAMQPHeader, nil
 	}
 	c.writeHeader(frames.SASLHeader)
@@ -77,6 +78,9 @@ func (c *conn) stateSASLInit() (stateFunc, error) {
 		c.log.Info("SASL authentication failed", zap.String("mechanism", string(init.Mechanism)), zap.Error(err))
 		c.writeNow(&frames.SASLOutcome{Code: frames.SASLAuth})
 		return nil, err
+	}
+	if c.authenticated() {
+		c.credentialAccepted()
 	}
 	if err := c.writeNow(&frames.SASLOutcome{Code: frames.SASLOK}); err != nil {
 		return nil, err

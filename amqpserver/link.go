@@ -44,6 +44,11 @@ type link struct {
 	rcv        frames.ReceiverSettleMode
 	attached   bool // our attach has been sent
 	detached   bool // detach sent or received; the link is gone
+	// need is the right the link was attached with and keeps needing
+	// (any one of them when needAny); 0 for $cbs. See authorizeAttach
+	// and lifetimeCheck.
+	need    sas.Rights
+	needAny bool
 
 	in  *inLink
 	out *outLink
@@ -80,36 +85,30 @@ func (s *session) handleAttach(a *frames.Attach) error {
 		l.out = &outLink{}
 	}
 	l.kind, l.entity = classify(l.address)
+	if e := s.c.authorizeAttach(l); e != nil {
+		l.refuse(a, e)
+		return nil
+	}
 
 	switch l.kind {
 	case nodeCBS:
+		if l.in != nil {
+			l.in.maxSize = s.c.srv.cfg.MaxCBSMessageSize
+		}
 		l.attach(a, nil)
 	case nodeManagement:
 		if e := s.c.srv.checkEntity(l.entity); e != nil {
 			l.refuse(a, e)
 			return nil
 		}
-		if !s.c.auth.allowsAny(l.address, sas.Manage|sas.Send|sas.Listen) {
-			l.refuse(a, errorf(frames.CondUnauthorizedAccess, "Unauthorized access to '%s'. Put a token on $cbs first.", l.address))
-			return nil
-		}
 		l.attach(a, nil)
 	default:
-		need := sas.Send
-		if l.out != nil {
-			need = sas.Listen
-		}
 		if e := s.c.srv.checkEntity(l.entity); e != nil {
 			l.refuse(a, e)
 			return nil
 		}
 		if e := s.c.srv.checkDirection(l.entity, l.in != nil); e != nil {
 			l.refuse(a, e)
-			return nil
-		}
-		if !s.c.auth.allows(l.entity, need) {
-			l.refuse(a, errorf(frames.CondUnauthorizedAccess,
-				"Unauthorized access. '%s' claim(s) are required to perform this operation. Resource: '%s'.", need, l.entity))
 			return nil
 		}
 		if l.in != nil {

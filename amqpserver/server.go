@@ -30,6 +30,32 @@ const (
 	defaultHandleMax            = 4095
 )
 
+// Defaults of the connection-lifetime limits in [Config]. The cloud
+// service's where it has one.
+const (
+	// DefaultMaxConnections is Service Bus's quota of concurrent AMQP
+	// connections per namespace (Standard tier).
+	DefaultMaxConnections = 5000
+	// DefaultMaxPendingConnections bounds sockets still in the AMQP
+	// handshake.
+	DefaultMaxPendingConnections = 5000
+	// DefaultAuthTimeout is how long Service Bus lets a connection go
+	// without a valid token before it drops it.
+	DefaultAuthTimeout = 20 * time.Second
+	// DefaultPreAuthMaxFrameSize is the largest frame a connection may
+	// send before it is authenticated.
+	DefaultPreAuthMaxFrameSize = 16 << 10
+	// DefaultPreAuthMaxLinks bounds the sessions, and the links, a
+	// connection may hold before it is authenticated.
+	DefaultPreAuthMaxLinks = 8
+	// DefaultMaxCBSMessageSize caps a put-token request: a SAS token for
+	// the longest entity path is under 2 KiB.
+	DefaultMaxCBSMessageSize = 8 << 10
+	// DefaultTokenCheckInterval is the longest a connection goes without
+	// checking its tokens' expiry.
+	DefaultTokenCheckInterval = time.Minute
+)
+
 // Config configures a [Server]. The zero value of every field but Broker
 // means its default.
 type Config struct {
@@ -41,10 +67,44 @@ type Config struct {
 	// authentication: every connection may do everything (a development
 	// mode; the emulator always has keys).
 	Auth *sas.Validator
-	// MaxConnections caps concurrent connections; 0 means unlimited.
-	// Connections above the cap are closed right after the handshake with
-	// amqp:resource-limit-exceeded.
+	// MaxConnections caps concurrent connections past the handshake
+	// (open exchanged); 0 means [DefaultMaxConnections], a negative value
+	// no cap. Checked at accept: a peer over the cap gets the handshake,
+	// then a close with amqp:resource-limit-exceeded.
 	MaxConnections int
+	// MaxPendingConnections caps sockets accepted but not yet through
+	// the handshake; 0 means [DefaultMaxPendingConnections], a negative
+	// value no cap. Checked at accept, answered like MaxConnections.
+	MaxPendingConnections int
+	// Admit, when set, is asked about every accepted peer before anything
+	// is read from it. A non-nil error refuses the peer: it gets the
+	// handshake, then a close with amqp:unauthorized-access whose
+	// description is the error's text (protected mode uses it).
+	Admit func(remote net.Addr) error
+	// AuthTimeout is how long, from accept, a connection may go without
+	// a credential: a SASL PLAIN login or a valid $cbs token. A
+	// connection without one by then is closed with
+	// amqp:unauthorized-access (as Service Bus does after 20 s). 0 means
+	// [DefaultAuthTimeout]. Without Auth there is no such deadline.
+	AuthTimeout time.Duration
+	// PreAuthMaxFrameSize is the largest frame accepted before the
+	// connection is authenticated (SASL frames, open, and everything up
+	// to the first valid token); a larger one closes the connection with
+	// amqp:frame-size-too-small. 0 means [DefaultPreAuthMaxFrameSize].
+	PreAuthMaxFrameSize uint32
+	// PreAuthMaxLinks bounds the sessions, and separately the links, a
+	// connection may hold before it is authenticated. 0 means
+	// [DefaultPreAuthMaxLinks].
+	PreAuthMaxLinks int
+	// MaxCBSMessageSize caps a put-token request on $cbs; a larger one is
+	// rejected with amqp:link:message-size-exceeded and its bytes are
+	// not kept. 0 means [DefaultMaxCBSMessageSize].
+	MaxCBSMessageSize uint64
+	// TokenCheckInterval is the longest a connection holding $cbs grants
+	// goes between checks of their expiry. The check also runs when the
+	// earliest grant lapses, so this only bounds how long a change of the
+	// clock (Now) goes unseen. 0 means [DefaultTokenCheckInterval].
+	TokenCheckInterval time.Duration
 	// IdleTimeout is the idle-time-out the server advertises in its open:
 	// a peer silent for longer is disconnected. Default
 	// [DefaultIdleTimeout].
@@ -71,8 +131,26 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	if c.MaxConnections < 0 {
-		return errors.New("amqpserver: Config.MaxConnections is negative")
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxPendingConnections == 0 {
+		c.MaxPendingConnections = DefaultMaxPendingConnections
+	}
+	if c.AuthTimeout < 0 || c.TokenCheckInterval < 0 || c.PreAuthMaxLinks < 0 {
+		return errors.New("amqpserver: Config.AuthTimeout, TokenCheckInterval and PreAuthMaxLinks must not be negative")
+	}
+	if c.AuthTimeout == 0 {
+		c.AuthTimeout = DefaultAuthTimeout
+	}
+	if c.TokenCheckInterval == 0 {
+		c.TokenCheckInterval = DefaultTokenCheckInterval
+	}
+	if c.PreAuthMaxLinks == 0 {
+		c.PreAuthMaxLinks = DefaultPreAuthMaxLinks
+	}
+	if c.MaxCBSMessageSize == 0 {
+		c.MaxCBSMessageSize = DefaultMaxCBSMessageSize
 	}
 	if c.IdleTimeout < 0 {
 		return errors.New("amqpserver: Config.IdleTimeout is negative")
@@ -84,6 +162,10 @@ func (c *Config) validate() error {
 		c.MaxFrameSize = DefaultMaxFrameSize
 	}
 	c.MaxFrameSize = max(c.MaxFrameSize, 512)
+	if c.PreAuthMaxFrameSize == 0 {
+		c.PreAuthMaxFrameSize = DefaultPreAuthMaxFrameSize
+	}
+	c.PreAuthMaxFrameSize = min(max(c.PreAuthMaxFrameSize, 512), c.MaxFrameSize)
 	if c.MaxMessageSize == 0 {
 		c.MaxMessageSize = DefaultMaxMessageSize
 	}
@@ -120,6 +202,11 @@ type Server struct {
 		listeners  map[net.Listener]*listenerState
 		lost       []error // why listeners stopped other than by Shutdown
 		conns      map[*conn]struct{}
+		pending    int                   // conns still in the handshake
+		open       int                   // conns past it
+		refusing   map[net.Conn]struct{} // refusals being answered (see refuse)
+		refused    int                   // refusals not logged yet
+		refusedLog time.Time
 		addr       net.Addr
 		closed     bool
 	}
@@ -134,6 +221,7 @@ func New(cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]*listenerState)
 	s.mu.conns = make(map[*conn]struct{})
+	s.mu.refusing = make(map[net.Conn]struct{})
 	s.locks.init()
 	return s, nil
 }
@@ -195,15 +283,9 @@ func (s *Server) Serve(l net.Listener) error {
 			continue
 		}
 		s.accepted(l)
-		c := newConn(s, nc)
-		if !s.track(c) {
-			nc.Close()
+		if !s.admit(nc) {
 			return ErrServerClosed
 		}
-		s.wg.Go(func() {
-			defer s.untrack(c)
-			c.serve(s.ctx)
-		})
 	}
 }
 
@@ -239,6 +321,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for l := range s.mu.listeners {
 		l.Close()
 	}
+	for nc := range s.mu.refusing {
+		nc.SetDeadline(time.Now()) // a refusal has nothing to finish
+	}
 	s.mu.Unlock()
 
 	done := make(chan struct{})
@@ -258,30 +343,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Unlock()
 		return ctx.Err()
 	}
-}
-
-// track registers c; false when the server is shutting down.
-func (s *Server) track(c *conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mu.closed {
-		return false
-	}
-	s.mu.conns[c] = struct{}{}
-	return true
-}
-
-func (s *Server) untrack(c *conn) {
-	s.mu.Lock()
-	delete(s.mu.conns, c)
-	s.mu.Unlock()
-}
-
-// connCount returns the number of live connections.
-func (s *Server) connCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.mu.conns)
 }
 
 // host is the namespace host used in Service Bus style descriptions.

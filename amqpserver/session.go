@@ -47,6 +47,9 @@ func (c *conn) handleBegin(ch uint16, b *frames.Begin) error {
 	if c.sessions[ch] != nil {
 		return closeWith(frames.CondNotAllowed, "channel %d already has a session", ch)
 	}
+	if err := c.admitSession(); err != nil {
+		return err
+	}
 	s := &session{
 		c:                    c,
 		ch:                   ch,

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/omnibusmq/omnibus/amqpserver"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 )
 
@@ -30,11 +31,20 @@ func serve(args []string) error {
 	fs.StringVar(&o.TLSKey, "tls-key", "", "HTTPS private key PEM")
 	fs.StringVar(&o.KeyName, "key-name", app.DefaultKeyName, "shared access key name (Manage rights)")
 	fs.StringVar(&o.Key, "key", app.DefaultKey, "shared access key")
-	fs.IntVar(&o.MaxConnections, "max-connections", 0, "maximum concurrent AMQP connections (0: unlimited)")
+	// AMQP connection limits (amqpserver.Config).
+	fs.IntVar(&o.MaxConnections, "max-connections", amqpserver.DefaultMaxConnections, "maximum concurrent AMQP connections, checked at accept (0: unlimited)")
+	fs.IntVar(&o.MaxPendingConnections, "max-pending-connections", amqpserver.DefaultMaxPendingConnections, "maximum sockets in the AMQP handshake at once (0: unlimited)")
+	fs.DurationVar(&o.AuthTimeout, "amqp-auth-timeout", amqpserver.DefaultAuthTimeout, "time an AMQP connection has, from accept, to log in or put a valid token on $cbs")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
+	}
+	// On the command line 0 means no cap; in app.Options it means the default.
+	for _, n := range []*int{&o.MaxConnections, &o.MaxPendingConnections} {
+		if *n == 0 {
+			*n = -1
+		}
 	}
 	log, err := newLogger(*level)
 	if err != nil {

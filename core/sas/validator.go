@@ -93,6 +93,11 @@ func NewValidator(cfg Config) (*Validator, error) {
 	return v, nil
 }
 
+// ClockSkew returns how long after its expiry a token is still accepted.
+// A grant made on a token's strength should last as long (token expiry
+// plus ClockSkew), so that a token accepted again would be accepted now.
+func (v *Validator) ClockSkew() time.Duration { return v.skew }
+
 // Validate checks a token presented for the entity at entityPath (for
 // example "q1", "t/Subscriptions/s", "$Resources/Queues", or "" for the
 // namespace) and needing the rights need. In order it checks that the token

@@ -46,10 +46,14 @@ type Options struct {
 	TLSKey         string
 	KeyName        string
 	Key            string
-	MaxConnections int // AMQP connections; 0 = unlimited
+	MaxConnections int // AMQP connections; 0 = default (5000), < 0 = no cap
 	Logger         *zap.Logger
 	Clock          clock.Clock // default real time
 	Faults         core.Faults // test-only non-conformance switches
+
+	// More AMQP connection limits; zero means amqpserver's default.
+	MaxPendingConnections int           // sockets in the handshake; < 0 = no cap
+	AuthTimeout           time.Duration // from accept to a login or a valid $cbs token
 }
 
 func (o *Options) setDefaults() {

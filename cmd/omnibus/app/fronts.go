@@ -23,7 +23,8 @@ func (a *App) startFronts() error {
 	o := a.opts
 	if !disabled(o.AMQPAddr) {
 		srv, err := amqpserver.New(amqpserver.Config{Broker: a.Broker, Logger: o.Logger.Named("amqp"),
-			Auth: a.Auth, MaxConnections: o.MaxConnections})
+			Auth: a.Auth, MaxConnections: o.MaxConnections, MaxPendingConnections: o.MaxPendingConnections,
+			AuthTimeout: o.AuthTimeout})
 		if err != nil {
 			return err
 		}
