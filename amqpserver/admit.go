@@ -70,11 +70,14 @@ func (s *Server) tooManyConnections() *frames.Error {
 }
 
 // opened moves c from the handshake to the open connections, unless that
-// would exceed MaxConnections (other handshakes finished first): then it
-// returns the error to close c with.
+// would exceed MaxConnections (other handshakes finished first) or the
+// server is shutting down: then it returns the error to close c with.
 func (s *Server) opened(c *conn) *frames.Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.mu.closed {
+		return errorf(frames.CondConnectionForced, "The server is shutting down.")
+	}
 	if s.cfg.MaxConnections > 0 && s.mu.open >= s.cfg.MaxConnections {
 		return s.tooManyConnections()
 	}

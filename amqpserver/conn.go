@@ -65,6 +65,10 @@ type conn struct {
 	owed       map[uint64]struct{}
 	waits      []owedWait
 
+	// Shutdown (drain.go).
+	draining bool        // owned by run: answering what was read, then closing
+	stopRead atomic.Bool // readLoop reads no further frame
+
 	// Lifetime (lifetime.go), owned by serve, then run.
 	authDeadline time.Time   // no credential by then: close; zero once authenticated
 	lifeTimer    *time.Timer // fires at authDeadline or the next grant expiry
@@ -154,6 +158,9 @@ func (c *conn) readLoop(frc chan<- frames.Frame) error {
 	idle := c.srv.cfg.IdleTimeout
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(idle))
+		if c.stopRead.Load() {
+			return errReadStopped
+		}
 		fr, err := c.rd.ReadFrame()
 		if err != nil {
 			return err
@@ -204,6 +211,7 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 	}
 	c.startLifetime()
 	defer c.lifeTimer.Stop()
+	quit := c.srv.quit
 	defer func() {
 		for _, s := range c.local {
 			s.release()
@@ -219,7 +227,15 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 			frames.WriteHeartbeat(&c.pending)
 		case <-c.lifeTimer.C:
 			err = c.lifetimeCheck()
+		case <-quit:
+			quit = nil
+			c.startDrain()
 		case rerr := <-readErr:
+			if c.readStopped(rerr) {
+				readErr = nil
+				err = c.finishDrain(frc)
+				break
+			}
 			err = c.readFailed(rerr)
 			c.flush()
 			return err

@@ -93,6 +93,10 @@
 //     the caps, amqp:unauthorized-access for Admit (admit.go).
 //   - A failed accept never ends Serve: it is retried with a back-off
 //     (listener.go), and Server.Health reports the listener meanwhile.
+//   - Shutdown drains (drain.go): a connection stops reading, handles the
+//     frames already read, writes every answer owed (owed.go), then
+//     closes with amqp:connection:forced; stored sends are never left
+//     unanswered.
 //   - Frames above our max-frame-size close the connection with
 //     amqp:frame-size-too-small, undecodable frames with amqp:decode-error,
 //     a peer silent past our idle timeout with

@@ -306,23 +306,30 @@ func (s *Server) Addr() net.Addr {
 	return s.mu.addr
 }
 
-// Shutdown stops accepting, asks every connection to close with
-// amqp:connection:forced, and waits for their goroutines until ctx is
-// done. In-flight sends finish first (a send's durability is never cut
-// short). It returns ctx.Err() if the wait was cut short.
+// Shutdown stops accepting and drains every connection (drain.go): it
+// stops reading, answers every transfer and settlement it had already
+// taken (once durable, as always), then closes with
+// amqp:connection:forced. Sockets still in the handshake are closed at
+// once: nothing was taken from them. Shutdown waits for the connections
+// until ctx is done; then it cuts the remaining ones (sends already
+// handed to the broker still finish) and returns ctx.Err().
 func (s *Server) Shutdown(ctx context.Context) error {
 	defer s.helpers.Close() // helpers still running may finish; none waits idle
 	s.mu.Lock()
 	if !s.mu.closed {
 		close(s.quit)
 	}
-	s.cancel()
 	s.mu.closed = true
 	for l := range s.mu.listeners {
 		l.Close()
 	}
 	for nc := range s.mu.refusing {
 		nc.SetDeadline(time.Now()) // a refusal has nothing to finish
+	}
+	for c := range s.mu.conns {
+		if !c.opened {
+			c.nc.Close()
+		}
 	}
 	s.mu.Unlock()
 
@@ -333,9 +340,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		s.cancel()
 		return nil
 	case <-ctx.Done():
 		// Cut the remaining connections hard.
+		s.cancel()
 		s.mu.Lock()
 		for c := range s.mu.conns {
 			c.nc.Close()
