@@ -17,7 +17,7 @@ import (
 // fakeNow is a clock the test moves forward: real time plus an offset.
 type fakeNow struct{ offset atomic.Int64 }
 
-func (f *fakeNow) Now() time.Time           { return time.Now().Add(time.Duration(f.offset.Load())) }
+func (f *fakeNow) Now() time.Time          { return time.Now().Add(time.Duration(f.offset.Load())) }
 func (f *fakeNow) advance(d time.Duration) { f.offset.Add(int64(d)) }
 
 // newExpiryServer starts a server whose token clock (validator and
