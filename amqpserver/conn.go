@@ -72,6 +72,7 @@ type conn struct {
 	// Lifetime (lifetime.go), owned by serve, then run.
 	authDeadline time.Time   // no credential by then: close; zero once authenticated
 	lifeTimer    *time.Timer // fires at authDeadline or the next grant expiry
+	lifeArmed    bool        // lifeTimer is set
 	opened       bool        // past the handshake; guarded by srv.mu
 }
 

@@ -74,7 +74,9 @@
 //     accepted). A link attached on grants is detached with
 //     amqp:unauthorized-access once the connection no longer holds the
 //     right it was attached with, so a token renewed before it lapses
-//     keeps its links (lifetime.go).
+//     keeps its links (lifetime.go). A connection whose tokens all
+//     lapsed keeps its session and $cbs links and may put a new token:
+//     the 20 s deadline applies only until the first credential.
 //   - Until it presents a credential (a SASL PLAIN login or a valid
 //     put-token), a connection may send frames up to
 //     Config.PreAuthMaxFrameSize, hold Config.PreAuthMaxLinks sessions and

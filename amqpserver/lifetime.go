@@ -62,15 +62,18 @@ func (c *conn) armLifetime() {
 		}
 	default:
 		c.lifeTimer.Stop()
+		c.lifeArmed = false
 		return
 	}
 	c.lifeTimer.Reset(max(wait, time.Millisecond))
+	c.lifeArmed = true
 }
 
 // lifetimeCheck runs when the lifetime timer fires: it closes a
 // connection past its authentication deadline and detaches links whose
 // grants lapsed, then re-arms the timer.
 func (c *conn) lifetimeCheck() error {
+	c.lifeArmed = false
 	if !c.authDeadline.IsZero() && !time.Now().Before(c.authDeadline) {
 		c.log.Debug("no credential within the authentication timeout", zap.Duration("timeout", c.srv.cfg.AuthTimeout))
 		return closeWith(frames.CondUnauthorizedAccess,
@@ -152,8 +155,8 @@ func (c *conn) authorizeAttach(l *link) *frames.Error {
 		}
 		l.need = need
 	}
-	if c.auth.usesGrants() {
-		c.armLifetime()
+	if !c.lifeArmed && c.auth.usesGrants() {
+		c.armLifetime() // an armed timer fires in time: each put-token re-arms it
 	}
 	return nil
 }
