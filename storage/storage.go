@@ -11,6 +11,29 @@
 // Sync set, every operation in it survives a crash (kill -9, power loss on a
 // correctly fsyncing disk). Concurrent Apply calls are group-committed by the
 // implementation, so callers never batch by hand to save fsyncs.
+//
+// Fault contract: a store never ends the process and never panics on a
+// fault of its disk or damaged data; it returns errors the caller can map.
+//
+//   - Apply refuses a batch with an error wrapping [ErrNoSpace] when the
+//     disk is full or below the store's free-space reserve, or
+//     [ErrUnavailable] on another disk fault. A refused batch was not
+//     applied, not even in part. While space is short only batches that grow
+//     the store are refused: a batch that deletes or rewrites at least as
+//     much as it adds (a settlement, a delivery count, a move to the
+//     dead-letter queue) is still applied as long as the store can write at
+//     all. Writes are accepted again by themselves once space returns.
+//   - If the disk fails under a batch already being committed, Apply may
+//     return an error wrapping ErrUnavailable without knowing whether the
+//     batch reached the disk. The store then refuses every later write
+//     until it is reopened, so nothing can build on that unknown outcome;
+//     after reopening, the batch is wholly present or wholly absent.
+//   - Get and Scan return an error wrapping [ErrCorrupt] for a value that
+//     cannot be read back intact (naming the damaged file where the store
+//     knows it), and ErrUnavailable when the disk fails them. A damaged
+//     value fails only the reads that reach it.
+//   - [HealthReporter].Health says whether writes are accepted now, and why
+//     not; it returns to nil by itself when the fault clears.
 package storage
 
 import "errors"
@@ -24,7 +47,8 @@ var ErrClosed = errors.New("storage: closed")
 // ErrNoSpace is wrapped by the error [Store.Apply] returns when the store
 // refuses a write because its disk is full or below the store's free-space
 // reserve. Nothing of the batch was applied; writes are accepted again by
-// themselves once space returns.
+// themselves once space returns. Batches that do not grow the store are
+// not refused for lack of space.
 var ErrNoSpace = errors.New("storage: no space left")
 
 // ErrUnavailable is wrapped by the error a method returns when a fault of
@@ -33,14 +57,18 @@ var ErrNoSpace = errors.New("storage: no space left")
 var ErrUnavailable = errors.New("storage: unavailable")
 
 // ErrCorrupt is wrapped by the error a read returns when a stored value
-// cannot be read back intact (a damaged or truncated file).
+// cannot be read back intact (a damaged or truncated file), and by the
+// error opening a store returns when its files are damaged.
 var ErrCorrupt = errors.New("storage: corrupt")
 
 // HealthReporter is implemented by stores that can say whether they
 // accept writes right now.
 type HealthReporter interface {
 	// Health returns nil while the store accepts writes, or an error
-	// wrapping ErrNoSpace or ErrUnavailable that says why it does not.
+	// wrapping ErrNoSpace (writes that grow the store are refused) or
+	// ErrUnavailable (writes are refused) that says why it does not. It
+	// returns nil again by itself once the fault clears; after Close it
+	// wraps ErrUnavailable and ErrClosed.
 	Health() error
 }
 

@@ -35,7 +35,10 @@ type Store struct {
 	mu sync.Mutex
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store          = (*Store)(nil)
+	_ storage.HealthReporter = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New() *Store {
@@ -147,4 +150,13 @@ func clone(b []byte) []byte {
 	c := make([]byte, len(b))
 	copy(c, b)
 	return c
+}
+
+// Health implements [storage.HealthReporter]. A store in memory has no disk
+// to fail: it accepts writes until it is closed.
+func (s *Store) Health() error {
+	if s.closed.Load() {
+		return fmt.Errorf("%w: %w", storage.ErrUnavailable, storage.ErrClosed)
+	}
+	return nil
 }

@@ -15,10 +15,37 @@
 // cost far fewer than N fsyncs, and callers should simply call Apply from as
 // many goroutines as they have messages (see BenchmarkStoreApplySync).
 //
+// # Disk faults and damaged files
+//
+// Pebble ends the process (Logger.Fatalf), panics or wedges its commit
+// pipeline when a write of its write-ahead log or MANIFEST fails. The store
+// keeps such failures from reaching it: Pebble works on a file system
+// (faultFS) that retries a failing write where it stands until the disk
+// takes it, so Pebble only ever sees a slow disk, while the store reports
+// the fault (Health) and refuses new writes with storage.ErrNoSpace or
+// storage.ErrUnavailable. When space returns the blocked write completes
+// and the store accepts writes again by itself. An fsync that fails is not
+// retried (the kernel may have dropped what it could not write): the store
+// refuses writes until it is restarted. Logger.Fatalf never exits (see
+// pebbleLogger.Fatalf), and a panic of Pebble's inside a call becomes the
+// call's error.
+//
+// A free-space reserve (Options.DiskReserve, read with statfs) refuses
+// writes that grow the store before Pebble meets a full disk; writes that
+// free as much as they add, such as settlements, are still applied.
+//
+// Opening on a full disk fails at once with the reason, and leaves the
+// directory as it was, instead of Pebble retrying its flush forever. A
+// blob file that is cut short is refused when Pebble opens it, so that
+// reading a body in it fails with storage.ErrCorrupt, as a damaged block
+// does, instead of panicking.
+//
 // # Closing
 //
 // Pebble panics on use after Close, while [storage.Store] promises
 // [storage.ErrClosed]. A small gate counts the calls in progress: Close
 // refuses new calls, waits for those in progress, then closes Pebble. Close
-// must therefore not be called from a Scan callback.
+// must therefore not be called from a Scan callback. If a write Pebble
+// cannot do without is blocked on the disk, Close does not wait for it: it
+// leaves Pebble as it is on disk and returns an error.
 package pebblestore

@@ -1,30 +1,63 @@
 package pebblestore
 
 import (
+	"fmt"
+	"sync"
+	"time"
+
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
 )
 
-// zapLogger routes Pebble's logger to zap. Pebble logs routine events
+// pebbleLogger routes Pebble's logger to zap. Pebble logs routine events
 // (WAL and table lifecycle on open) through Infof, so those go to Debug.
-type zapLogger struct{ s *zap.SugaredLogger }
+type pebbleLogger struct {
+	s *zap.SugaredLogger
+	// onFatal, if set, is told of every Fatalf.
+	onFatal func(error)
+	// onInfo, if set, sees every Infof call before it is logged (the store
+	// watches the end of each WAL's replay this way).
+	onInfo func(format string, args []any)
+}
 
-var _ pebble.Logger = zapLogger{}
+var _ pebble.Logger = pebbleLogger{}
 
 // Infof implements pebble.Logger.
-func (l zapLogger) Infof(format string, args ...any) { l.s.Debugf(format, args...) }
+func (l pebbleLogger) Infof(format string, args ...any) {
+	if l.onInfo != nil {
+		l.onInfo(format, args)
+	}
+	l.s.Debugf(format, args...)
+}
 
 // Errorf implements pebble.Logger.
-func (l zapLogger) Errorf(format string, args ...any) { l.s.Errorf(format, args...) }
+func (l pebbleLogger) Errorf(format string, args ...any) { l.s.Errorf(format, args...) }
 
-// Fatalf implements pebble.Logger. Pebble calls it for unrecoverable states
-// (a failed WAL write, corruption) and expects it not to return; zap's
-// Fatal logs and exits even when the logger is a no-op.
-func (l zapLogger) Fatalf(format string, args ...any) { l.s.Fatalf(format, args...) }
+// Fatalf implements pebble.Logger. Pebble calls it for states it does not
+// know how to continue from (a failed commit or MANIFEST update, a broken
+// invariant) and expects it not to return. It never ends the process:
+// it stops the store's writes (onFatal), then panics if the caller is one
+// of the store's own calls that can unwind to Store.protect, which turns
+// the panic into the call's error; on Pebble's background goroutines it
+// returns, and Pebble carries on with the error it was handling.
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	err := fmt.Errorf("pebble: %s", fmt.Sprintf(format, args...))
+	l.s.Errorf("pebble cannot continue; the store refuses writes until omnibus restarts: %v", err)
+	if l.onFatal != nil {
+		l.onFatal(err)
+	}
+	if safeToPanic() {
+		panic(fatalPanic{err})
+	}
+}
 
 // eventListener reports the Pebble events an operator should see: write
-// stalls (the broker stops accepting sends) and slow disks.
-func eventListener(log *zap.Logger) *pebble.EventListener {
+// stalls (the broker stops accepting sends), slow disks, background errors
+// and damaged data. While the store already reports a disk fault, the
+// slow-disk events its blocked writes cause are not repeated; the same
+// background error is logged at most once a minute.
+func eventListener(log *zap.Logger, f *faults) *pebble.EventListener {
+	bg := &repeatLimiter{every: time.Minute}
 	return &pebble.EventListener{
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 			log.Warn("pebble write stall began", zap.String("reason", info.Reason))
@@ -33,11 +66,38 @@ func eventListener(log *zap.Logger) *pebble.EventListener {
 			log.Info("pebble write stall ended")
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
+			if f != nil && f.anyBlocked() {
+				return
+			}
 			log.Warn("pebble disk slow", zap.String("path", info.Path),
 				zap.Duration("duration", info.Duration))
 		},
 		BackgroundError: func(err error) {
-			log.Error("pebble background error", zap.Error(err))
+			if bg.allow(err.Error()) {
+				log.Error("pebble background error", zap.Error(err))
+			}
+		},
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			log.Error("pebble found damaged data", zap.String("path", info.Path), zap.Error(info.Details))
 		},
 	}
+}
+
+// repeatLimiter lets the same message through at most once per period.
+type repeatLimiter struct {
+	every time.Duration
+	mu    sync.Mutex // guards the fields below
+	last  string
+	at    time.Time
+}
+
+func (r *repeatLimiter) allow(msg string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if msg == r.last && now.Sub(r.at) < r.every {
+		return false
+	}
+	r.last, r.at = msg, now
+	return true
 }

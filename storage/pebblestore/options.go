@@ -62,6 +62,12 @@ type Options struct {
 	// WALSyncs, when set, counts the fsyncs of the write-ahead log (for
 	// benchmarks: messages per fsync measure group commit).
 	WALSyncs *atomic.Int64
+	// DiskReserve is the free space, in bytes, kept on the disk of the
+	// database: below it, batches that grow the store are refused with
+	// storage.ErrNoSpace (see Store.Apply). 0 means DefaultDiskReserve,
+	// negative no reserve. It is not enforced where the file system
+	// cannot tell its free space (in memory).
+	DiskReserve int64
 }
 
 // logger is o.Logger, or a no-op logger.
@@ -97,8 +103,8 @@ func (o Options) pebbleOptions() (*pebble.Options, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 		CacheSize:          o.CacheSize,
 		MemTableSize:       o.MemTableSize,
-		Logger:             zapLogger{log.Sugar()},
-		EventListener:      eventListener(log),
+		Logger:             pebbleLogger{s: log.Sugar()},
+		EventListener:      eventListener(log, nil),
 
 		// A broker must keep accepting sends while compactions catch up,
 		// and its deleted keys make L0 files mostly tombstones that

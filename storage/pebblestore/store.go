@@ -7,13 +7,22 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/omnibusmq/omnibus/storage"
+	"go.uber.org/zap"
 )
 
 // Store is a [storage.Store] backed by a Pebble database.
 type Store struct {
-	db   *pebble.DB
-	gate *gate
+	db      *pebble.DB
+	dir     string
+	fs      vfs.FS   // the file system under the store's fault handling
+	ffs     *faultFS // the file system Pebble sees
+	log     *zap.Logger
+	gate    *gate
+	faults  *faults
+	reserve *reserve
+	health  healthLog
 
 	// applyMu is held for reading by ordinary Apply calls and for writing
 	// by the rare Apply that deletes a prefix with no upper bound (see
@@ -24,28 +33,10 @@ type Store struct {
 	lazy lazySync // batches applied without Sync reach the disk soon
 }
 
-var _ storage.Store = (*Store)(nil)
-
-// Open opens the database in dir, creating it if needed. With
-// Options.InMemory, dir only names the database inside its private memory
-// file system.
-func Open(dir string, opts Options) (*Store, error) {
-	popts, err := opts.pebbleOptions()
-	if err != nil {
-		return nil, err
-	}
-	db, err := pebble.Open(dir, popts)
-	if err != nil {
-		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
-	}
-	s := &Store{db: db, gate: newGate()}
-	s.lazy.delay = opts.LazySyncDelay
-	if s.lazy.delay == 0 {
-		s.lazy.delay = DefaultLazySyncDelay
-	}
-	s.lazy.log = opts.logger()
-	return s, nil
-}
+var (
+	_ storage.Store          = (*Store)(nil)
+	_ storage.HealthReporter = (*Store)(nil)
+)
 
 // Apply implements [storage.Store]. A batch holding an unknown
 // [storage.OpKind] is rejected whole and changes nothing. An empty (or nil)
@@ -69,6 +60,9 @@ func (s *Store) Apply(b *storage.Batch) error {
 		default:
 			return fmt.Errorf("pebblestore: op %d: unknown kind %d", i, op.Kind)
 		}
+	}
+	if err := s.admit(b); err != nil {
+		return err
 	}
 	if unbounded {
 		return s.applyUnbounded(b)
@@ -158,7 +152,10 @@ func (s *Store) commit(pb *pebble.Batch, sync bool) error {
 	if sync {
 		wo = pebble.Sync
 	}
-	if err := pb.Commit(wo); err != nil {
+	if err := s.protect("commit", true, nil, func() error { return pb.Commit(wo) }); err != nil {
+		if errors.Is(err, storage.ErrUnavailable) {
+			return err
+		}
 		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	if sync {
@@ -175,16 +172,25 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer s.gate.leave()
-	v, closer, err := s.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, storage.ErrNotFound
-	}
+	var out []byte
+	err := s.protect("get", false, nil, func() error {
+		v, closer, err := s.db.Get(key)
+		if err != nil {
+			return err
+		}
+		out = bytes.Clone(v)
+		if out == nil {
+			out = []byte{}
+		}
+		return closer.Close()
+	})
 	if err != nil {
-		return nil, fmt.Errorf("pebblestore: get: %w", err)
+		if errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrUnavailable) {
+			return nil, err // a panic, already described
+		}
+		return nil, s.readError("get", err)
 	}
-	out := make([]byte, len(v))
-	copy(out, v)
-	return out, closer.Close()
+	return out, nil
 }
 
 // Scan implements [storage.Store]. It reads a consistent snapshot: the
@@ -203,51 +209,51 @@ func (s *Store) Scan(prefix, start []byte, fn func(key, value []byte) (bool, err
 	if bounded && bytes.Compare(lo, hi) >= 0 {
 		return nil // start is past every key with the prefix
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lowerBound(lo), UpperBound: hi})
-	if err != nil {
-		return fmt.Errorf("pebblestore: scan: %w", err)
-	}
-	err = scan(it, fn)
-	if cerr := it.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("pebblestore: scan: %w", cerr)
-	}
-	return err
-}
-
-// scan feeds fn from it until either is done.
-func scan(it *pebble.Iterator, fn func(key, value []byte) (bool, error)) error {
-	for valid := it.First(); valid; valid = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("pebblestore: scan: %w", err)
-		}
-		more, err := fn(it.Key(), v)
+	// fnErr is the callback's own error, returned as it is; any other
+	// error is the store's.
+	var fnErr error
+	inFn := false
+	err := s.protect("scan", false, &inFn, func() error {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lowerBound(lo), UpperBound: hi})
 		if err != nil {
 			return err
 		}
-		if !more {
-			return nil
-		}
+		fnErr, err = scan(it, func(k, v []byte) (bool, error) {
+			inFn = true // left set if fn panics: see protect
+			more, err := fn(k, v)
+			inFn = false
+			return more, err
+		})
+		return errors.Join(err, it.Close())
+	})
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrUnavailable):
+		return err // a panic, already described
 	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("pebblestore: scan: %w", err)
-	}
-	return nil
+	return s.readError("scan", err)
 }
 
-// Close implements [storage.Store]. It waits for calls in progress, then
-// closes Pebble, which flushes nothing it need not: the WAL already holds
-// every committed batch, and closing it syncs what was not yet synced. A
-// second Close returns [storage.ErrClosed].
-func (s *Store) Close() error {
-	if err := s.gate.close(); err != nil {
-		return err
+// scan feeds fn from it until either is done. It returns fn's error apart
+// from the iterator's.
+func scan(it *pebble.Iterator, fn func(key, value []byte) (bool, error)) (fnErr, err error) {
+	for valid := it.First(); valid; valid = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		more, err := fn(it.Key(), v)
+		if err != nil {
+			return err, nil
+		}
+		if !more {
+			return nil, nil
+		}
 	}
-	s.lazy.stop()
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("pebblestore: close: %w", err)
-	}
-	return nil
+	return nil, it.Error()
 }
 
 // prefixEnd returns the smallest key greater than every key that starts with

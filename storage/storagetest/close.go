@@ -9,6 +9,30 @@ import (
 
 var closeTests = []test{
 	{"ErrClosed", testErrClosed},
+	{"Health", testHealth},
+}
+
+// testHealth checks a store that reports its health: a fresh store accepts
+// writes (nil), a closed one does not, with an error wrapping both
+// ErrUnavailable and ErrClosed.
+func testHealth(t *testing.T, s storage.Store) {
+	h, ok := s.(storage.HealthReporter)
+	if !ok {
+		t.Skipf("%T does not implement storage.HealthReporter", s)
+	}
+	if err := h.Health(); err != nil {
+		t.Fatalf("Health of a fresh store = %v, want nil", err)
+	}
+	mustSet(t, s, kv{"k", "v"})
+	if err := h.Health(); err != nil {
+		t.Fatalf("Health after a write = %v, want nil", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := h.Health(); !errors.Is(err, storage.ErrUnavailable) || !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("Health after Close = %v, want ErrUnavailable and ErrClosed", err)
+	}
 }
 
 func testErrClosed(t *testing.T, s storage.Store) {

@@ -1,0 +1,334 @@
+package pebblestore
+
+import (
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// faultFS is the file system Pebble sees. It keeps a failing disk from
+// reaching Pebble's fatal paths (see faults) and reports the disk's state:
+//
+//   - A write of any file that fails is retried until it succeeds: for
+//     the write-ahead log, the MANIFEST and the marker files whatever the
+//     error, for other files when the error is a disk fault (isDiskFault).
+//     Pebble sees a slow disk, never a failed one.
+//   - A failed fsync of the log, the MANIFEST, a marker or the directory
+//     parks its caller for good (see faults.park); of an sstable or blob
+//     file it is returned, as Pebble then writes that file again, and new
+//     such files are paced while it keeps failing.
+//   - SyncTo (sync_file_range, a hint) never fails: the fsync after it
+//     reports any error.
+type faultFS struct {
+	vfs.FS
+	faults *faults
+
+	mu sync.Mutex // guards the fields below
+	// created holds the files created while the store opens, true while
+	// open for writing; nil once the store is open.
+	created map[string]bool
+	// lock is the directory lock Pebble took, released by the store when
+	// it abandons Pebble (Pebble never will).
+	lock io.Closer
+}
+
+// Lock implements vfs.FS, keeping the lock so that it can be released.
+func (fs *faultFS) Lock(name string) (io.Closer, error) {
+	l, err := fs.FS.Lock(name)
+	if err == nil {
+		fs.mu.Lock()
+		fs.lock = l
+		fs.mu.Unlock()
+	}
+	return l, err
+}
+
+// releaseLock releases the directory lock of an abandoned database, so
+// that the directory can be opened again in this process.
+func (fs *faultFS) releaseLock() {
+	fs.mu.Lock()
+	l := fs.lock
+	fs.lock = nil
+	fs.mu.Unlock()
+	if l != nil {
+		_ = l.Close()
+	}
+}
+
+// Remove implements vfs.FS. An abandoned database removes nothing.
+func (fs *faultFS) Remove(name string) error {
+	fs.faults.parkIfAbandoned()
+	return fs.FS.Remove(name)
+}
+
+// RemoveAll implements vfs.FS. An abandoned database removes nothing.
+func (fs *faultFS) RemoveAll(name string) error {
+	fs.faults.parkIfAbandoned()
+	return fs.FS.RemoveAll(name)
+}
+
+// noteCreated records a file created while the store opens.
+func (fs *faultFS) noteCreated(name string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.created != nil {
+		fs.created[name] = true
+	}
+}
+
+// noteClosed records that a file created while opening was closed.
+func (fs *faultFS) noteClosed(name string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if _, ok := fs.created[name]; ok {
+		fs.created[name] = false
+	}
+}
+
+// unfinished returns the files created while the store opened that are
+// still open for writing: Pebble refers to a file (an sstable from the
+// MANIFEST, a new MANIFEST from its marker) only once it closed it, so
+// none of these is part of the database.
+func (fs *faultFS) unfinished() []string {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	var names []string
+	for name, open := range fs.created {
+		if open {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// openDone stops recording created files.
+func (fs *faultFS) openDone() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.created = nil
+}
+
+// fileRole says how faultFS treats a file, from its name.
+type fileRole uint8
+
+const (
+	roleOther     fileRole = iota // OPTIONS, temporary files, LOCK
+	roleCritical                  // write-ahead log, MANIFEST, markers, the directory
+	roleFlushable                 // sstables and blob files: Pebble writes them again on failure
+)
+
+func roleOf(name string) fileRole {
+	base := name
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		base = name[i+1:]
+	}
+	switch {
+	case strings.HasSuffix(base, ".log"), strings.HasPrefix(base, "MANIFEST-"), strings.HasPrefix(base, "marker."):
+		return roleCritical
+	case strings.HasSuffix(base, ".sst"), strings.HasSuffix(base, ".blob"):
+		return roleFlushable
+	}
+	return roleOther
+}
+
+// baseName is the last element of path, for messages.
+func baseName(path string) string {
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+// retryOpen runs an operation that creates or opens a file for writing,
+// retried as its file's role requires.
+func (fs *faultFS) retryOpen(what, name string, open func() (vfs.File, error)) (vfs.File, error) {
+	role := roleOf(name)
+	if role == roleFlushable {
+		fs.faults.pauseBeforeCreate()
+	}
+	var f vfs.File
+	err := fs.faults.retry(what+" "+name, name, role == roleCritical, func() error {
+		var err error
+		f, err = open()
+		if err != nil && role != roleCritical && !isDiskFault(err) {
+			return permanent{err}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, unwrapPermanent(err)
+	}
+	return fs.wrap(name, role, f), nil
+}
+
+func (fs *faultFS) wrap(name string, role fileRole, f vfs.File) vfs.File {
+	return &faultFile{File: f, fs: fs, path: name, name: baseName(name), role: role,
+		wal: strings.HasSuffix(name, ".log")}
+}
+
+// Create implements vfs.FS.
+func (fs *faultFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	fs.noteCreated(name)
+	return fs.retryOpen("creating", name, func() (vfs.File, error) { return fs.FS.Create(name, cat) })
+}
+
+// OpenReadWrite implements vfs.FS.
+func (fs *faultFS) OpenReadWrite(name string, cat vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
+	return fs.retryOpen("opening", name, func() (vfs.File, error) { return fs.FS.OpenReadWrite(name, cat, opts...) })
+}
+
+// ReuseForWrite implements vfs.FS; Pebble recycles old log files this way
+// (a rename, then an open). If a retry finds the rename done, only the open
+// is retried.
+func (fs *faultFS) ReuseForWrite(oldname, newname string, cat vfs.DiskWriteCategory) (vfs.File, error) {
+	fs.noteCreated(newname)
+	return fs.retryOpen("reusing "+baseName(oldname)+" as", newname, func() (vfs.File, error) {
+		if _, err := fs.FS.Stat(oldname); os.IsNotExist(err) {
+			if _, err := fs.FS.Stat(newname); err == nil {
+				return fs.FS.OpenReadWrite(newname, cat)
+			}
+		}
+		return fs.FS.ReuseForWrite(oldname, newname, cat)
+	})
+}
+
+// OpenDir implements vfs.FS. A directory's fsync makes file creations and
+// renames durable: it is critical.
+func (fs *faultFS) OpenDir(name string) (vfs.File, error) {
+	f, err := fs.FS.OpenDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: f, fs: fs, path: name, name: "directory " + name, role: roleCritical}, nil
+}
+
+// Rename implements vfs.FS.
+func (fs *faultFS) Rename(oldname, newname string) error {
+	return fs.retryNamed("renaming "+baseName(oldname)+" to", newname, func() error { return fs.FS.Rename(oldname, newname) })
+}
+
+// Link implements vfs.FS.
+func (fs *faultFS) Link(oldname, newname string) error {
+	return fs.retryNamed("linking "+baseName(oldname)+" to", newname, func() error { return fs.FS.Link(oldname, newname) })
+}
+
+// MkdirAll implements vfs.FS.
+func (fs *faultFS) MkdirAll(dir string, perm os.FileMode) error {
+	return fs.retryNamed("creating directory", dir, func() error { return fs.FS.MkdirAll(dir, perm) })
+}
+
+// retryNamed retries a name-space operation while it fails with a disk
+// fault; any other error is returned at once.
+func (fs *faultFS) retryNamed(what, name string, op func() error) error {
+	err := fs.faults.retry(what+" "+name, name, roleOf(name) == roleCritical, func() error {
+		err := op()
+		if err != nil && !isDiskFault(err) {
+			return permanent{err}
+		}
+		return err
+	})
+	return unwrapPermanent(err)
+}
+
+// Unwrap implements vfs.FS.
+func (fs *faultFS) Unwrap() vfs.FS { return fs.FS }
+
+// faultFile is a file opened for writing through faultFS.
+type faultFile struct {
+	vfs.File
+	fs   *faultFS
+	path string
+	name string // for messages
+	role fileRole
+	wal  bool
+}
+
+// Write implements vfs.File, retrying until every byte is written.
+func (f *faultFile) Write(p []byte) (int, error) {
+	done := 0
+	err := f.retryWrite(func() error {
+		n, err := f.File.Write(p[done:])
+		done += n
+		return err
+	})
+	return done, err
+}
+
+// WriteAt implements vfs.File, retrying until every byte is written.
+func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	done := 0
+	err := f.retryWrite(func() error {
+		n, err := f.File.WriteAt(p[done:], off+int64(done))
+		done += n
+		return err
+	})
+	return done, err
+}
+
+func (f *faultFile) retryWrite(op func() error) error {
+	critical := f.role == roleCritical
+	err := f.fs.faults.retry("writing "+f.path, f.path, critical, func() error {
+		if err := op(); err != nil {
+			if !critical && !isDiskFault(err) {
+				return permanent{err}
+			}
+			return err
+		}
+		return nil
+	})
+	err = unwrapPermanent(err)
+	if err != nil && f.role == roleFlushable {
+		f.fs.faults.flushFailed(err)
+	}
+	return err
+}
+
+// Sync implements vfs.File.
+func (f *faultFile) Sync() error { return f.afterSync("fsync of "+f.path, f.File.Sync()) }
+
+// SyncData implements vfs.File.
+func (f *faultFile) SyncData() error { return f.afterSync("fsync of "+f.path, f.File.SyncData()) }
+
+// afterSync handles the outcome of an fsync (see faultFS).
+func (f *faultFile) afterSync(what string, err error) error {
+	if err == nil {
+		if f.role == roleFlushable {
+			f.fs.faults.flushSucceeded()
+		}
+		return nil
+	}
+	switch f.role {
+	case roleCritical:
+		f.fs.faults.park(what, f.path, err) // never returns
+	case roleFlushable:
+		f.fs.faults.flushFailed(err)
+	}
+	return err
+}
+
+// SyncTo implements vfs.File. It only asks the kernel to start writing
+// back; a failure shows again in the fsync that follows, so it is not
+// reported here (Pebble would treat it as a failed write).
+func (f *faultFile) SyncTo(length int64) (bool, error) {
+	full, err := f.File.SyncTo(length)
+	if err != nil {
+		return false, nil
+	}
+	return full, nil
+}
+
+// Close implements vfs.File. Closing a critical file after its fsync
+// cannot lose data, and Pebble panics on the error (when rotating its log),
+// so the error is dropped; the next fsync of the directory or log reports
+// a failing disk.
+func (f *faultFile) Close() error {
+	err := f.File.Close()
+	f.fs.noteClosed(f.path)
+	if f.role == roleCritical {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,180 @@
+package pebblestore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/omnibusmq/omnibus/storage"
+	"go.uber.org/zap"
+)
+
+// Open opens the database in dir, creating it if needed. With
+// Options.InMemory, dir only names the database inside its private memory
+// file system.
+//
+// A disk fault while opening (a full disk: Pebble writes when it opens, to
+// flush what it replayed from the log) fails Open at once with an error
+// wrapping storage.ErrNoSpace or storage.ErrUnavailable that names the
+// file; the write that failed is not retried and its file is removed.
+// Free space below the reserve does not fail Open: the store opens and
+// refuses writes that grow it until space returns (see Health).
+func Open(dir string, opts Options) (*Store, error) {
+	popts, err := opts.pebbleOptions()
+	if err != nil {
+		return nil, err
+	}
+	log := opts.logger()
+	s := &Store{dir: dir, fs: popts.FS, log: log, gate: newGate(), faults: newFaults()}
+	ffs := &faultFS{FS: popts.FS, faults: s.faults, created: map[string]bool{}}
+	s.ffs = ffs
+	s.faults.changed = s.healthChanged
+	s.reserve = newReserve(popts.FS, dir, opts.DiskReserve)
+	s.reserve.onChange = s.healthChanged
+	popts.FS = ffs
+	popts.Logger = pebbleLogger{s: log.Sugar(), onFatal: s.faults.setFatal}
+	popts.EventListener = eventListener(log, s.faults)
+
+	s.db, err = s.openPebble(dir, popts, ffs)
+	ffs.openDone()
+	if err != nil {
+		return nil, err
+	}
+	s.lazy.delay = opts.LazySyncDelay
+	if s.lazy.delay == 0 {
+		s.lazy.delay = DefaultLazySyncDelay
+	}
+	s.lazy.log = log
+	if err := s.Health(); err != nil {
+		log.Warn("store opened refusing writes", zap.Error(err))
+	}
+	return s, nil
+}
+
+// openPebble runs pebble.Open, giving up as soon as a write it makes
+// blocks on a disk fault: Pebble would otherwise retry its flush forever
+// (on a full disk, hundreds of times a second, leaking a file each time).
+// The abandoned open is parked for good (see faults.abandon), the files
+// it was writing are removed and the directory lock is released.
+func (s *Store) openPebble(dir string, popts *pebble.Options, fs *faultFS) (*pebble.DB, error) {
+	type result struct {
+		db  *pebble.DB
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var db *pebble.DB
+		err := s.protect("open", false, nil, func() (err error) {
+			db, err = pebble.Open(dir, popts)
+			return err
+		})
+		done <- result{db, err}
+	}()
+	for {
+		events := s.faults.eventsC()
+		select {
+		case r := <-done:
+			if r.err != nil {
+				return nil, s.openError(dir, r.err)
+			}
+			return r.db, nil
+		default:
+		}
+		if err := s.faults.openRefusal(); err != nil {
+			s.faults.abandon()
+			s.removeUnfinished(fs)
+			fs.releaseLock()
+			return nil, fmt.Errorf("pebblestore: cannot open %s: %w", dir, err)
+		}
+		select {
+		case r := <-done:
+			if r.err != nil {
+				return nil, s.openError(dir, r.err)
+			}
+			return r.db, nil
+		case <-events:
+		}
+	}
+}
+
+// openError describes an error of pebble.Open: damaged data wraps
+// storage.ErrCorrupt.
+func (s *Store) openError(dir string, err error) error {
+	if errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrNoSpace) {
+		return fmt.Errorf("pebblestore: cannot open %s: %w", dir, err)
+	}
+	if pebble.IsCorruptionError(err) {
+		return fmt.Errorf("pebblestore: cannot open %s: %w: %v%s", dir, storage.ErrCorrupt, err, s.fileHint(err.Error()))
+	}
+	return fmt.Errorf("pebblestore: open %s: %w", dir, err)
+}
+
+// removeUnfinished removes the files an abandoned open was writing.
+func (s *Store) removeUnfinished(fs *faultFS) {
+	for _, p := range fs.unfinished() {
+		if err := s.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("cannot remove a file the failed open left", zap.String("path", p), zap.Error(err))
+		}
+	}
+}
+
+// Close implements [storage.Store]. It waits for calls in progress, then
+// closes Pebble, which flushes nothing it need not: the WAL already holds
+// every committed batch, and closing it syncs what was not yet synced. A
+// second Close returns [storage.ErrClosed].
+//
+// If a write of Pebble's is blocked on a disk fault it cannot survive (a
+// full disk under its log), Close does not wait for the disk: it leaves
+// Pebble as it is (what was acknowledged is on disk; the calls in progress
+// never return) and returns an error wrapping storage.ErrUnavailable.
+func (s *Store) Close() error {
+	idle, err := s.gate.close()
+	if err != nil {
+		return err
+	}
+	s.lazy.stop()
+	s.faults.beginClose()
+	// Wait for the calls in progress, unless the disk holds them.
+	for {
+		events := s.faults.eventsC()
+		if err := s.faults.stuck(); err != nil {
+			return s.abandon(err)
+		}
+		select {
+		case <-idle:
+		case <-events:
+			continue
+		}
+		break
+	}
+	closed := make(chan error, 1)
+	go func() {
+		closed <- s.protect("close", false, nil, func() error { return s.db.Close() })
+	}()
+	for {
+		events := s.faults.eventsC()
+		select {
+		case err := <-closed:
+			if err != nil {
+				return fmt.Errorf("pebblestore: close: %w", err)
+			}
+			return nil
+		case <-events:
+			if err := s.faults.stuck(); err != nil {
+				return s.abandon(err)
+			}
+		}
+	}
+}
+
+// abandon gives up on Pebble at Close: its blocked writes park for good,
+// and its directory lock is released.
+func (s *Store) abandon(why error) error {
+	s.faults.abandon()
+	s.ffs.releaseLock()
+	err := fmt.Errorf("%w: pebblestore: close: the database was left as it was, not closed: %v; "+
+		"what was acknowledged is on disk", storage.ErrUnavailable, why)
+	s.log.Error("store abandoned at close", zap.Error(err))
+	return err
+}
