@@ -11,8 +11,11 @@ import (
 // Senders report what happened to it ([Ledger.Sent], [Ledger.Acked],
 // [Ledger.SendFailed]); receivers report every delivery
 // ([Ledger.Received]) and every delivery they gave back or lost the lock
-// of ([Ledger.Released]). [Ledger.Tally] then tells loss, duplicates,
-// explained redeliveries and per-session order violations.
+// of ([Ledger.Released]); receivers that wait for the broker to confirm
+// their completions also report those ([Ledger.Completed],
+// [Ledger.CompletionUnanswered]). [Ledger.Tally] then tells loss,
+// duplicates, explained redeliveries, redeliveries of confirmed
+// completions, messages never sent, and per-session order violations.
 //
 // Per-session order is judged on the broker's sequence number when the
 // delivery carries one ([Delivery].BrokerSeq): Service Bus promises FIFO
@@ -36,6 +39,7 @@ type Ledger struct {
 	session    []int32    // per message: index into sessions
 	recv       []uint32   // per message and stream: deliveries seen
 	released   []uint32   // per message and stream: deliveries given back by us
+	completion []uint8    // per message and stream: cmpConfirmed, cmpUnanswered
 	sessions   []string
 	sessionIdx map[string]int32
 	lastFirst  []int64 // per session and stream: highest order key first delivered
@@ -45,6 +49,11 @@ type Ledger struct {
 	foreign    int64
 	pending    int64 // acked (message, stream) pairs not delivered yet
 	examples   []string
+
+	// Completion accounting (ledger_completion.go).
+	completedAgain  int64 // deliveries of a message whose completion the broker had confirmed
+	unansweredAgain int64 // deliveries of a message after a completion whose answer was lost
+	neverSent       int64 // deliveries of a message allocated but never handed to a transport
 }
 
 const (
@@ -88,6 +97,7 @@ func (l *Ledger) Next(session string) uint64 {
 	for range l.streams {
 		l.recv = append(l.recv, 0)
 		l.released = append(l.released, 0)
+		l.completion = append(l.completion, 0)
 	}
 	return uint64(len(l.state))
 }
@@ -140,31 +150,41 @@ type Delivery struct {
 // runs are counted as foreign and otherwise ignored. It reports whether
 // the message belongs to this run.
 func (l *Ledger) Received(stream int, d Delivery) bool {
+	ours, _ := l.Delivered(stream, d)
+	return ours
+}
+
+// Delivered is [Ledger.Received] that also returns which delivery of
+// the message on stream this is (1 for the first), for
+// [Ledger.Completed]; 0 when the message is not a known one of this run.
+func (l *Ledger) Delivered(stream int, d Delivery) (ours bool, nth uint32) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	runID, seq, session := d.RunID, d.Seq, d.Session
 	if runID != l.runID {
 		l.foreign++
-		return false
+		return false, 0
 	}
 	if seq == 0 || seq > uint64(len(l.state)) || stream < 0 || stream >= l.streams {
 		l.unknown++
 		l.exampleLocked("unknown message: stream %d seq %d", stream, seq)
-		return true
+		return true, 0
 	}
 	i := int(seq-1)*l.streams + stream
 	l.recv[i]++
+	nth = l.recv[i]
 	if l.recv[i] == 1 && l.state[seq-1]&stAcked != 0 {
 		l.pending--
 	}
+	l.judgeDeliveryLocked(seq, stream, i)
 	sidx := l.session[seq-1]
 	if l.sessions[sidx] != session {
 		l.misrouted++
 		l.exampleLocked("seq %d of session %q arrived in session %q", seq, l.sessions[sidx], session)
-		return true
+		return true, nth
 	}
 	if l.recv[i] > 1 {
-		return true // a redelivery: judged in Tally
+		return true, nth // a redelivery: judged in Tally
 	}
 	key, what := int64(seq), "seq"
 	if d.BrokerSeq > 0 {
@@ -178,7 +198,7 @@ func (l *Ledger) Received(stream int, d Delivery) bool {
 	if key > *last {
 		*last = key
 	}
-	return true
+	return true, nth
 }
 
 // Released records that a delivery of seq on stream went back to the

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -204,5 +205,64 @@ func TestLedgerSessionOrderIsBrokerOrder(t *testing.T) {
 	}
 	if tl.Lost != 0 || tl.Duplicates != 0 {
 		t.Errorf("tally %+v: loss and duplicates are judged on the ledger's ids", tl)
+	}
+}
+
+// deliver records a delivery of seq and returns which one it was.
+func deliver(l *Ledger, seq uint64) uint32 {
+	_, nth := l.Delivered(0, Delivery{RunID: "run", Seq: seq})
+	return nth
+}
+
+func TestLedgerConfirmedCompletionDeliveredAgain(t *testing.T) {
+	l := NewLedger("run", 1)
+	seqs := sendAll(l, "", 2)
+	l.Completed(0, seqs[0], deliver(l, seqs[0]))
+	l.Completed(0, seqs[1], deliver(l, seqs[1]))
+	if tl := l.Tally(true); tl.Err() != nil || tl.Completed != 2 {
+		t.Fatalf("clean completions: %+v", tl)
+	}
+	deliver(l, seqs[0]) // after its completion was confirmed
+	tl := l.Tally(true)
+	if tl.CompletedAgain != 1 || !strings.Contains(fmt.Sprint(tl.Err()), "1 delivered again after a confirmed completion") {
+		t.Fatalf("tally %+v, err %v", tl, tl.Err())
+	}
+}
+
+// A delivery recorded before the confirmation of an earlier delivery's
+// completion was recorded still counts: the broker handed the message
+// out again while a completion of it was being confirmed.
+func TestLedgerCompletionConfirmedAfterALaterDelivery(t *testing.T) {
+	l := NewLedger("run", 1)
+	seq := sendAll(l, "", 1)[0]
+	first := deliver(l, seq)
+	deliver(l, seq)
+	l.Completed(0, seq, first)
+	if tl := l.Tally(true); tl.CompletedAgain != 1 || tl.Err() == nil {
+		t.Fatalf("tally %+v", tl)
+	}
+}
+
+func TestLedgerUnansweredCompletionMayComeBack(t *testing.T) {
+	l := NewLedger("run", 1)
+	seqs := sendAll(l, "", 2)
+	deliver(l, seqs[0])
+	l.CompletionUnanswered(0, seqs[0]) // the broker was killed before answering
+	l.Completed(0, seqs[0], deliver(l, seqs[0]))
+	deliver(l, seqs[1])
+	l.CompletionUnanswered(0, seqs[1]) // applied after all: never seen again
+	tl := l.Tally(true)
+	if tl.Err() != nil || tl.UnansweredAgain != 1 || tl.Unanswered != 2 || tl.Redelivered != 1 || tl.Completed != 1 {
+		t.Fatalf("tally %+v, err %v", tl, tl.Err())
+	}
+}
+
+func TestLedgerDeliveredButNeverSent(t *testing.T) {
+	l := NewLedger("run", 1)
+	seq := l.Next("") // allocated, never handed to a transport
+	deliver(l, seq)
+	tl := l.Tally(true)
+	if tl.NeverSent != 1 || !strings.Contains(fmt.Sprint(tl.Err()), "never sent") {
+		t.Fatalf("tally %+v, err %v", tl, tl.Err())
 	}
 }

@@ -156,6 +156,9 @@ func openTransport(ctx context.Context, c *Config, runID string) (transport, err
 	}
 }
 
+// NewRunID returns a fresh random run id (12 hex digits).
+func NewRunID() string { return newRunID() }
+
 func newRunID() string {
 	var b [6]byte
 	rand.Read(b[:])

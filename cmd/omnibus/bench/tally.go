@@ -23,12 +23,33 @@ type Tally struct {
 	Foreign     int64    `json:"foreign"`     // messages of other runs (not an error)
 	LossChecked bool     `json:"lossChecked"` // whether Lost was computed
 	Examples    []string `json:"examples,omitempty"`
+
+	// Completions confirmed by the broker and completions whose answer
+	// never came, counted once per (message, stream); deliveries after a
+	// confirmed completion (a violation) and after an unanswered one
+	// (allowed: the broker may not have applied it); deliveries of
+	// messages never handed to a transport (a violation). Of the
+	// (message, stream) pairs delivered but never confirmed completed:
+	// those with an unanswered completion (the broker may have applied
+	// it), and those with none at all. Runs whose receivers report
+	// completions judge these; the ledger cannot (see package soak).
+	Completed       int64 `json:"completed"`
+	Unanswered      int64 `json:"unanswered"`
+	CompletedAgain  int64 `json:"completedAgain"`
+	UnansweredAgain int64 `json:"unansweredAgain"`
+	NeverSent       int64 `json:"neverSent"`
+	OnlyUnanswered  int64 `json:"onlyUnanswered"`
+	NeverCompleted  int64 `json:"neverCompleted"`
+	// UnackedDelivered counts (message, stream) pairs delivered whose
+	// send was never acknowledged: failed sends stored after all.
+	UnackedDelivered int64 `json:"unackedDelivered"`
 }
 
 // Problems is the number of violations found: loss, duplicates,
-// misordering, misrouting and unknown messages.
+// misordering, misrouting, unknown messages, messages never sent and
+// redeliveries after a confirmed completion.
 func (t Tally) Problems() int64 {
-	return t.Lost + t.Duplicates + t.OutOfOrder + t.Misrouted + t.Unknown
+	return t.Lost + t.Duplicates + t.OutOfOrder + t.Misrouted + t.Unknown + t.NeverSent + t.CompletedAgain
 }
 
 // Err returns nil when the run's accounting is clean, or an error naming
@@ -48,6 +69,8 @@ func (t Tally) Err() error {
 	add(t.OutOfOrder, "out of order")
 	add(t.Misrouted, "misrouted")
 	add(t.Unknown, "unknown")
+	add(t.NeverSent, "delivered but never sent")
+	add(t.CompletedAgain, "delivered again after a confirmed completion")
 	msg := "verification failed: " + strings.Join(parts, ", ")
 	if ex := t.Examples; len(ex) > 0 {
 		msg += " (e.g. " + strings.Join(ex[:min(len(ex), 3)], "; ") + ")"
@@ -72,6 +95,7 @@ func (l *Ledger) Tally(checkLoss bool) Tally {
 		Foreign:     l.foreign,
 		LossChecked: checkLoss,
 	}
+	l.completionTallyLocked(&t)
 	examples := append([]string(nil), l.examples...)
 	for m, st := range l.state {
 		if st&stSent != 0 {
@@ -97,6 +121,9 @@ func (l *Ledger) Tally(checkLoss bool) Tally {
 				continue
 			}
 			t.Unique++
+			if st&stAcked == 0 {
+				t.UnackedDelivered++
+			}
 			extra := n - 1
 			explained := min(extra, int64(l.released[i]))
 			t.Redelivered += explained

@@ -72,6 +72,19 @@ func readStamp(props map[string]any) (run string, seq uint64, sent time.Time, ok
 	return run, uint64(s), time.Unix(0, ns), true
 }
 
+// Stamp returns the application properties that mark message seq of run
+// runID, sent at sent: what every message of a run carries, for a
+// [Ledger] to account it when it arrives (see [ReadStamp]).
+func Stamp(runID string, seq uint64, sent time.Time) map[string]any {
+	return stampProps(runID, outMsg{seq: seq, sent: sent})
+}
+
+// ReadStamp reads what [Stamp] put in a message's application
+// properties; ok is false when they carry no stamp.
+func ReadStamp(props map[string]any) (runID string, seq uint64, sent time.Time, ok bool) {
+	return readStamp(props)
+}
+
 func stampProps(runID string, m outMsg) map[string]any {
 	return map[string]any{propRun: runID, propSeq: int64(m.seq), propSent: m.sent.UnixNano()}
 }
