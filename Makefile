@@ -68,6 +68,10 @@ conformance: ## conformance suite against an in-process omnibus (and the fault-i
 	$(GO) run ./cmd/omnibus conformance --format text
 	$(GO) run ./cmd/omnibus conformance --prove-failure --format text
 
+KILLS ?= 20
+soak: build ## crash soak: SIGKILL the real binary under load KILLS times (20), restart it on the same data each time, account for every message (SOAK_FLAGS=--subscriptions 2 for a topic)
+	bin/omnibus soak --kills $(KILLS) $(SOAK_FLAGS)
+
 bench: ## Go benchmarks of core, storage and the fronts
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./core/ ./storage/... ./amqpserver/ ./httpgw/
 
@@ -77,4 +81,4 @@ compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server i
 
 check: test ## alias of test
 
-.PHONY: help build run test gotest allocs short jstest jsdeps lint fuzz conformance bench check
+.PHONY: help build run test gotest allocs short jstest jsdeps lint fuzz conformance soak bench check

@@ -1,0 +1,119 @@
+package soak
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildOmnibus compiles the broker binary the soak kills.
+func buildOmnibus(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "omnibus")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/omnibusmq/omnibus/cmd/omnibus").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// logWriter sends the soak's progress lines to the test log.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestSoakShort is the short crash soak CI runs: SIGKILLs of the real
+// binary under load, each followed by a restart on the same data
+// directory, then the full accounting, which must be clean: three kills
+// on a queue, two on a topic whose two subscriptions share each body.
+func TestSoakShort(t *testing.T) {
+	bin := buildOmnibus(t)
+	for _, c := range []Config{
+		{Kills: 3},
+		{Kills: 2, Subscriptions: 2},
+	} {
+		name := "queue"
+		if c.Subscriptions > 0 {
+			name = "topic"
+		}
+		t.Run(name, func(t *testing.T) {
+			c.Binary, c.Dir, c.MinUptime, c.MaxUptime = bin, t.TempDir(), 300*time.Millisecond, time.Second
+			c.Senders, c.Inflight, c.Receivers, c.Credit, c.Settlers = 2, 16, 2, 100, 16
+			soakShort(t, c)
+		})
+	}
+}
+
+func soakShort(t *testing.T, c Config) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, c, logWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", table.String())
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Restarts) != c.Kills {
+		t.Fatalf("%d restarts, want %d", len(r.Restarts), c.Kills)
+	}
+	// Under load: every life of the broker acknowledged sends, and the
+	// receivers completed what was sent, on every stream.
+	for i, rs := range r.Restarts {
+		if rs.Acked == 0 || rs.Recovery <= 0 {
+			t.Errorf("restart %d: %+v: no sends acknowledged before the kill, or no recovery measured", i+1, rs)
+		}
+	}
+	streams := int64(max(c.Subscriptions, 1))
+	if r.LastLifeAcked == 0 || r.Tally.Completed == 0 || r.Tally.Unique < streams*r.Tally.Acked {
+		t.Errorf("last life acknowledged %d; %d completed, %d (message, stream) pairs received of %d × %d acknowledged",
+			r.LastLifeAcked, r.Tally.Completed, r.Tally.Unique, streams, r.Tally.Acked)
+	}
+}
+
+// TestSoakCatchesLoss shows the soak can fail: a broker that keeps
+// messages only in memory forgets everything at a kill, and the
+// accounting must report the loss: messages acknowledged but never
+// received (those still queued) or received but gone without a
+// completion (those delivered and not yet completed), depending on how
+// far the receivers had got.
+func TestSoakCatchesLoss(t *testing.T) {
+	c := Config{Binary: buildOmnibus(t), BrokerArgs: []string{"--memory"}, Dir: t.TempDir(), Kills: 1,
+		MinUptime: 300 * time.Millisecond, MaxUptime: 300 * time.Millisecond, Senders: 1, Inflight: 8, Receivers: 1,
+		Credit: 10, Settlers: 1, DrainTimeout: 2 * time.Second}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, c, logWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Err()
+	if lost := r.Tally.Lost + r.Vanished(); lost == 0 || err == nil {
+		t.Fatalf("a broker that forgets everything at a kill: %d lost, %d vanished, err %v", r.Tally.Lost, r.Vanished(), err)
+	}
+	t.Logf("reported: %v", err)
+}
+
+func TestVanishedNeedsACompletionUnderWay(t *testing.T) {
+	r := &Result{Drained: true, CompletionsAtKills: 5}
+	r.Tally.OnlyUnanswered = 5
+	if r.Vanished() != 0 || r.Err() != nil {
+		t.Errorf("5 silent completions with 5 under way at the kills: vanished %d, err %v", r.Vanished(), r.Err())
+	}
+	r.Tally.OnlyUnanswered, r.Tally.NeverCompleted = 7, 1
+	if r.Vanished() != 3 || r.Err() == nil || !strings.Contains(r.Err().Error(), "3 received, then gone") {
+		t.Errorf("7 silent completions with 5 under way and 1 never completed: vanished %d, err %v", r.Vanished(), r.Err())
+	}
+}
