@@ -51,6 +51,7 @@ type conn struct {
 	// Owned by run.
 	sessions  map[uint16]*session // by the peer's channel
 	local     map[uint16]*session // by our channel
+	links     int                 // handles in use across sessions (attached or awaiting the peer's detach)
 	pending   buffer.Buffer       // frames written since the last flush
 	ackers    []*session          // sessions with acknowledgements queued
 	senders   []*link             // links with deliveries queued for the broker

@@ -121,7 +121,7 @@ func (c *conn) stateOpen() (stateFunc, error) {
 		return nil, fmt.Errorf("amqpserver: %T where open was expected", fr.Body)
 	}
 	c.peerMaxFrame = open.MaxFrameSize
-	c.channelMax = min(open.ChannelMax, defaultChannelMax)
+	c.channelMax = min(open.ChannelMax, c.srv.cfg.Limits.channelMax())
 	c.peerIdle = time.Duration(open.IdleTimeOut) * time.Millisecond
 	if err := c.writeNow(c.ourOpen()); err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func (c *conn) ourOpen() *frames.Open {
 	return &frames.Open{
 		ContainerID:  "omnibus-" + c.srv.host(),
 		MaxFrameSize: c.srv.cfg.MaxFrameSize,
-		ChannelMax:   defaultChannelMax,
+		ChannelMax:   c.srv.cfg.Limits.channelMax(),
 		IdleTimeOut:  uint32(c.srv.cfg.IdleTimeout / time.Millisecond),
 	}
 }

@@ -83,8 +83,10 @@ func (s *session) handleTransfer(t *frames.Transfer) error {
 	s.received()
 	l := s.links[t.Handle]
 	if l == nil {
-		s.end(errorf(frames.CondUnattachedHandle, "transfer on unattached handle %d", t.Handle))
-		return nil
+		if _, ok := s.awaiting[t.Handle]; !ok {
+			s.end(errorf(frames.CondUnattachedHandle, "transfer on unattached handle %d", t.Handle))
+		}
+		return nil // in flight when we detached; dropped
 	}
 	if l.in == nil {
 		s.end(errorf(frames.CondNotAllowed, "transfer on link %q, which the client receives on", l.name))

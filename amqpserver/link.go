@@ -56,16 +56,25 @@ type link struct {
 
 // handleAttach attaches a link the client asks for.
 func (s *session) handleAttach(a *frames.Attach) error {
-	if a.Handle > defaultHandleMax {
-		s.end(errorf(frames.CondResourceLimitExceeded, "handle %d above handle-max %d", a.Handle, defaultHandleMax))
-		return nil
+	lim := &s.c.srv.cfg.Limits
+	if a.Handle > lim.handleMax() {
+		// §2.5.1 (begin, handle-max): a handle outside the range we
+		// advertised closes the connection with framing-error.
+		return closeWith(frames.CondFramingError, "handle %d above handle-max %d", a.Handle, lim.handleMax())
 	}
-	if s.links[a.Handle] != nil {
+	if s.handleInUse(a.Handle) {
 		s.end(errorf(frames.CondHandleInUse, "handle %d is already attached", a.Handle))
 		return nil
 	}
+	if s.c.links >= lim.MaxLinksPerConnection {
+		// Service Bus ends the session with this condition and text.
+		s.end(errorf(frames.CondResourceLimitExceeded,
+			"Cannot allocate more handles to the current session or connection. The maximum number of handles allowed is %d. Please free up resources and try again.",
+			lim.MaxLinksPerConnection))
+		return nil
+	}
 	l := &link{s: s, name: a.Name, handle: a.Handle, snd: a.SenderSettleMode(), rcv: a.ReceiverSettleMode()}
-	s.links[a.Handle] = l
+	s.addLink(l)
 	if a.Role == frames.RoleSender {
 		if a.Target == nil {
 			l.refuse(a, errorf(frames.CondNotImplemented, "Attach without a target (coordinator links are not supported)."))
@@ -209,22 +218,32 @@ func (l *link) refuse(a *frames.Attach, e *frames.Error) {
 }
 
 // detach closes the link from our side with e (nil for a clean close).
+// Its state is dropped at once; its handle stays in use until the
+// client's detach answers ours.
 func (l *link) detach(e *frames.Error) {
 	if l.detached {
 		return
 	}
 	l.release()
+	l.s.forgetLink(l.handle)
 	l.s.c.write(l.s.ch, &frames.Detach{Handle: l.handle, Closed: true, Error: e})
 }
 
 // handleDetach answers the client's detach and forgets the link.
 func (s *session) handleDetach(d *frames.Detach) error {
+	if _, ok := s.awaiting[d.Handle]; ok {
+		// The answer to our detach: the handle is free again.
+		delete(s.awaiting, d.Handle)
+		s.c.links--
+		return nil
+	}
 	l := s.links[d.Handle]
 	if l == nil {
 		s.end(errorf(frames.CondUnattachedHandle, "detach of unattached handle %d", d.Handle))
 		return nil
 	}
 	delete(s.links, d.Handle)
+	s.c.links--
 	if !l.detached {
 		// Answered once the settlements sent before the detach are
 		// applied and the link's message session is released (owed.go).

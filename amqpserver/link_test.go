@@ -18,8 +18,8 @@ func TestHandleLimits(t *testing.T) {
 	p := ts.rawDial(t)
 	p.open()
 	p.writeFrame(0, beginFrame())
-	if b, ok := p.readFrame().(*frames.Begin); !ok || b.HandleMax != defaultHandleMax {
-		t.Fatalf("begin reply %+v, want handle-max %d", b, defaultHandleMax)
+	if b, ok := p.readFrame().(*frames.Begin); !ok || b.HandleMax != DefaultMaxLinksPerSession-1 {
+		t.Fatalf("begin reply %+v, want handle-max %d", b, DefaultMaxLinksPerSession-1)
 	}
 	p.writeFrame(0, senderAttach("q"))
 	p.readFrame()                      // attach
@@ -41,10 +41,10 @@ func TestHandleLimits(t *testing.T) {
 	p.writeFrame(1, beginFrame())
 	p.readFrame()
 	a := senderAttach("q")
-	a.Handle = defaultHandleMax + 1
+	a.Handle = DefaultMaxLinksPerSession
 	p.writeFrame(1, a)
-	if e, ok := p.readFrame().(*frames.End); !ok || e.Error == nil || e.Error.Condition != frames.CondResourceLimitExceeded {
-		t.Fatalf("got %+v, want end with resource-limit-exceeded", e)
+	if e := p.expectClose(); e == nil || e.Condition != frames.CondFramingError {
+		t.Fatalf("got close %+v, want framing-error for a handle above handle-max", e)
 	}
 }
 

@@ -26,8 +26,6 @@ const (
 	DefaultMaxMessageSize       = 100 << 20
 	DefaultSessionAcceptTimeout = 60 * time.Second
 	defaultHandshakeTimeout     = 30 * time.Second
-	defaultChannelMax           = 1023
-	defaultHandleMax            = 4095
 )
 
 // Defaults of the connection-lifetime limits in [Config]. The cloud
@@ -122,6 +120,9 @@ type Config struct {
 	SessionAcceptTimeout time.Duration
 	// Now returns the current time for token expiry; default time.Now.
 	Now func() time.Time
+	// Limits bounds what one open connection can make the server hold
+	// (limits.go).
+	Limits Limits
 }
 
 func (c *Config) validate() error {
@@ -175,7 +176,7 @@ func (c *Config) validate() error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return nil
+	return c.Limits.setDefaults()
 }
 
 // Server is an AMQP 1.0 listener speaking the Service Bus dialect: SASL

@@ -27,7 +27,11 @@ type session struct {
 
 	ending bool             // we sent end; waiting for the peer's
 	links  map[uint32]*link // by the peer's handle; our handle is the same number
-	acks   [2][]uint32      // accepted deliveries to acknowledge at the next flush, by role (see queueAck)
+	// awaiting holds the handles of links we detached (or refused) first:
+	// the link is gone, but its handle stays in use until the peer's
+	// detach answers ours (§2.6.5). Frames for them are dropped.
+	awaiting map[uint32]struct{}
+	acks     [2][]uint32 // accepted deliveries to acknowledge at the next flush, by role (see queueAck)
 	// unsettled holds deliveries sent in peek-lock mode, by delivery-id,
 	// until the client settles them.
 	unsettled map[uint32]*outDelivery
@@ -42,7 +46,9 @@ func (c *conn) handleBegin(ch uint16, b *frames.Begin) error {
 		return closeWith(frames.CondNotAllowed, "begin with remote-channel: the server never begins sessions")
 	}
 	if ch > c.channelMax {
-		return closeWith(frames.CondNotAllowed, "channel %d above channel-max %d", ch, c.channelMax)
+		// §2.4.1: a channel outside the range we can handle closes the
+		// connection with framing-error.
+		return closeWith(frames.CondFramingError, "channel %d above channel-max %d", ch, c.channelMax)
 	}
 	if c.sessions[ch] != nil {
 		return closeWith(frames.CondNotAllowed, "channel %d already has a session", ch)
@@ -68,7 +74,7 @@ func (c *conn) handleBegin(ch uint16, b *frames.Begin) error {
 		NextOutgoingID: s.nextOutgoingID,
 		IncomingWindow: s.incomingWindow,
 		OutgoingWindow: sessionWindow,
-		HandleMax:      defaultHandleMax,
+		HandleMax:      c.srv.cfg.Limits.handleMax(),
 	})
 	return nil
 }
@@ -123,13 +129,41 @@ func (s *session) forget() {
 	delete(s.c.local, s.ch)
 }
 
-// release stops every link of the session.
+// release stops every link of the session and frees their handles.
 func (s *session) release() {
 	for _, l := range s.links {
 		l.release()
 	}
+	s.c.links -= len(s.links) + len(s.awaiting)
 	s.links = map[uint32]*link{}
+	s.awaiting = nil
 	s.unsettled = map[uint32]*outDelivery{}
+}
+
+// addLink makes l the link on its handle.
+func (s *session) addLink(l *link) {
+	s.links[l.handle] = l
+	s.c.links++
+}
+
+// handleInUse reports whether handle h is attached or awaits the peer's
+// detach.
+func (s *session) handleInUse(h uint32) bool {
+	_, awaiting := s.awaiting[h]
+	return awaiting || s.links[h] != nil
+}
+
+// forgetLink frees the link on handle h once we detached it first: its
+// state goes now, its handle when the peer's detach arrives.
+func (s *session) forgetLink(h uint32) {
+	if s.links[h] == nil {
+		return
+	}
+	delete(s.links, h)
+	if s.awaiting == nil {
+		s.awaiting = make(map[uint32]struct{})
+	}
+	s.awaiting[h] = struct{}{}
 }
 
 // live reports whether s is still the session on its channel and not
@@ -154,7 +188,9 @@ func (s *session) handleFlow(f *frames.Flow) error {
 	}
 	l := s.links[*f.Handle]
 	if l == nil {
-		s.end(errorf(frames.CondUnattachedHandle, "flow for unattached handle %d", *f.Handle))
+		if _, ok := s.awaiting[*f.Handle]; !ok {
+			s.end(errorf(frames.CondUnattachedHandle, "flow for unattached handle %d", *f.Handle))
+		}
 		return nil
 	}
 	l.handleFlow(f)
