@@ -112,10 +112,12 @@ func (q *queue) readAhead(n int) {
 		head = append(head, q.mu.avail.pop())
 	}
 	var want []taken
+	room := maxCachedBytes - q.cachedBytes.Load() // what the cache could keep
 	for _, r := range head {
 		q.mu.avail.push(r)
-		if r.msg == nil {
+		if r.msg == nil && room > 0 {
 			want = append(want, taken{r: r, st: r.stateRec, seq: r.seq})
+			room -= int64(r.size)
 		}
 	}
 	q.mu.Unlock()

@@ -21,6 +21,11 @@ const (
 type ReceiveOptions struct {
 	Mode ReceiveMode
 	Max  int // at most this many messages; values < 1 mean 1
+	// MaxBytes, when positive, ends the batch before the message that
+	// would bring the stored sizes ([Message.Size]) of the messages taken
+	// above it; the first message is taken whatever its size. A front
+	// uses it to bound the bytes it holds for a slow client.
+	MaxBytes int
 	// Session restricts the receive to a session this receiver holds
 	// (see [Broker.AcceptSession]); required on session-enabled entities.
 	Session *SessionLock
@@ -30,10 +35,11 @@ type ReceiveOptions struct {
 // messages on its behalf (locks or removes them) and sends them on ch, so
 // a message goes to exactly one waiter and needs no storage read.
 type waiter struct {
-	mode ReceiveMode
-	max  int
-	sess *session // nil: any message of the queue
-	ch   chan []taken
+	mode     ReceiveMode
+	max      int
+	maxBytes int      // see ReceiveOptions.MaxBytes
+	sess     *session // nil: any message of the queue
+	ch       chan []taken
 }
 
 // taken is a record handed to a receiver, with the fields it needs copied
@@ -83,7 +89,7 @@ func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) 
 		q.mu.Unlock()
 		return nil, entityNotFound(q.path)
 	}
-	got := q.takeLocked(now, opts.Mode, opts.Max, sess)
+	got := q.takeLocked(now, opts.Mode, opts.Max, opts.MaxBytes, sess)
 	if len(got) > 0 {
 		// When the backlog reaches past the hand-over cache, have the
 		// next batch's bodies read while this one is delivered.
@@ -95,7 +101,7 @@ func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) 
 		q.kickExpiry()
 		return q.finish(got, opts.Mode)
 	}
-	w := &waiter{mode: opts.Mode, max: opts.Max, sess: sess, ch: make(chan []taken, 1)}
+	w := &waiter{mode: opts.Mode, max: opts.Max, maxBytes: opts.MaxBytes, sess: sess, ch: make(chan []taken, 1)}
 	q.mu.waiters = append(q.mu.waiters, w)
 	q.mu.Unlock()
 	q.kickExpiry()
@@ -138,10 +144,11 @@ func (q *queue) removeWaiterLocked(w *waiter) bool {
 	return false
 }
 
-// takeLocked takes up to max deliverable messages for one receiver,
-// locking them (peek-lock) or removing them (receive-and-delete). Expired
+// takeLocked takes up to max deliverable messages (and, if maxBytes > 0,
+// up to maxBytes of them but at least one) for one receiver, locking
+// them (peek-lock) or removing them (receive-and-delete). Expired
 // messages met on the way are set aside for expireLoop.
-func (q *queue) takeLocked(now int64, mode ReceiveMode, max int, sess *session) []taken {
+func (q *queue) takeLocked(now int64, mode ReceiveMode, max, maxBytes int, sess *session) []taken {
 	h := &q.mu.avail
 	if sess != nil {
 		if sess.lockedUntil <= now && !q.b.cfg.Faults.IgnoreLockExpiry {
@@ -150,7 +157,11 @@ func (q *queue) takeLocked(now int64, mode ReceiveMode, max int, sess *session) 
 		h = &sess.avail
 	}
 	var out []taken
+	bytes := 0
 	for len(out) < max && len(*h) > 0 {
+		if maxBytes > 0 && len(out) > 0 && bytes+int(h.peek().size) > maxBytes {
+			break
+		}
 		r := h.pop()
 		if q.b.cfg.Faults.BreakFIFO && len(*h) > 0 {
 			second := h.pop()
@@ -161,6 +172,7 @@ func (q *queue) takeLocked(now int64, mode ReceiveMode, max int, sess *session) 
 			q.mu.expiring = append(q.mu.expiring, r)
 			continue
 		}
+		bytes += int(r.size)
 		out = append(out, q.deliverLocked(r, now, mode))
 	}
 	if sess != nil {
@@ -204,7 +216,7 @@ func (q *queue) serveWaitersLocked(now int64) {
 	}
 	for i := 0; i < len(q.mu.waiters); {
 		w := q.mu.waiters[i]
-		got := q.takeLocked(now, w.mode, w.max, w.sess)
+		got := q.takeLocked(now, w.mode, w.max, w.maxBytes, w.sess)
 		if len(got) == 0 {
 			if w.sess == nil && len(q.mu.avail) == 0 {
 				return
