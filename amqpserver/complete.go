@@ -117,7 +117,7 @@ func (c *conn) submitSettles() {
 				}
 				l := ps.od.l
 				if l.out.settling--; l.out.settling == 0 {
-					l.pull()
+					l.pullNext()
 				}
 			}
 			c.paid(ticket)

@@ -49,16 +49,20 @@ type conn struct {
 	work   sync.WaitGroup     // helper goroutines (sends, receives, settles)
 
 	// Owned by run.
-	sessions  map[uint16]*session // by the peer's channel
-	local     map[uint16]*session // by our channel
-	links     int                 // handles in use across sessions (attached or awaiting the peer's detach)
-	pending   buffer.Buffer       // frames written since the last flush
-	ackers    []*session          // sessions with acknowledgements queued
-	senders   []*link             // links with deliveries queued for the broker
-	completes []pendingComplete   // accepted deliveries queued for the broker
-	settles   []pendingSettle     // other settlements queued for the broker
-	closing   bool                // the peer's close arrived: frames are ignored, our close follows (afterOwed)
-	closed    bool                // our close is written: run returns after this pass
+	sessions map[uint16]*session // by the peer's channel
+	local    map[uint16]*session // by our channel
+	links    int                 // handles in use across sessions (attached or awaiting the peer's detach)
+	// Outgoing deliveries (outqueue.go).
+	outBytes      int               // payload bytes taken for clients and not yet written
+	stalled       []*session        // sessions waiting for the writer to drain
+	bufferWaiters []*link           // links waiting for outBytes to fall (Limits.MaxDeliveryBuffer)
+	pending       buffer.Buffer     // frames written since the last flush
+	ackers        []*session        // sessions with acknowledgements queued
+	senders       []*link           // links with deliveries queued for the broker
+	completes     []pendingComplete // accepted deliveries queued for the broker
+	settles       []pendingSettle   // other settlements queued for the broker
+	closing       bool              // the peer's close arrived: frames are ignored, our close follows (afterOwed)
+	closed        bool              // our close is written: run returns after this pass
 
 	// Tickets of work whose answers the peer is owed, and the work
 	// waiting for them (owed.go). Owned by run.
@@ -220,11 +224,17 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 		}
 	}()
 	for {
+		var drained <-chan struct{}
+		if len(c.stalled) > 0 {
+			drained = c.ob.drained
+		}
 		select {
 		case fr := <-frc:
 			err = c.handleFrame(fr)
 		case <-c.in.wake:
 			c.runPosted()
+		case <-drained:
+			c.unstall()
 		case <-beat:
 			frames.WriteHeartbeat(&c.pending)
 		case <-c.lifeTimer.C:

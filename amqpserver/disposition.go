@@ -55,7 +55,7 @@ func (s *session) handleDisposition(d *frames.Disposition) {
 func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 	if d.State == nil {
 		if d.Settled {
-			delete(s.unsettled, id)
+			s.forgetUnsettled(id, od)
 		}
 		return
 	}
@@ -63,15 +63,28 @@ func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 	if !ok {
 		return // received{} and the like: not an outcome
 	}
-	delete(s.unsettled, id)
 	c := s.c
 	answer := !d.Settled
 	if outcome.Kind == core.Complete {
+		s.forgetUnsettled(id, od)
 		c.completes = append(c.completes, pendingComplete{s: s, id: id, od: od, answer: answer})
 		return
 	}
-	od.l.out.settling++
+	od.l.out.settling++ // before the link may pull again: see submitSettles
+	s.forgetUnsettled(id, od)
 	c.settles = append(c.settles, pendingSettle{s: s, id: id, od: od, answer: answer, state: d.State, outcome: outcome})
+}
+
+// forgetUnsettled removes delivery id, which the client settled, from
+// the unsettled deliveries; a link held back by the unsettled cap
+// (Limits.MaxUnsettledPerLink) may pull again.
+func (s *session) forgetUnsettled(id uint32, od *outDelivery) {
+	delete(s.unsettled, id)
+	o := od.l.out
+	o.unsettled--
+	if o.unsettled == s.c.srv.cfg.Limits.MaxUnsettledPerLink-1 {
+		od.l.pull()
+	}
 }
 
 // answerSettle tells the client the final state of delivery id, which it

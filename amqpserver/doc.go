@@ -40,11 +40,21 @@
 //     deliveries of one pass together, so pipelined deliveries are
 //     committed in groups. Each is answered with accepted once durable or
 //     rejected{error}.
-//   - Client receivers (outgoing.go): rcv-settle-mode second is
-//     peek-lock, first is receive-and-delete. While the link has credit, one
-//     helper runs core.Receive for up to that many messages. The delivery
-//     tag is the lock token in .NET GUID byte order. Drain uses up the
-//     credit and answers flow(drain=true, link-credit=0).
+//   - Client receivers (outgoing.go, outqueue.go): rcv-settle-mode second
+//     is peek-lock, first is receive-and-delete. One helper at a time runs
+//     core.Receive for the link, taking no more than its credit, the room
+//     left in the client's session incoming-window (in frames), the room
+//     under the unsettled cap and the room in the connection's delivery
+//     buffer (in bytes) allow: a message is locked only when its transfer
+//     can be written now. One that no longer fits when the receive returns
+//     is released, no delivery counted. Receive-and-delete takes messages
+//     peek-locked, reserves their window room and removes them (durably)
+//     before sending them, so it never removes more than it can write at
+//     once. Transfers are written frame by frame while the bytes waiting
+//     for the socket stay under 4 MiB. The delivery tag is the lock token
+//     in .NET GUID byte order. Drain uses up the credit and answers
+//     flow(drain=true, link-credit=0). Credit is an unsigned 32-bit number
+//     (§2.6.7, serial-number arithmetic).
 //   - Client dispositions (disposition.go, complete.go) become core
 //     outcomes — the accepts of one pass one core.CompleteMany, the other
 //     outcomes applied in order by one helper, the link pulling no more

@@ -1,10 +1,13 @@
 package amqpserver
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 )
 
@@ -24,7 +27,7 @@ func (p *rawPeer) sync(ch uint16) {
 
 // onConn runs f on the connection goroutine of the server's only
 // connection and waits for it, so a test can read run's state.
-func (ts *testServer) onConn(t *testing.T, f func(c *conn)) {
+func (ts *testServer) onConn(t testing.TB, f func(c *conn)) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -168,4 +171,57 @@ func TestRefusedAttachFreesItsLink(t *testing.T) {
 			t.Errorf("%d handles in use after the session ended, want 0", c.links)
 		}
 	})
+}
+
+// TestQueuedRepliesCap sends $management requests on a connection whose
+// reply link has no credit: once MaxQueuedReplies replies wait, further
+// requests are rejected with amqp:resource-limit-exceeded; the waiting
+// replies go out when credit comes.
+func TestQueuedRepliesCap(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) { c.Limits.MaxQueuedReplies = 3 })
+	p := ts.rawDial(t)
+	p.open()
+	p.writeFrame(0, beginFrame())
+	p.readFrame()
+	p.writeFrame(0, senderAttach("q/$management"))
+	p.readFrame() // attach
+	p.readFrame() // flow
+	p.writeFrame(0, &frames.Attach{Name: "reply", Handle: 1, Role: frames.RoleReceiver,
+		Source: &frames.Source{Address: "q/$management"}, Target: &frames.Target{Address: "reply-1"}})
+	p.readFrame()
+	request := func(id uint32) {
+		m := &frames.Message{
+			Properties:            &frames.MessageProperties{MessageID: fmt.Sprint(id), ReplyTo: "reply-1"},
+			ApplicationProperties: encoding.Map{{Key: "operation", Value: "com.microsoft:peek-message"}},
+			Value:                 encoding.Map{{Key: "from-sequence-number", Value: int64(0)}, {Key: "message-count", Value: int32(1)}},
+		}
+		var b buffer.Buffer
+		if err := m.MarshalAMQP(&b); err != nil {
+			t.Fatal(err)
+		}
+		format := uint32(0)
+		p.writeFrame(0, &frames.Transfer{Handle: 0, DeliveryID: &id, DeliveryTag: []byte{byte(id)}, MessageFormat: &format, Payload: b.Bytes()})
+	}
+	for id := range uint32(3) {
+		request(id)
+	}
+	ts.waitFor(t, "3 replies waiting", func(c *conn) bool { return c.sessions[0].links[1].out.replyBacklog == 3 })
+	request(3)
+	for {
+		d, ok := p.readFrame().(*frames.Disposition)
+		if !ok || d.First != 3 {
+			continue
+		}
+		if rej, ok := d.State.(*frames.Rejected); !ok || rej.Error == nil || rej.Error.Condition != frames.CondResourceLimitExceeded {
+			t.Fatalf("request beyond the cap answered with %+v, want rejected with resource-limit-exceeded", d.State)
+		}
+		break
+	}
+	h, zero, ten := uint32(1), uint32(0), uint32(10)
+	p.writeFrame(0, &frames.Flow{NextIncomingID: &zero, IncomingWindow: 100, OutgoingWindow: 100, Handle: &h, DeliveryCount: &zero, LinkCredit: &ten})
+	for got := 0; got < 3; {
+		if tr, ok := p.readFrame().(*frames.Transfer); ok && tr.Handle == 1 {
+			got++
+		}
+	}
 }

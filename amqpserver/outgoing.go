@@ -21,8 +21,10 @@ type outLink struct {
 	deliveryCount uint32
 	drain         bool
 	mode          core.ReceiveMode
-	// cancelPull is set while a helper goroutine runs core.Receive for
-	// the link; at most one runs at a time.
+	// pulling is set while a helper takes messages for the link (and, in
+	// receive-and-delete mode, removes those that fit): at most one at a
+	// time. cancelPull stops its receive; pullMax is what it may take.
+	pulling    bool
 	cancelPull context.CancelFunc
 	pullMax    int
 	// settling counts deliveries of the link whose release, abandon
@@ -30,17 +32,47 @@ type outLink struct {
 	// meanwhile, so messages they make available again are not
 	// overtaken by later ones.
 	settling int
+	// unsettled counts the link's peek-locked deliveries the client has
+	// not settled (Limits.MaxUnsettledPerLink).
+	unsettled int
+	// needFrames and needBytes are the window and delivery-buffer room
+	// the message last given back for lack of room needs: the link
+	// pulls again once there is that much.
+	needFrames uint32
+	needBytes  int
+	// waiting is set while the link is on its session's or connection's
+	// list of links waiting for room (waitForRoom).
+	waiting bool
+	// drainPulled is set once a drain has had its pull: the drain ends
+	// when that pull's deliveries are out.
+	drainPulled bool
+	// removing holds receive-and-delete batches being removed from the
+	// entity, in the order they were taken: each is sent once it and
+	// those before it are removed (completeRAD).
+	removing []*radBatch
 	sess     *core.SessionLock // session receivers: the session held
-	replies  [][]byte          // reply links: encoded replies waiting for credit
+	// replies are encoded replies of a reply link waiting for credit;
+	// replyBacklog counts them and those not yet written
+	// (Limits.MaxQueuedReplies).
+	replies      [][]byte
+	replyBacklog int
 }
 
 // outDelivery is a peek-locked message sent to the client and not yet
 // settled by it.
 type outDelivery struct {
-	l      *link
-	entity string
-	token  core.LockToken
-	sess   *core.SessionLock // the session it was received under, if any
+	l       *link
+	entity  string
+	token   core.LockToken
+	sess    *core.SessionLock // the session it was received under, if any
+	written bool              // every frame of its transfer is written
+}
+
+// pulledMsg is a message a pull took, encoded for the link.
+type pulledMsg struct {
+	token   core.LockToken
+	seq     int64
+	payload []byte
 }
 
 // attachReceiver attaches a link the client receives entity messages on.
@@ -66,9 +98,7 @@ func (l *link) attachReceiver(a *frames.Attach) {
 	l.attach(a, nil)
 }
 
-// outFlow applies the client's flow to a link it receives on (§2.6.7):
-// our credit is delivery-count(flow) + link-credit(flow) -
-// delivery-count(ours).
+// outFlow applies the client's flow to a link it receives on (§2.6.7).
 func (l *link) outFlow(f *frames.Flow) {
 	o := l.out
 	if f.LinkCredit != nil {
@@ -77,6 +107,9 @@ func (l *link) outFlow(f *frames.Flow) {
 			dc = *f.DeliveryCount
 		}
 		o.credit = linkCredit(dc, *f.LinkCredit, o.deliveryCount)
+	}
+	if f.Drain && !o.drain {
+		o.drainPulled = false
 	}
 	o.drain = f.Drain
 	if f.Echo {
@@ -115,13 +148,17 @@ func linkCredit(flowCount, flowCredit, ourCount uint32) uint32 {
 	return flowCredit - unseen
 }
 
-// pull starts a helper that takes up to credit messages from the broker,
-// waiting for them, unless one runs already. While draining it only
-// takes what is available right now.
+// pull starts a helper that takes messages for the link, unless one runs
+// already. It takes no more than the link's credit, the room in the
+// client's session window, the room under the unsettled cap and in the
+// connection's delivery buffer allow: a message is locked only when its
+// transfer can be written now. While draining it takes only what is
+// available right now.
 func (l *link) pull() {
 	o := l.out
-	c := l.s.c
-	if l.detached || !l.attached || o.cancelPull != nil || o.settling > 0 {
+	s := l.s
+	c := s.c
+	if l.detached || !l.attached || o.pulling || o.settling > 0 || o.waiting {
 		return
 	}
 	if o.credit == 0 {
@@ -130,49 +167,255 @@ func (l *link) pull() {
 		}
 		return
 	}
+	lim := &c.srv.cfg.Limits
+	room := maxPullBatch
+	if o.mode == core.PeekLock {
+		room = min(room, lim.MaxUnsettledPerLink-o.unsettled)
+		if room <= 0 {
+			l.blocked() // settlements wake it (settleOut)
+			return
+		}
+	}
+	free := s.windowFree()
+	if free == 0 || (o.needFrames > 0 && !s.fits(o.needFrames)) {
+		l.waitForRoom(&s.windowWaiters)
+		return
+	}
+	bufRoom := lim.MaxDeliveryBuffer - c.outBytes
+	if c.outBytes > 0 && (bufRoom <= 0 || o.needBytes > bufRoom) {
+		l.waitForRoom(&c.bufferWaiters)
+		return
+	}
+	n := int(min(o.credit, free, uint32(room)))
+	maxBytes := max(1, int(min(int64(bufRoom), int64(free)*int64(c.chunk()))))
+
 	ctx, cancel := context.WithCancel(c.ctx)
 	if o.drain {
 		cancel() // a receive with a done context takes only what is there
+		o.drainPulled = true
 	}
-	o.cancelPull = cancel
-	o.pullMax = min(int(o.credit), maxPullBatch)
-	opts := core.ReceiveOptions{Mode: o.mode, Max: o.pullMax, Session: o.sess}
-	entity := l.entity
+	o.pulling, o.cancelPull, o.pullMax = true, cancel, n
+	opts := core.ReceiveOptions{Mode: core.PeekLock, Max: n, MaxBytes: maxBytes, Session: o.sess}
+	entity, lockAnnotations := l.entity, o.mode == core.PeekLock
 	c.goWork(func() {
 		msgs, err := c.srv.b.Receive(ctx, entity, opts)
 		cancel()
-		if !c.post(func() { l.pulled(msgs, err) }) {
-			c.srv.giveBack(entity, msgs, opts.Mode)
+		batch, failed := encodePulled(msgs, lockAnnotations)
+		if len(failed) > 0 {
+			c.log.Error("encoding deliveries", zap.String("entity", entity), zap.Int("count", len(failed)), zap.Error(failed[0].err))
+			c.srv.release(entity, tokensOf(failed))
+		}
+		if !c.post(func() { l.pulled(batch, err) }) {
+			c.srv.release(entity, tokensOfPulled(batch))
 		}
 	})
 }
 
-// pulled delivers what a pull returned and starts the next one.
-func (l *link) pulled(msgs []*core.Message, err error) {
+// blocked ends a drain the link cannot serve now: the client learns
+// there is nothing more for its credit.
+func (l *link) blocked() {
+	if l.out.drain {
+		l.out.drainPulled = true
+		l.pullNext()
+	}
+}
+
+// waitForRoom puts the link on a list of links waiting for window or
+// buffer room (wakeWaiters empties it).
+func (l *link) waitForRoom(list *[]*link) {
+	l.out.waiting = true
+	*list = append(*list, l)
+	l.blocked()
+}
+
+// wakeWaiters lets the links of list pull again.
+func wakeWaiters(list *[]*link) {
+	ls := *list
+	*list = nil
+	for _, l := range ls {
+		l.out.waiting = false
+		l.pull()
+	}
+}
+
+// encodeFailure is a message that could not be encoded.
+type encodeFailure struct {
+	token core.LockToken
+	err   error
+}
+
+// encodePulled encodes messages for delivery. The messages (and their
+// bodies) are not kept: only the encoded transfer payload is.
+func encodePulled(msgs []*core.Message, lockAnnotations bool) ([]pulledMsg, []encodeFailure) {
+	batch := make([]pulledMsg, 0, len(msgs))
+	var failed []encodeFailure
+	for i, m := range msgs {
+		payload, err := encodeDelivery(m, lockAnnotations)
+		if err != nil {
+			failed = append(failed, encodeFailure{m.LockToken, err})
+		} else {
+			batch = append(batch, pulledMsg{token: m.LockToken, seq: m.SequenceNumber, payload: payload})
+		}
+		msgs[i] = nil
+	}
+	return batch, failed
+}
+
+func tokensOf(failed []encodeFailure) []core.LockToken {
+	toks := make([]core.LockToken, len(failed))
+	for i, f := range failed {
+		toks[i] = f.token
+	}
+	return toks
+}
+
+func tokensOfPulled(batch []pulledMsg) []core.LockToken {
+	toks := make([]core.LockToken, len(batch))
+	for i, pm := range batch {
+		toks[i] = pm.token
+	}
+	return toks
+}
+
+// pulled delivers what a pull took, as far as the credit, the window and
+// the delivery buffer still allow; the rest is released as if never
+// delivered. In receive-and-delete mode the messages that fit are removed
+// first (completeRAD), with their window room reserved.
+func (l *link) pulled(batch []pulledMsg, err error) {
 	o := l.out
-	o.cancelPull = nil
+	s := l.s
+	c := s.c
+	o.pulling, o.cancelPull = false, nil
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		l.s.c.giveBack(l.entity, msgs, o.mode)
+		l.giveBack(batch)
 		if !l.detached {
 			l.detach(amqpError(err))
 		}
 		return
 	}
-	for i, m := range msgs {
-		if l.detached || !l.s.live() || (o.credit == 0 && o.mode == core.PeekLock) {
-			l.s.c.giveBack(l.entity, msgs[i:], o.mode)
+	lim := &c.srv.cfg.Limits
+	n := 0
+	for ; n < len(batch); n++ {
+		pm := &batch[n]
+		if l.detached || !s.live() || o.credit == 0 ||
+			(o.mode == core.PeekLock && o.unsettled >= lim.MaxUnsettledPerLink) {
 			break
 		}
-		l.deliver(m)
+		frames := c.framesFor(len(pm.payload))
+		if !s.fits(frames) {
+			o.needFrames = frames
+			break
+		}
+		if c.outBytes > 0 && c.outBytes+len(pm.payload) > lim.MaxDeliveryBuffer {
+			o.needBytes = len(pm.payload)
+			break
+		}
+		o.needFrames, o.needBytes = 0, 0
+		o.credit--
+		o.deliveryCount++
+		if o.mode == core.ReceiveAndDelete {
+			s.reserved += frames
+			c.outBytes += len(pm.payload)
+			continue
+		}
+		l.deliver(pm)
 	}
+	if n < len(batch) {
+		l.giveBack(batch[n:])
+	}
+	if o.mode == core.ReceiveAndDelete && n > 0 {
+		l.completeRAD(batch[:n])
+	}
+	l.pullNext()
+}
+
+// pullNext continues after a pull: the next pull starts, or a drain
+// whose pull is done and whose deliveries are out ends.
+func (l *link) pullNext() {
+	o := l.out
 	if l.detached {
 		return
 	}
-	if o.drain {
-		l.finishDrain()
+	if o.drain && o.drainPulled {
+		if !o.pulling && o.settling == 0 && len(o.removing) == 0 {
+			l.finishDrain()
+		}
 		return
 	}
 	l.pull()
+}
+
+// radBatch is a receive-and-delete batch being removed from its entity.
+type radBatch struct {
+	msgs []pulledMsg
+	errs []error // nil until the removal is done
+}
+
+// completeRAD removes the receive-and-delete messages batch, which have
+// their credit taken and their window room reserved, and sends them once
+// the removal is durable (the broker's promise for receive-and-delete: a
+// message is gone before it is handed out). The next pull need not wait:
+// batches are sent in the order they were taken. A detach waits for the
+// removal (owed.go).
+func (l *link) completeRAD(msgs []pulledMsg) {
+	o := l.out
+	c := l.s.c
+	rb := &radBatch{msgs: msgs}
+	o.removing = append(o.removing, rb)
+	entity := l.entity
+	toks := tokensOfPulled(msgs)
+	ticket := c.owe()
+	c.goWork(func() {
+		errs := c.srv.b.CompleteMany(entity, toks, true)
+		c.post(func() {
+			rb.errs = errs
+			l.radRemoved()
+			c.paid(ticket)
+		})
+	})
+}
+
+// radRemoved sends the removed batches at the head of the link's list:
+// the messages whose removal succeeded go out; the credit of the others,
+// still in their entity, is taken back.
+func (l *link) radRemoved() {
+	o := l.out
+	s := l.s
+	c := s.c
+	lost := 0
+	var failed []core.LockToken
+	for len(o.removing) > 0 && o.removing[0].errs != nil {
+		rb := o.removing[0]
+		o.removing[0] = nil
+		o.removing = o.removing[1:]
+		for i := range rb.msgs {
+			pm := &rb.msgs[i]
+			s.reserved -= c.framesFor(len(pm.payload))
+			c.outBytes -= len(pm.payload)
+			switch {
+			case rb.errs[i] != nil:
+				o.credit++
+				o.deliveryCount--
+				failed = append(failed, pm.token)
+			case l.detached || !s.live():
+				lost++
+			default:
+				l.sendSettled(pm)
+			}
+		}
+	}
+	if len(o.removing) == 0 {
+		o.removing = nil
+	}
+	if len(failed) > 0 {
+		c.giveBackTokens(l.entity, failed...)
+	}
+	if lost > 0 {
+		c.log.Warn("received-and-deleted messages could not be delivered: the link went away while they were removed",
+			zap.String("entity", l.entity), zap.Int("count", lost))
+	}
+	s.wakeRoom()
+	l.pullNext()
 }
 
 // finishDrain uses up the remaining credit and tells the client so with
@@ -185,102 +428,91 @@ func (l *link) finishDrain() {
 	l.writeFlow(true)
 }
 
-// deliver sends one message to the client.
-func (l *link) deliver(m *core.Message) {
-	o := l.out
-	peekLock := o.mode == core.PeekLock
-	payload, err := encodeDelivery(m, peekLock)
-	if err != nil {
-		l.s.c.log.Error("encoding delivery", zap.String("entity", l.entity), zap.Int64("seq", m.SequenceNumber), zap.Error(err))
-		l.s.c.giveBack(l.entity, []*core.Message{m}, o.mode)
-		return
-	}
+// deliver sends one peek-locked message to the client; its credit is
+// already taken. The delivery tag is the lock token.
+func (l *link) deliver(pm *pulledMsg) {
 	s := l.s
 	id := s.nextDeliveryID
 	s.nextDeliveryID++
-	var tag []byte
-	if peekLock {
-		tag = lockTokenToDeliveryTag(m.LockToken)
-		s.unsettled[id] = &outDelivery{l: l, entity: l.entity, token: m.LockToken, sess: o.sess}
-	} else {
-		tag = binary.BigEndian.AppendUint64(nil, uint64(m.SequenceNumber))
-	}
-	if o.credit > 0 {
-		o.credit--
-	}
-	o.deliveryCount++
-	l.sendPayload(id, tag, !peekLock, payload)
+	od := &outDelivery{l: l, entity: l.entity, token: pm.token, sess: l.out.sess}
+	s.unsettled[id] = od
+	l.out.unsettled++
+	s.queueTransfer(&outTransfer{l: l, id: id, tag: lockTokenToDeliveryTag(pm.token), payload: pm.payload, od: od})
 }
 
-// sendPayload splits an encoded message into transfers that fit the
-// peer's max-frame-size.
-func (l *link) sendPayload(id uint32, tag []byte, settled bool, payload []byte) {
-	// Room for the frame header and the transfer performative (at most
-	// about 80 bytes with a 32-byte tag).
-	const overhead = 128
-	chunk := int(min(l.s.c.peerMaxFrame, 1<<20)) - overhead
-	format := uint32(0)
-	first := true
-	for {
-		n := min(len(payload), chunk)
-		t := &frames.Transfer{Handle: l.handle, Settled: settled, More: n < len(payload), Payload: payload[:n]}
-		if first {
-			did := id
-			t.DeliveryID, t.DeliveryTag, t.MessageFormat = &did, tag, &format
-			first = false
-		}
-		l.s.sendTransfer(t)
-		payload = payload[n:]
-		if len(payload) == 0 {
-			return
-		}
+// sendSettled sends one received-and-deleted message; its credit is
+// already taken. The delivery tag is its sequence number.
+func (l *link) sendSettled(pm *pulledMsg) {
+	s := l.s
+	id := s.nextDeliveryID
+	s.nextDeliveryID++
+	tag := binary.BigEndian.AppendUint64(nil, uint64(pm.seq))
+	s.queueTransfer(&outTransfer{l: l, id: id, tag: tag, settled: true, payload: pm.payload})
+}
+
+// giveBack releases pulled messages the link could not send (no delivery
+// counted). The link pulls no more until they are back in their entity,
+// so they are not overtaken by later messages.
+func (l *link) giveBack(batch []pulledMsg) {
+	if len(batch) == 0 {
+		return
 	}
+	o := l.out
+	c := l.s.c
+	toks := tokensOfPulled(batch)
+	o.settling++
+	entity := l.entity
+	c.goWork(func() {
+		c.srv.release(entity, toks)
+		c.post(func() {
+			if o.settling--; o.settling == 0 {
+				l.pullNext()
+			}
+		})
+	})
 }
 
 // releaseOut stops an outgoing link: its pull is cancelled (what it
-// returns is given back), its message session closed, and its unsettled
-// deliveries forgotten (their locks stay valid until they expire).
+// returns is given back), deliveries not yet written whole are dropped
+// and released, its message session closed, and its unsettled deliveries
+// forgotten (their locks stay valid until they expire).
 func (l *link) releaseOut() {
 	o := l.out
+	s := l.s
 	if o.cancelPull != nil {
 		o.cancelPull()
 	}
-	for id, d := range l.s.unsettled {
+	s.purge(l)
+	for id, d := range s.unsettled {
 		if d.l == l {
-			delete(l.s.unsettled, id)
+			delete(s.unsettled, id)
 		}
 	}
+	o.unsettled = 0
+	o.replies = nil
 	if sl := o.sess; sl != nil {
 		// Settlements already sent for its messages are applied first
 		// (owed.go).
 		o.sess = nil
-		c, entity := l.s.c, l.entity
+		c, entity := s.c, l.entity
 		c.afterOwed(func() { c.srv.closeSession(entity, sl) })
 	}
 }
 
-// giveBack is [Server.giveBack] in a helper goroutine, for the
+// giveBackTokens is [Server.release] in a helper goroutine, for the
 // connection goroutine, which must not wait for storage.
-func (c *conn) giveBack(entity string, msgs []*core.Message, mode core.ReceiveMode) {
-	if len(msgs) > 0 {
-		c.goWork(func() { c.srv.giveBack(entity, msgs, mode) })
+func (c *conn) giveBackTokens(entity string, toks ...core.LockToken) {
+	if len(toks) > 0 {
+		c.goWork(func() { c.srv.release(entity, toks) })
 	}
 }
 
-// giveBack returns messages a link could not deliver: peek-locked ones
-// are released (no delivery counted); received-and-deleted ones are gone,
-// which is logged.
-func (s *Server) giveBack(entity string, msgs []*core.Message, mode core.ReceiveMode) {
-	if len(msgs) == 0 {
-		return
-	}
-	if mode == core.ReceiveAndDelete {
-		s.log.Warn("received-and-deleted messages could not be delivered", zap.String("entity", entity), zap.Int("count", len(msgs)))
-		return
-	}
-	for _, m := range msgs {
+// release returns peek-locked messages a link could not deliver, as if
+// never delivered (no delivery counted).
+func (s *Server) release(entity string, toks []core.LockToken) {
+	for _, tok := range toks {
 		// A release only fails when the lock is gone already; either way
 		// the message is available again.
-		_ = s.b.Settle(context.Background(), entity, m.LockToken, core.Outcome{Kind: core.Release})
+		_ = s.b.Settle(context.Background(), entity, tok, core.Outcome{Kind: core.Release})
 	}
 }

@@ -23,15 +23,25 @@ func (l *link) managementRequest(p *partial) {
 		l.settleIncoming(p, &frames.Rejected{Error: errorf(frames.CondDecodeError, "%v", err)})
 		return
 	}
-	l.settleIncoming(p, &frames.Accepted{})
 	c := l.s.c
 	s := l.s
 	entity := l.entity
+	if r := c.replyLink(s, entity+mgmtSuffix, replyToOf(req)); r != nil && r.out.replyBacklog >= c.srv.cfg.Limits.MaxQueuedReplies {
+		l.settleIncoming(p, &frames.Rejected{Error: errorf(frames.CondResourceLimitExceeded,
+			"%d replies are waiting for the client on link '%s'. Read them before sending more requests.", r.out.replyBacklog, r.name)})
+		return
+	}
+	l.settleIncoming(p, &frames.Accepted{})
 	rights := c.auth.rights(l.address)
 	linkSession := c.associatedSession(entity, req)
+	// Requests in flight count against the request link's credit
+	// (maxInflight), which bounds the helpers one link can keep busy.
+	l.in.inflight++
 	c.goWork(func() {
 		reply := c.srv.handleManagement(c.ctx, c, entity, rights, req, linkSession)
 		c.post(func() {
+			l.in.inflight--
+			l.grantCredit()
 			if s.live() {
 				c.routeReply(s, entity+mgmtSuffix, req, reply)
 			}
@@ -39,18 +49,30 @@ func (l *link) managementRequest(p *partial) {
 	})
 }
 
+// replyToOf returns a request's reply-to address, "" when it has none.
+func replyToOf(req *frames.Message) string {
+	if req.Properties == nil {
+		return ""
+	}
+	return req.Properties.ReplyTo
+}
+
 // routeReply sends reply on the link of this connection the client
 // receives replies on: the one whose target address is the request's
 // reply-to, else the one named by reply-to, else the one in the same
 // session whose source is the node. Replies with no such link are dropped.
 func (c *conn) routeReply(s *session, node string, req, reply *frames.Message) {
-	replyTo := ""
-	if req.Properties != nil {
-		replyTo = req.Properties.ReplyTo
-	}
+	replyTo := replyToOf(req)
 	l := c.replyLink(s, node, replyTo)
 	if l == nil {
 		c.log.Debug("no link for reply", zap.String("node", node), zap.String("reply-to", replyTo))
+		return
+	}
+	if l.out.replyBacklog >= c.srv.cfg.Limits.MaxQueuedReplies {
+		// Requests are refused before this point; $cbs requests are
+		// answered here only while the client reads its replies.
+		c.log.Warn("reply dropped: the client does not read its replies", zap.String("node", node),
+			zap.String("link", l.name), zap.Int("waiting", l.out.replyBacklog))
 		return
 	}
 	var b buffer.Buffer
@@ -59,6 +81,7 @@ func (c *conn) routeReply(s *session, node string, req, reply *frames.Message) {
 		return
 	}
 	l.out.replies = append(l.out.replies, b.Bytes())
+	l.out.replyBacklog++
 	l.sendReplies()
 }
 
@@ -100,7 +123,7 @@ func (l *link) sendReplies() {
 		o.credit--
 		o.deliveryCount++
 		tag := binary.BigEndian.AppendUint32(nil, o.deliveryCount)
-		l.sendPayload(id, tag, true, payload)
+		l.s.queueTransfer(&outTransfer{l: l, id: id, tag: tag, settled: true, payload: payload, reply: true})
 	}
 	if o.drain && len(o.replies) == 0 {
 		l.finishDrain()

@@ -19,11 +19,16 @@ type session struct {
 	nextIncomingID uint32
 	incomingWindow uint32 // remaining before we must send a flow
 
-	// Outgoing transfer accounting.
+	// Outgoing transfer accounting (outqueue.go).
 	nextOutgoingID       uint32
-	remoteIncomingWindow uint32
+	remoteIncomingWindow uint32 // transfer frames the peer takes before its next flow
+	peerWindow           uint32 // the incoming-window of the peer's last begin or flow
 	nextDeliveryID       uint32
-	queued               []*frames.Transfer // waiting for the peer's window, in order
+	out                  []*outTransfer // deliveries being written, in order
+	outFrames            uint32         // frames of out still to write
+	reserved             uint32         // window frames reserved for receive-and-delete removals
+	stalled              bool           // on conn.stalled, waiting for the writer
+	windowWaiters        []*link        // links waiting for window room (outgoing.go)
 
 	ending bool             // we sent end; waiting for the peer's
 	links  map[uint32]*link // by the peer's handle; our handle is the same number
@@ -63,6 +68,7 @@ func (c *conn) handleBegin(ch uint16, b *frames.Begin) error {
 		nextIncomingID:       b.NextOutgoingID,
 		incomingWindow:       sessionWindow,
 		remoteIncomingWindow: b.IncomingWindow,
+		peerWindow:           b.IncomingWindow,
 		links:                make(map[uint32]*link),
 		unsettled:            make(map[uint32]*outDelivery),
 	}
@@ -177,9 +183,13 @@ func (s *session) handleFlow(f *frames.Flow) error {
 		next = *f.NextIncomingID
 	}
 	// §2.5.6: remote-incoming-window = next-incoming-id(flow) +
-	// incoming-window(flow) - next-outgoing-id(endpoint).
-	s.remoteIncomingWindow = next + f.IncomingWindow - s.nextOutgoingID
-	s.sendQueued()
+	// incoming-window(flow) - next-outgoing-id(endpoint). It is the same
+	// serial-number sum as link credit: a flow that has not seen more of
+	// our transfers than its window leaves nothing.
+	s.remoteIncomingWindow = linkCredit(next, f.IncomingWindow, s.nextOutgoingID)
+	s.peerWindow = f.IncomingWindow
+	s.pump()
+	s.wakeRoom()
 	if f.Handle == nil {
 		if f.Echo {
 			s.c.write(s.ch, s.flow())
@@ -218,35 +228,5 @@ func (s *session) received() {
 	if s.incomingWindow <= sessionWindow/2 {
 		s.incomingWindow = sessionWindow
 		s.c.write(s.ch, s.flow())
-	}
-}
-
-// sendTransfer writes an outgoing transfer frame, or queues it while the
-// peer's incoming window is closed.
-func (s *session) sendTransfer(t *frames.Transfer) {
-	if len(s.queued) > 0 || s.remoteIncomingWindow == 0 {
-		s.queued = append(s.queued, t)
-		return
-	}
-	s.writeTransfer(t)
-}
-
-func (s *session) writeTransfer(t *frames.Transfer) {
-	s.c.write(s.ch, t)
-	s.nextOutgoingID++
-	s.remoteIncomingWindow--
-}
-
-// sendQueued writes queued transfers as far as the peer's window allows.
-func (s *session) sendQueued() {
-	n := 0
-	for n < len(s.queued) && s.remoteIncomingWindow > 0 {
-		s.writeTransfer(s.queued[n])
-		s.queued[n] = nil
-		n++
-	}
-	s.queued = s.queued[n:]
-	if len(s.queued) == 0 {
-		s.queued = nil
 	}
 }

@@ -2,6 +2,7 @@ package amqpserver
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,9 +23,10 @@ const keepWriteBuffer = 1 << 20
 // allocates nothing.
 type outbox struct {
 	mu     sync.Mutex
-	buf    []byte // bytes waiting for writeLoop
-	closed bool   // no more output: writeLoop exits once buf is written
-	failed bool   // a write failed: output is dropped
+	buf    []byte       // bytes waiting for writeLoop
+	size   atomic.Int64 // len(buf), readable without mu
+	closed bool         // no more output: writeLoop exits once buf is written
+	failed bool         // a write failed: output is dropped
 
 	wake    chan struct{} // (cap 1) buf got bytes, or closed was set
 	drained chan struct{} // (cap 1) writeLoop took buf
@@ -63,6 +65,7 @@ func (c *conn) enqueue(p []byte) {
 	}
 	first := len(o.buf) == 0
 	o.buf = append(o.buf, p...)
+	o.size.Store(int64(len(o.buf)))
 	o.mu.Unlock()
 	if first {
 		signal(o.wake)
@@ -86,6 +89,7 @@ func (c *conn) writeLoop() {
 	for range o.wake {
 		o.mu.Lock()
 		p, o.buf = o.buf, p[:0]
+		o.size.Store(0)
 		closed := o.closed
 		o.mu.Unlock()
 		signal(o.drained)
@@ -94,6 +98,7 @@ func (c *conn) writeLoop() {
 			if _, err := c.nc.Write(p); err != nil {
 				o.mu.Lock()
 				o.failed, o.buf = true, nil
+				o.size.Store(0)
 				o.mu.Unlock()
 				c.cancel()
 				return

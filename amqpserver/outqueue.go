@@ -1,0 +1,194 @@
+package amqpserver
+
+import (
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+)
+
+// Outgoing transfers (server to client) obey two bounds. The client's
+// session incoming-window (§2.5.6) says how many transfer frames it will
+// take: a message is taken from its entity only when the window has room
+// for all of its frames (outgoing.go), so the window never holds back a
+// message we have locked or removed. And our own output: a session's
+// deliveries are written frame by frame only while the bytes waiting for
+// the socket stay under maxOutbox; the rest waits here, in order, and is
+// written as the socket drains (conn.unstall).
+
+// transferOverhead is room for the frame header and the transfer
+// performative (at most about 80 bytes with a 32-byte tag).
+const transferOverhead = 128
+
+// outTransfer is a delivery whose transfer frames are being written.
+type outTransfer struct {
+	l       *link
+	id      uint32
+	tag     []byte
+	settled bool
+	payload []byte
+	sent    int    // bytes of payload written
+	frames  uint32 // frames left to write
+	// od is the unsettled entry of a peek-locked delivery, nil for a
+	// settled one.
+	od *outDelivery
+	// reply is set on $cbs and $management replies.
+	reply bool
+}
+
+// chunk is the payload that fits one transfer frame to the peer.
+func (c *conn) chunk() int {
+	return int(min(c.peerMaxFrame, 1<<20)) - transferOverhead
+}
+
+// framesFor is the number of transfer frames a payload of n bytes needs.
+func (c *conn) framesFor(n int) uint32 {
+	ch := c.chunk()
+	return uint32(max(1, (n+ch-1)/ch))
+}
+
+// windowFree is how many more transfer frames the session may commit to:
+// the client's remaining incoming window less the frames already queued
+// or reserved.
+func (s *session) windowFree() uint32 {
+	used := uint64(s.outFrames) + uint64(s.reserved)
+	if uint64(s.remoteIncomingWindow) <= used {
+		return 0
+	}
+	return s.remoteIncomingWindow - uint32(used)
+}
+
+// fits reports whether a delivery of n frames may be taken now: the
+// window has room for all of it, or it is larger than any window the
+// client has offered and the session has nothing else to send, so it
+// goes out as the window opens.
+func (s *session) fits(n uint32) bool {
+	free := s.windowFree()
+	if n <= free {
+		return true
+	}
+	return free > 0 && n > s.peerWindow && s.outFrames == 0 && s.reserved == 0
+}
+
+// queueTransfer queues d for writing and writes what it can now.
+func (s *session) queueTransfer(d *outTransfer) {
+	d.frames = s.c.framesFor(len(d.payload))
+	s.outFrames += d.frames
+	s.c.outBytes += len(d.payload)
+	s.out = append(s.out, d)
+	if len(s.out) == 1 {
+		s.pump()
+	}
+}
+
+// pump writes queued transfer frames, in order, while the client's window
+// and our output allow. A session stopped by our output is resumed when
+// the writer drains (conn.unstall).
+func (s *session) pump() {
+	c := s.c
+	for len(s.out) > 0 && s.remoteIncomingWindow > 0 {
+		if c.outputFull() {
+			c.stall(s)
+			return
+		}
+		d := s.out[0]
+		s.writeFrame(d)
+		if d.frames == 0 {
+			s.out[0] = nil
+			s.out = s.out[1:]
+			if d.reply {
+				d.l.out.replyBacklog--
+			}
+		}
+	}
+	if len(s.out) == 0 {
+		s.out = nil
+	}
+	s.c.wakeBuffer()
+}
+
+// writeFrame writes the next transfer frame of d.
+func (s *session) writeFrame(d *outTransfer) {
+	c := s.c
+	n := min(len(d.payload)-d.sent, c.chunk())
+	t := &frames.Transfer{Handle: d.l.handle, Settled: d.settled, More: d.frames > 1,
+		Payload: d.payload[d.sent : d.sent+n]}
+	if d.sent == 0 {
+		id, format := d.id, uint32(0)
+		t.DeliveryID, t.DeliveryTag, t.MessageFormat = &id, d.tag, &format
+	}
+	c.write(s.ch, t)
+	d.sent += n
+	d.frames--
+	c.outBytes -= n
+	s.outFrames--
+	s.nextOutgoingID++
+	s.remoteIncomingWindow--
+}
+
+// purge drops the deliveries of l (which is going away) not yet written
+// whole. A peek-locked message the client did not get whole is released
+// (no delivery counted): it never reached the client.
+func (s *session) purge(l *link) {
+	kept := s.out[:0]
+	var release []*outDelivery
+	for _, d := range s.out {
+		if d.l != l {
+			kept = append(kept, d)
+			continue
+		}
+		s.outFrames -= d.frames
+		s.c.outBytes -= len(d.payload) - d.sent
+		if d.od != nil {
+			delete(s.unsettled, d.id)
+			l.out.unsettled--
+			release = append(release, d.od)
+		}
+	}
+	clear(s.out[len(kept):])
+	s.out = kept
+	for _, od := range release {
+		s.c.giveBackTokens(od.entity, od.token)
+	}
+	s.wakeRoom()
+}
+
+// wakeRoom lets the links waiting for window or buffer room pull again.
+func (s *session) wakeRoom() {
+	if len(s.windowWaiters) > 0 && s.windowFree() > 0 {
+		wakeWaiters(&s.windowWaiters)
+	}
+	s.c.wakeBuffer()
+}
+
+// wakeBuffer lets the links waiting for delivery-buffer room pull again
+// once there is some.
+func (c *conn) wakeBuffer() {
+	if len(c.bufferWaiters) > 0 && c.outBytes < c.srv.cfg.Limits.MaxDeliveryBuffer {
+		wakeWaiters(&c.bufferWaiters)
+	}
+}
+
+// outputFull reports whether the bytes waiting for the socket have
+// reached maxOutbox.
+func (c *conn) outputFull() bool {
+	return int64(c.pending.Len())+c.ob.size.Load() >= maxOutbox
+}
+
+// stall records that s waits for the writer to drain.
+func (c *conn) stall(s *session) {
+	if !s.stalled {
+		s.stalled = true
+		c.stalled = append(c.stalled, s)
+	}
+}
+
+// unstall resumes the sessions the output held back, in order.
+func (c *conn) unstall() {
+	ss := c.stalled
+	c.stalled = nil
+	for i, s := range ss {
+		ss[i] = nil
+		s.stalled = false
+		if s.live() {
+			s.pump()
+		}
+	}
+}
