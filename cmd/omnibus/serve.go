@@ -35,6 +35,13 @@ func serve(args []string) error {
 	fs.IntVar(&o.MaxConnections, "max-connections", amqpserver.DefaultMaxConnections, "maximum concurrent AMQP connections, checked at accept (0: unlimited)")
 	fs.IntVar(&o.MaxPendingConnections, "max-pending-connections", amqpserver.DefaultMaxPendingConnections, "maximum sockets in the AMQP handshake at once (0: unlimited)")
 	fs.DurationVar(&o.AuthTimeout, "amqp-auth-timeout", amqpserver.DefaultAuthTimeout, "time an AMQP connection has, from accept, to log in or put a valid token on $cbs")
+	// What one open AMQP connection may make the server hold (README, Limits).
+	fs.IntVar(&o.AMQPLimits.MaxSessionsPerConnection, "amqp-max-sessions", amqpserver.DefaultMaxSessionsPerConnection, "sessions per AMQP connection (channel-max + 1)")
+	fs.IntVar(&o.AMQPLimits.MaxLinksPerSession, "amqp-max-links-per-session", amqpserver.DefaultMaxLinksPerSession, "links per AMQP session (handle-max + 1)")
+	fs.IntVar(&o.AMQPLimits.MaxLinksPerConnection, "amqp-max-links", amqpserver.DefaultMaxLinksPerConnection, "links per AMQP connection, across its sessions")
+	fs.IntVar(&o.AMQPLimits.MaxUnsettledPerLink, "amqp-max-unsettled", amqpserver.DefaultMaxUnsettledPerLink, "peek-locked deliveries one receiving link may hold unsettled")
+	fs.IntVar(&o.AMQPLimits.MaxQueuedReplies, "amqp-max-queued-replies", amqpserver.DefaultMaxQueuedReplies, "$cbs/$management replies waiting on one reply link")
+	fs.IntVar(&o.AMQPLimits.MaxDeliveryBuffer, "amqp-delivery-buffer", amqpserver.DefaultMaxDeliveryBuffer, "bytes of messages an AMQP connection holds for its clients, taken and not yet written")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
 	if err := parseWithEnv(fs, args); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/omnibusmq/omnibus/amqpserver"
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/clock"
 	"github.com/omnibusmq/omnibus/core/emuconfig"
@@ -54,6 +55,10 @@ type Options struct {
 	// More AMQP connection limits; zero means amqpserver's default.
 	MaxPendingConnections int           // sockets in the handshake; < 0 = no cap
 	AuthTimeout           time.Duration // from accept to a login or a valid $cbs token
+
+	// AMQPLimits bounds what one open AMQP connection holds; zero fields
+	// mean amqpserver's defaults.
+	AMQPLimits amqpserver.Limits
 }
 
 func (o *Options) setDefaults() {

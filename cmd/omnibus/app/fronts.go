@@ -24,7 +24,7 @@ func (a *App) startFronts() error {
 	if !disabled(o.AMQPAddr) {
 		srv, err := amqpserver.New(amqpserver.Config{Broker: a.Broker, Logger: o.Logger.Named("amqp"),
 			Auth: a.Auth, MaxConnections: o.MaxConnections, MaxPendingConnections: o.MaxPendingConnections,
-			AuthTimeout: o.AuthTimeout})
+			AuthTimeout: o.AuthTimeout, Limits: o.AMQPLimits})
 		if err != nil {
 			return err
 		}
