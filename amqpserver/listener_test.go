@@ -154,3 +154,59 @@ func TestHealthReportsLostListener(t *testing.T) {
 		t.Errorf("Health() after Shutdown = %v, want ErrServerClosed", err)
 	}
 }
+
+// The same with a real EMFILE: the server runs in a process limited to
+// 64 descriptors, silent sockets use them up and accept fails with "too
+// many open files"; Health says so, the process keeps running, and once
+// the sockets go the listener serves a client again.
+func TestAcceptSurvivesRealEMFILE(t *testing.T) {
+	p := startServerProcess(t, serverNOFILEEnv+"=64")
+	var socks []net.Conn
+	defer func() {
+		for _, nc := range socks {
+			nc.Close()
+		}
+	}()
+	for range 100 { // more than the server has descriptors; the kernel queues the rest
+		nc, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		socks = append(socks, nc)
+	}
+	var health string
+	waitFor(t, "Health to report EMFILE", 10*time.Second, func() bool {
+		health = p.health()
+		return strings.Contains(health, "too many open files")
+	})
+	t.Logf("health while out of descriptors: %s", health)
+	if !strings.Contains(health, p.addr) {
+		t.Errorf("health %q does not name the listener %s", health, p.addr)
+	}
+	for _, nc := range socks {
+		nc.Close()
+	}
+	socks = nil
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	c, err := amqp.Dial(ctx, "amqp://"+p.addr, &amqp.ConnOptions{SASLType: amqp.SASLTypePlain(testKeyName, testKey)})
+	if err != nil {
+		t.Fatalf("dial after the descriptors came back: %v", err)
+	}
+	defer c.Close()
+	s, err := c.NewSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := s.NewSender(ctx, "q", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snd.Send(ctx, amqp.NewMessage([]byte("served again")), nil); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if h := p.health(); h != "ok" {
+		t.Errorf("health after serving again = %q, want ok", h)
+	}
+}

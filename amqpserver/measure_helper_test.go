@@ -27,12 +27,25 @@ import (
 // down when stdin closes.
 const serverProcessEnv = "AMQPSERVER_TEST_SERVER_PROCESS"
 
+// serverNOFILEEnv, when set in the child, lowers its RLIMIT_NOFILE to that
+// many descriptors, so that accepts fail with EMFILE.
+const serverNOFILEEnv = "AMQPSERVER_TEST_NOFILE"
+
 // runServerProcess is the child's main: a server with the test key over a
 // memstore broker with queue "q". It returns the exit code.
 func runServerProcess() int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "server process:", err)
 		return 1
+	}
+	if v := os.Getenv(serverNOFILEEnv); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return fail(err)
+		}
+		if err := setNOFILE(n); err != nil {
+			return fail(err)
+		}
 	}
 	b, err := core.New(core.Config{Store: memstore.New(), Clock: clock.Real{}})
 	if err != nil {
@@ -59,6 +72,14 @@ func runServerProcess() int {
 	fmt.Println(l.Addr())
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
+		if in.Text() == "health" {
+			if err := srv.Health(); err != nil {
+				fmt.Println("health:", strings.ReplaceAll(err.Error(), "\n", "; "))
+			} else {
+				fmt.Println("health: ok")
+			}
+			continue
+		}
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -79,14 +100,14 @@ type serverProcess struct {
 	out  *bufio.Scanner
 }
 
-func startServerProcess(t testing.TB) *serverProcess {
+func startServerProcess(t testing.TB, env ...string) *serverProcess {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), serverProcessEnv+"=1")
+	cmd.Env = append(append(os.Environ(), serverProcessEnv+"=1"), env...)
 	cmd.Stderr = os.Stderr
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -169,6 +190,18 @@ func (p *serverProcess) stats() procStats {
 		}
 	}
 	return s
+}
+
+// health returns what the child's Server.Health says: "ok" or the error.
+func (p *serverProcess) health() string {
+	p.t.Helper()
+	if _, err := fmt.Fprintln(p.in, "health"); err != nil {
+		p.t.Fatal(err)
+	}
+	if !p.out.Scan() {
+		p.t.Fatalf("server process: no health: %v", p.out.Err())
+	}
+	return strings.TrimPrefix(p.out.Text(), "health: ")
 }
 
 func (s procStats) String() string {
