@@ -77,7 +77,9 @@ type Config struct {
 	// Admit, when set, is asked about every accepted peer before anything
 	// is read from it. A non-nil error refuses the peer: it gets the
 	// handshake, then a close with amqp:unauthorized-access whose
-	// description is the error's text (protected mode uses it).
+	// description is the error's text (protected mode uses it); the
+	// refusal is logged at debug level. Admit runs on the accept loop,
+	// so it must be quick.
 	Admit func(remote net.Addr) error
 	// AuthTimeout is how long, from accept, a connection may go without
 	// a credential: a SASL PLAIN login or a valid $cbs token. A
