@@ -54,7 +54,9 @@ func (p *rawPeer) expectEOF() {
 // authentication deadline with amqp:unauthorized-access; a silent socket
 // is dropped; connections with a SASL login or a valid token stay.
 func TestNoCredentialClosedAtAuthTimeout(t *testing.T) {
-	ts := newTestServer(t, func(c *Config) { c.AuthTimeout = 300 * time.Millisecond })
+	// Long enough for the put-token below under any load, short enough
+	// to wait for.
+	ts := newTestServer(t, func(c *Config) { c.AuthTimeout = 2 * time.Second })
 	plain := ts.session(t)
 	plainSnd := mustSender(t, plain, "q")
 	anonWithToken := ts.dialWith(t, &amqp.ConnOptions{SASLType: amqp.SASLTypeAnonymous()})
