@@ -126,10 +126,6 @@ func (c *conn) serve(parent context.Context) {
 
 	c.ctx, c.cancel = context.WithCancel(parent)
 	defer c.cancel()
-	if e := c.srv.opened(c); e != nil {
-		c.writeNow(&frames.Close{Error: e})
-		return
-	}
 
 	// Buffered, so the reader decodes ahead while run is busy and run
 	// takes a burst of frames per wake-up.

@@ -123,6 +123,13 @@ func (c *conn) stateOpen() (stateFunc, error) {
 	c.peerMaxFrame = open.MaxFrameSize
 	c.channelMax = min(open.ChannelMax, c.srv.cfg.Limits.channelMax())
 	c.peerIdle = time.Duration(open.IdleTimeOut) * time.Millisecond
+	// Counted as open before the peer sees our open, so that Shutdown
+	// either drains the connection or closes it before it is open.
+	if e := c.srv.opened(c); e != nil {
+		c.writeNow(c.ourOpen())
+		c.writeNow(&frames.Close{Error: e})
+		return nil, fmt.Errorf("amqpserver: refused after open: %v", e)
+	}
 	if err := c.writeNow(c.ourOpen()); err != nil {
 		return nil, err
 	}
