@@ -20,7 +20,7 @@ type Config struct {
 	Keep bool
 
 	Kills     int           // SIGKILLs, each followed by a restart
-	MinUptime time.Duration // the broker runs a random time in [MinUptime, MaxUptime) before each kill
+	MinUptime time.Duration // the broker runs under load a random time in [MinUptime, MaxUptime] before each kill
 	MaxUptime time.Duration
 	Seed      uint64 // random seed of the kill moments (0: from the clock)
 
@@ -39,7 +39,8 @@ type Config struct {
 	// long without a delivery, and what is still missing counts as lost.
 	DrainTimeout time.Duration
 	// ReadyTimeout bounds each restart: a broker not accepting
-	// connections by then fails the run (a hang, not a slow start).
+	// connections, or not acknowledging a send, by then fails the run (a
+	// hang, not a slow start).
 	ReadyTimeout time.Duration
 }
 
@@ -57,7 +58,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.StringVar(&c.Dir, "dir", "", "directory for the broker's data, Config.json and log (default: a temporary one)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory after a passing run (a failing run always keeps it)")
 	fs.IntVar(&c.Kills, "kills", DefaultKills, "SIGKILLs, each followed by a restart on the same data directory")
-	fs.DurationVar(&c.MinUptime, "min-uptime", DefaultMinUptime, "shortest time the broker runs under load before a kill")
+	fs.DurationVar(&c.MinUptime, "min-uptime", DefaultMinUptime, "shortest time the broker runs under load (from its first acknowledged send) before a kill")
 	fs.DurationVar(&c.MaxUptime, "max-uptime", DefaultMaxUptime, "longest time the broker runs under load before a kill")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed of the kill moments (0: from the clock; the run prints it)")
 	fs.IntVar(&c.Subscriptions, "subscriptions", 0, "load a topic with this many subscriptions instead of a queue (each receives every message)")
@@ -68,7 +69,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.IntVar(&c.Settlers, "settlers", 32, "completions in flight per receiver")
 	fs.IntVar(&c.Size, "size", 1024, "payload bytes")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", time.Minute, "the final drain gives up after this long without a delivery")
-	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", time.Minute, "a restarted broker must accept connections within this")
+	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", time.Minute, "a restarted broker must accept connections and acknowledge a send within this")
 	return fs
 }
 

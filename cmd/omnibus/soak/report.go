@@ -15,7 +15,7 @@ import (
 
 // Restart is one kill and the start after it.
 type Restart struct {
-	Uptime   time.Duration // how long the broker ran, ready, before the kill
+	Uptime   time.Duration // how long the broker ran under load (from its first acknowledged send) before the kill
 	Acked    int64         // sends acknowledged in that life
 	Recovery time.Duration // from starting the process to the first AMQP connection it accepted
 	FirstAck time.Duration // from starting the process to the first send acknowledged after it (0: none)
@@ -124,7 +124,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		return err
 	}
 	if !r.Drained {
-		fmt.Fprintf(w, "\nthe drain did not finish: %d acknowledged messages still missing\n", t.Lost)
+		fmt.Fprintf(w, "\nthe drain did not finish: no delivery for %s with messages missing or completions unanswered\n", r.Config.DrainTimeout)
 	}
 	if err := r.writeRestarts(w); err != nil {
 		return err
@@ -143,7 +143,7 @@ func (r *Result) writeRestarts(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nfirst start (empty data directory) ready in %s\n\n", ms(r.Startup))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "kill\tup before it\tacked in that life\tready again (recovery)\tfirst send acked\t")
+	fmt.Fprintln(tw, "kill\tunder load before it\tacked in that life\tready again (recovery)\tfirst send acked\t")
 	var rec, first []time.Duration
 	for i, rs := range r.Restarts {
 		fa := "-"

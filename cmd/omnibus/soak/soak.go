@@ -82,6 +82,11 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 
 	var runErr error
 	for k := 1; k <= c.Kills && runErr == nil; k++ {
+		// Every kill is under load: the random time counts from the
+		// first send this life acknowledged.
+		if runErr = waitLoaded(ctx, life.current(), c.ReadyTimeout); runErr != nil {
+			break
+		}
 		up := uptime()
 		if !sleep(ctx, up) {
 			runErr = ctx.Err()
@@ -114,8 +119,10 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		fmt.Fprintf(progress, "soak: kill %d/%d after %s up (%d sends acknowledged in that life); ready again in %s\n",
 			k, c.Kills, ms(up), acked, ms(r.Recovery))
 	}
-	if runErr == nil && !sleep(ctx, uptime()) { // the last life is under load too
-		runErr = ctx.Err()
+	if runErr == nil { // the last life is under load too
+		if runErr = waitLoaded(ctx, life.current(), c.ReadyTimeout); runErr == nil && !sleep(ctx, uptime()) {
+			runErr = ctx.Err()
+		}
 	}
 	firstAck, acked := life.end()
 	if n := len(res.Restarts); n > 0 {
@@ -132,7 +139,10 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	ld.close()
 	res.Reconnects = ld.reconnects()
 	res.Elapsed = time.Since(started)
-	res.Tally = ledger.Tally(res.Drained)
+	// Loss is judged whether the drain finished or timed out (no delivery
+	// for DrainTimeout: what is missing then is lost), not when the soak
+	// was cut short.
+	res.Tally = ledger.Tally(runErr == nil)
 	if runErr != nil {
 		return res, runErr
 	}
@@ -160,6 +170,22 @@ func drain(ctx context.Context, l *bench.Ledger, ld *load, timeout time.Duration
 		case <-tick.C:
 		}
 	}
+}
+
+// waitLoaded waits until life l has acknowledged a send. A broker that
+// accepts connections but acknowledges nothing for timeout fails the
+// soak: it is not serving.
+func waitLoaded(ctx context.Context, l *life, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for l.acks.Load() == 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the broker acknowledged no send within %s of starting", timeout)
+		}
+		if !sleep(ctx, time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // sleep waits d, or less if ctx ends (false).
