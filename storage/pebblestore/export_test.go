@@ -8,3 +8,7 @@ func (s *Store) FlushAsync() error {
 	_, err := s.db.AsyncFlush()
 	return err
 }
+
+// WriteWALMark records at once how far the write-ahead log is synced, as
+// the store does every walMarkInterval.
+func (s *Store) WriteWALMark() { s.mark.write() }

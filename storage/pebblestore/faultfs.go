@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -25,6 +26,7 @@ import (
 type faultFS struct {
 	vfs.FS
 	faults *faults
+	mark   *walMark // told how far each log file is synced; nil: not
 
 	mu sync.Mutex // guards the fields below
 	// created holds the files created while the store opens, true while
@@ -165,8 +167,9 @@ func (fs *faultFS) retryOpen(what, name string, open func() (vfs.File, error)) (
 }
 
 func (fs *faultFS) wrap(name string, role fileRole, f vfs.File) vfs.File {
-	return &faultFile{File: f, fs: fs, path: name, name: baseName(name), role: role,
-		wal: strings.HasSuffix(name, ".log")}
+	ff := &faultFile{File: f, fs: fs, path: name, name: baseName(name), role: role}
+	ff.logNum, ff.wal = walLogNum(name)
+	return ff
 }
 
 // Create implements vfs.FS.
@@ -243,7 +246,11 @@ type faultFile struct {
 	path string
 	name string // for messages
 	role fileRole
-	wal  bool
+	// For a write-ahead log file: its number, and the bytes written so far
+	// (the log is written in order, with Write).
+	wal     bool
+	logNum  uint32
+	written atomic.Int64
 }
 
 // Write implements vfs.File, retrying until every byte is written.
@@ -254,6 +261,7 @@ func (f *faultFile) Write(p []byte) (int, error) {
 		done += n
 		return err
 	})
+	f.written.Add(int64(done))
 	return done, err
 }
 
@@ -295,6 +303,9 @@ func (f *faultFile) SyncData() error { return f.afterSync("fsync of "+f.path, f.
 // afterSync handles the outcome of an fsync (see faultFS).
 func (f *faultFile) afterSync(what string, err error) error {
 	if err == nil {
+		if f.wal && f.fs.mark != nil {
+			f.fs.mark.noteSynced(f.logNum, f.written.Load())
+		}
 		if f.role == roleFlushable {
 			f.fs.faults.flushSucceeded()
 		}

@@ -36,6 +36,10 @@ func (s *Store) protect(what string, write bool, inCallback *bool, fn func() err
 		if inCallback != nil && *inCallback {
 			panic(p)
 		}
+		if a, ok := p.(openAbort); ok {
+			err = a.err
+			return
+		}
 		if f, ok := p.(fatalPanic); ok {
 			err = fmt.Errorf("%w: pebblestore: %s: %v", storage.ErrUnavailable, what, f.err)
 			return

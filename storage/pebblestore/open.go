@@ -26,14 +26,16 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	log := opts.logger()
-	s := &Store{dir: dir, fs: popts.FS, log: log, gate: newGate(), faults: newFaults()}
-	ffs := &faultFS{FS: popts.FS, faults: s.faults, created: map[string]bool{}}
+	s := &Store{dir: dir, fs: popts.FS, log: log, gate: newGate(), faults: newFaults(), repair: opts.Repair}
+	s.mark = &walMark{fs: popts.FS, path: popts.FS.PathJoin(dir, walMarkName), log: log}
+	s.markLog, s.markSynced, s.markOK = s.mark.read()
+	ffs := &faultFS{FS: popts.FS, faults: s.faults, mark: s.mark, created: map[string]bool{}}
 	s.ffs = ffs
 	s.faults.changed = s.healthChanged
 	s.reserve = newReserve(popts.FS, dir, opts.DiskReserve)
 	s.reserve.onChange = s.healthChanged
 	popts.FS = ffs
-	popts.Logger = pebbleLogger{s: log.Sugar(), onFatal: s.faults.setFatal}
+	popts.Logger = pebbleLogger{s: log.Sugar(), onFatal: s.faults.setFatal, onInfo: s.onPebbleInfo}
 	popts.EventListener = eventListener(log, s.faults)
 
 	s.db, err = s.openPebble(dir, popts, ffs)
@@ -46,6 +48,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.lazy.delay = DefaultLazySyncDelay
 	}
 	s.lazy.log = log
+	s.mark.start()
 	if err := s.Health(); err != nil {
 		log.Warn("store opened refusing writes", zap.Error(err))
 	}
@@ -58,6 +61,30 @@ func Open(dir string, opts Options) (*Store, error) {
 // The abandoned open is parked for good (see faults.abandon), the files
 // it was writing are removed and the directory lock is released.
 func (s *Store) openPebble(dir string, popts *pebble.Options, fs *faultFS) (*pebble.DB, error) {
+	db, err := s.tryOpenPebble(dir, popts, fs)
+	if err == nil || !pebble.IsCorruptionError(err) {
+		return db, s.openError(dir, err)
+	}
+	path := damagedLog(err)
+	if path == "" {
+		return nil, s.openError(dir, err)
+	}
+	rep, cerr := checkWAL(s.fs, path, s.markFor(path))
+	if cerr != nil {
+		return nil, s.openError(dir, err)
+	}
+	if !s.repair {
+		return nil, fmt.Errorf("pebblestore: cannot open %s: %w: %v; %s", dir, storage.ErrCorrupt, rep, repairHint)
+	}
+	if rerr := s.repairLog(rep); rerr != nil {
+		return nil, fmt.Errorf("pebblestore: cannot open %s: repairing %v: %w", dir, rep, rerr)
+	}
+	db, err = s.tryOpenPebble(dir, popts, fs)
+	return db, s.openError(dir, err)
+}
+
+// tryOpenPebble is one attempt of openPebble; its error is Pebble's.
+func (s *Store) tryOpenPebble(dir string, popts *pebble.Options, fs *faultFS) (*pebble.DB, error) {
 	type result struct {
 		db  *pebble.DB
 		err error
@@ -75,24 +102,18 @@ func (s *Store) openPebble(dir string, popts *pebble.Options, fs *faultFS) (*peb
 		events := s.faults.eventsC()
 		select {
 		case r := <-done:
-			if r.err != nil {
-				return nil, s.openError(dir, r.err)
-			}
-			return r.db, nil
+			return r.db, r.err
 		default:
 		}
 		if err := s.faults.openRefusal(); err != nil {
 			s.faults.abandon()
 			s.removeUnfinished(fs)
 			fs.releaseLock()
-			return nil, fmt.Errorf("pebblestore: cannot open %s: %w", dir, err)
+			return nil, err
 		}
 		select {
 		case r := <-done:
-			if r.err != nil {
-				return nil, s.openError(dir, r.err)
-			}
-			return r.db, nil
+			return r.db, r.err
 		case <-events:
 		}
 	}
@@ -101,6 +122,9 @@ func (s *Store) openPebble(dir string, popts *pebble.Options, fs *faultFS) (*peb
 // openError describes an error of pebble.Open: damaged data wraps
 // storage.ErrCorrupt.
 func (s *Store) openError(dir string, err error) error {
+	if err == nil {
+		return nil
+	}
 	if errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrNoSpace) {
 		return fmt.Errorf("pebblestore: cannot open %s: %w", dir, err)
 	}
@@ -156,9 +180,11 @@ func (s *Store) Close() error {
 		events := s.faults.eventsC()
 		select {
 		case err := <-closed:
+			s.mark.stopWriter()
 			if err != nil {
 				return fmt.Errorf("pebblestore: close: %w", err)
 			}
+			s.mark.write() // the log's final length, with its end-of-file trailer
 			return nil
 		case <-events:
 			if err := s.faults.stuck(); err != nil {
@@ -172,6 +198,7 @@ func (s *Store) Close() error {
 // and its directory lock is released.
 func (s *Store) abandon(why error) error {
 	s.faults.abandon()
+	s.mark.stopWriter()
 	s.ffs.releaseLock()
 	err := fmt.Errorf("%w: pebblestore: close: the database was left as it was, not closed: %v; "+
 		"what was acknowledged is on disk", storage.ErrUnavailable, why)

@@ -68,6 +68,13 @@ type Options struct {
 	// negative no reserve. It is not enforced where the file system
 	// cannot tell its free space (in memory).
 	DiskReserve int64
+	// Repair opens a database whose write-ahead log is damaged: replay
+	// stops where the damage begins and the records after it, acknowledged
+	// or not, are lost (a copy of the damaged file is kept). Without it,
+	// Open refuses such a database with an error wrapping
+	// storage.ErrCorrupt that says where replay stops and how much it
+	// would drop.
+	Repair bool
 }
 
 // logger is o.Logger, or a no-op logger.
