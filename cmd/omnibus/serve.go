@@ -15,6 +15,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/amqpserver"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
+	"github.com/omnibusmq/omnibus/storage/pebblestore"
 )
 
 // serve runs the broker until SIGINT or SIGTERM.
@@ -42,6 +43,11 @@ func serve(args []string) error {
 	fs.IntVar(&o.AMQPLimits.MaxUnsettledPerLink, "amqp-max-unsettled", amqpserver.DefaultMaxUnsettledPerLink, "peek-locked deliveries one receiving link may hold unsettled")
 	fs.IntVar(&o.AMQPLimits.MaxQueuedReplies, "amqp-max-queued-replies", amqpserver.DefaultMaxQueuedReplies, "$cbs/$management replies waiting on one reply link")
 	fs.IntVar(&o.AMQPLimits.MaxDeliveryBuffer, "amqp-delivery-buffer", amqpserver.DefaultMaxDeliveryBuffer, "bytes of messages an AMQP connection holds for its clients, taken and not yet written")
+	// Store (pebblestore.Options).
+	diskReserve := byteSize(-1) // unset: the store's default
+	fs.Var(&diskReserve, "disk-reserve", "free space kept on the data directory's disk: below it sends are refused, settlements go on "+
+		"(auto: "+formatSize(pebblestore.DefaultDiskReserve)+", at most an eighth of the disk; 0: none)")
+	fs.BoolVar(&o.Repair, "repair", false, "start on a data directory whose write-ahead log is damaged, accepting the loss of the records after the damage")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
 	if err := parseWithEnv(fs, args); err != nil {
@@ -52,6 +58,12 @@ func serve(args []string) error {
 		if *n == 0 {
 			*n = -1
 		}
+	}
+	switch o.DiskReserve = int64(diskReserve); o.DiskReserve {
+	case -1:
+		o.DiskReserve = 0 // the default
+	case 0:
+		o.DiskReserve = -1 // none
 	}
 	log, err := newLogger(*level)
 	if err != nil {
@@ -67,7 +79,7 @@ func serve(args []string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	start := time.Now()
-	a, err := app.Start(o)
+	a, err := startOrSignal(o, sig, log)
 	if err != nil {
 		return err
 	}
@@ -107,6 +119,42 @@ func serve(args []string) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// startOrSignal starts the app, unless SIGINT or SIGTERM comes first: then
+// it gives the start a few seconds to finish (and shuts it down cleanly),
+// else returns without it, so that a start stuck on its disk never keeps
+// the process from exiting.
+func startOrSignal(o app.Options, sig <-chan os.Signal, log *zap.Logger) (*app.App, error) {
+	type result struct {
+		a   *app.App
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := app.Start(o)
+		done <- result{a, err}
+	}()
+	select {
+	case r := <-done:
+		return r.a, r.err
+	case got := <-sig:
+		log.Info("signal during start-up: stopping", zap.Stringer("signal", got))
+		select {
+		case r := <-done:
+			if r.err != nil {
+				return nil, r.err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := r.a.Shutdown(ctx); err != nil {
+				return nil, fmt.Errorf("shutdown during start-up: %w", err)
+			}
+			return nil, &exitError{code: 0, err: fmt.Errorf("stopped by %v during start-up", got)}
+		case <-time.After(5 * time.Second):
+			return nil, fmt.Errorf("stopped by %v during start-up: the start did not finish within 5s", got)
+		}
+	}
 }
 
 // parseWithEnv parses args, then fills every flag not given on the

@@ -106,11 +106,12 @@ func BenchmarkRawPebbleSyncWrite(b *testing.B) {
 	for _, writers := range benchWriters {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
 			syncs := new(atomic.Int64)
-			opts, err := Options{WALSyncs: syncs}.pebbleOptions()
+			dir := b.TempDir()
+			opts, err := Options{WALSyncs: syncs}.pebbleOptions(dir)
 			if err != nil {
 				b.Fatal(err)
 			}
-			db, err := pebble.Open(b.TempDir(), opts)
+			db, err := pebble.Open(dir, opts)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -17,6 +17,9 @@ func newReserve(fs vfs.FS, dir string, bytes int64) *reserve {
 	switch {
 	case bytes == 0:
 		r.min = DefaultDiskReserve
+		if total, ok := diskSize(fs, dir); ok {
+			r.min = min(r.min, total/8)
+		}
 	case bytes > 0:
 		r.min = uint64(bytes)
 	}

@@ -74,11 +74,11 @@ func eventListener(log *zap.Logger, f *faults) *pebble.EventListener {
 		},
 		BackgroundError: func(err error) {
 			if bg.allow(err.Error()) {
-				log.Error("pebble background error", zap.Error(err))
+				log.Error("pebble background error", zap.String("error", err.Error()))
 			}
 		},
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
-			log.Error("pebble found damaged data", zap.String("path", info.Path), zap.Error(info.Details))
+			log.Error("pebble found damaged data", zap.String("path", info.Path), zap.String("error", fmt.Sprint(info.Details)))
 		},
 	}
 }

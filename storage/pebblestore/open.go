@@ -21,7 +21,7 @@ import (
 // Free space below the reserve does not fail Open: the store opens and
 // refuses writes that grow it until space returns (see Health).
 func Open(dir string, opts Options) (*Store, error) {
-	popts, err := opts.pebbleOptions()
+	popts, err := opts.pebbleOptions(dir)
 	if err != nil {
 		return nil, err
 	}

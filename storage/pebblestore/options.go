@@ -23,7 +23,10 @@ const (
 	// is sent and completed within one memtable's lifetime never reaches an
 	// sstable (its set and delete cancel at flush), so bigger is better
 	// for throughput; Pebble starts small and grows to this size, so an
-	// idle broker does not pay for it.
+	// idle broker does not pay for it. On a disk smaller than 32 times
+	// this, the default is a 32nd of the disk (at least 1 MiB): each
+	// write-ahead log file takes 1.1 times the memtable size on disk as
+	// soon as it is created, and Pebble keeps several.
 	DefaultMemTableSize = 16 << 20
 )
 
@@ -53,7 +56,7 @@ type Options struct {
 	// DefaultCacheSize.
 	CacheSize int64
 	// MemTableSize is the memtable size in bytes; 0 means
-	// DefaultMemTableSize.
+	// DefaultMemTableSize, or less on a small disk.
 	MemTableSize uint64
 	// LazySyncDelay bounds how long a batch applied without Sync waits for
 	// the disk; 0 means DefaultLazySyncDelay, negative never (for tests
@@ -64,9 +67,10 @@ type Options struct {
 	WALSyncs *atomic.Int64
 	// DiskReserve is the free space, in bytes, kept on the disk of the
 	// database: below it, batches that grow the store are refused with
-	// storage.ErrNoSpace (see Store.Apply). 0 means DefaultDiskReserve,
-	// negative no reserve. It is not enforced where the file system
-	// cannot tell its free space (in memory).
+	// storage.ErrNoSpace (see Store.Apply). 0 means DefaultDiskReserve, or
+	// an eighth of a disk smaller than 8 times that; negative means no
+	// reserve. It is not enforced where the file system cannot tell its
+	// free space (in memory).
 	DiskReserve int64
 	// Repair opens a database whose write-ahead log is damaged: replay
 	// stops where the damage begins and the records after it, acknowledged
@@ -85,9 +89,10 @@ func (o Options) logger() *zap.Logger {
 	return o.Logger
 }
 
-// pebbleOptions turns o into Pebble's options. It is shared with the raw
-// Pebble benchmarks so that they measure the same configuration.
-func (o Options) pebbleOptions() (*pebble.Options, error) {
+// pebbleOptions turns o into Pebble's options for a database in dir. It
+// is shared with the raw Pebble benchmarks so that they measure the same
+// configuration.
+func (o Options) pebbleOptions(dir string) (*pebble.Options, error) {
 	if o.InMemory && o.FS != nil {
 		return nil, errors.New("pebblestore: Options.InMemory and Options.FS are exclusive")
 	}
@@ -154,6 +159,21 @@ func (o Options) pebbleOptions() (*pebble.Options, error) {
 	}
 	if popts.MemTableSize == 0 {
 		popts.MemTableSize = DefaultMemTableSize
+		if total, ok := diskSize(fs, dir); ok {
+			popts.MemTableSize = min(DefaultMemTableSize, max(1<<20, total/32&^(1<<20-1)))
+		}
 	}
 	return popts, nil
+}
+
+// diskSize returns the size of the file system that holds dir (or, if dir
+// does not exist yet, its parent), if the file system can tell.
+func diskSize(fs vfs.FS, dir string) (uint64, bool) {
+	for range 2 {
+		if u, err := fs.GetDiskUsage(dir); err == nil && u.TotalBytes > 0 {
+			return u.TotalBytes, true
+		}
+		dir = fs.PathDir(dir)
+	}
+	return 0, false
 }

@@ -59,6 +59,10 @@ type Options struct {
 	// AMQPLimits bounds what one open AMQP connection holds; zero fields
 	// mean amqpserver's defaults.
 	AMQPLimits amqpserver.Limits
+
+	// The store on disk (pebblestore.Options).
+	DiskReserve int64 // bytes kept free on the data disk; 0 = pebblestore.DefaultDiskReserve, < 0 = none
+	Repair      bool  // start on a damaged write-ahead log, accepting the loss
 }
 
 func (o *Options) setDefaults() {
@@ -165,9 +169,10 @@ func openStore(o Options) (storage.Store, error) {
 	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	s, err := pebblestore.Open(o.DataDir, pebblestore.Options{Logger: o.Logger.Named("pebble")})
+	s, err := pebblestore.Open(o.DataDir, pebblestore.Options{Logger: o.Logger.Named("pebble"),
+		DiskReserve: o.DiskReserve, Repair: o.Repair})
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", o.DataDir, err)
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	return s, nil
 }
