@@ -53,16 +53,20 @@ type conn struct {
 	local    map[uint16]*session // by our channel
 	links    int                 // handles in use across sessions (attached or awaiting the peer's detach)
 	// Outgoing deliveries (outqueue.go).
-	outBytes      int               // payload bytes taken for clients and not yet written
-	stalled       []*session        // sessions waiting for the writer to drain
-	bufferWaiters []*link           // links waiting for outBytes to fall (Limits.MaxDeliveryBuffer)
-	pending       buffer.Buffer     // frames written since the last flush
-	ackers        []*session        // sessions with acknowledgements queued
-	senders       []*link           // links with deliveries queued for the broker
-	completes     []pendingComplete // accepted deliveries queued for the broker
-	settles       []pendingSettle   // other settlements queued for the broker
-	closing       bool              // the peer's close arrived: frames are ignored, our close follows (afterOwed)
-	closed        bool              // our close is written: run returns after this pass
+	outBytes      int        // payload bytes taken for clients and not yet written
+	stalled       []*session // sessions waiting for the writer to drain
+	bufferWaiters []*link    // links waiting for outBytes to fall (Limits.MaxDeliveryBuffer)
+	// Incoming deliveries (incoming.go).
+	inBytes   int               // bytes of deliveries read and not yet answered (or handed to a handler)
+	inPartial int               // of which, deliveries whose last frame has not arrived
+	starved   []*session        // sessions whose incoming window waits for inBytes to fall
+	pending   buffer.Buffer     // frames written since the last flush
+	ackers    []*session        // sessions with acknowledgements queued
+	senders   []*link           // links with deliveries queued for the broker
+	completes []pendingComplete // accepted deliveries queued for the broker
+	settles   []pendingSettle   // other settlements queued for the broker
+	closing   bool              // the peer's close arrived: frames are ignored, our close follows (afterOwed)
+	closed    bool              // our close is written: run returns after this pass
 
 	// Tickets of work whose answers the peer is owed, and the work
 	// waiting for them (owed.go). Owned by run.

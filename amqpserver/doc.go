@@ -39,7 +39,12 @@
 //     frames, up to the entity's maximum size) to core.SendAsync, the
 //     deliveries of one pass together, so pipelined deliveries are
 //     committed in groups. Each is answered with accepted once durable or
-//     rejected{error}.
+//     rejected{error}; one that grows past the entity's maximum size is
+//     rejected with amqp:link:message-size-exceeded at once and the rest
+//     of its frames dropped unbuffered. The session incoming-window is
+//     reopened only as far as the connection's incoming buffer
+//     (Limits.MaxIncomingBuffer) has room, and unfinished deliveries
+//     beyond it detach their link.
 //   - Client receivers (outgoing.go, outqueue.go): rcv-settle-mode second
 //     is peek-lock, first is receive-and-delete. One helper at a time runs
 //     core.Receive for the link, taking no more than its credit, the room
@@ -68,6 +73,17 @@
 //
 // Every core error becomes an AMQP condition through one table
 // (errors.go).
+//
+// # Limits
+//
+// Limits (limits.go) bounds what an open connection holds: sessions and
+// links (advertised as channel-max and handle-max; beyond them
+// amqp:connection:framing-error, and beyond the links of a connection
+// Service Bus's amqp:resource-limit-exceeded), handles of links we
+// detached awaiting the client's detach (the link itself is dropped at
+// once), unsettled deliveries per receiving link, replies waiting per
+// reply link, bytes taken for clients and not yet written, and bytes of
+// incoming deliveries not yet answered.
 //
 // # Decisions
 //

@@ -49,11 +49,16 @@ type inLink struct {
 
 // partial is an incoming delivery whose transfers are still arriving.
 type partial struct {
-	id       uint32
-	settled  bool
-	format   uint32
-	buf      []byte
-	oversize bool // beyond maxSize: the bytes are dropped, the delivery rejected
+	id      uint32
+	settled bool
+	format  uint32
+	buf     []byte
+	// oversize is set once the delivery went beyond maxSize: it has been
+	// rejected, and its bytes, and those of its later frames, are dropped.
+	oversize bool
+	// assembling is the bytes of buf counted in conn.inPartial: those of
+	// a delivery whose last frame has not arrived.
+	assembling int
 }
 
 // attachSender attaches a link the client sends messages on. The maximum
@@ -80,7 +85,9 @@ func (l *link) grantCredit() {
 
 // handleTransfer takes one transfer frame from the client.
 func (s *session) handleTransfer(t *frames.Transfer) error {
-	s.received()
+	if !s.received() {
+		return nil
+	}
 	l := s.links[t.Handle]
 	if l == nil {
 		if _, ok := s.awaiting[t.Handle]; !ok {
@@ -115,42 +122,109 @@ func (s *session) handleTransfer(t *frames.Transfer) error {
 	p := in.cur
 	p.settled = p.settled || t.Settled
 	if t.Aborted {
-		in.cur = nil
+		l.dropPartial()
 		l.grantCredit()
 		return nil
 	}
 	if !p.oversize {
-		if uint64(len(p.buf))+uint64(len(t.Payload)) > in.maxSize {
-			p.oversize, p.buf = true, nil
-		} else if len(p.buf) == 0 && !t.More {
+		c := s.c
+		size := uint64(len(p.buf)) + uint64(len(t.Payload))
+		switch {
+		case size > in.maxSize:
+			l.refuseOversize(p, size)
+		case t.More && c.inPartial+len(t.Payload) > c.partialCap():
+			l.detach(errorf(frames.CondResourceLimitExceeded,
+				"The connection holds %d bytes of unfinished messages, the most it may hold (%d); finish or abort deliveries before starting others.",
+				c.inPartial, c.partialCap()))
+			return nil
+		case len(p.buf) == 0 && !t.More:
 			p.buf = t.Payload // single-frame delivery: no copy
-		} else {
+			c.inBytes += len(p.buf)
+		default:
 			p.buf = append(p.buf, t.Payload...)
+			c.inBytes += len(t.Payload)
+			if t.More {
+				c.inPartial += len(t.Payload)
+				p.assembling += len(t.Payload)
+			}
 		}
 	}
 	if t.More {
 		return nil
 	}
 	in.cur = nil
+	s.c.inPartial -= p.assembling
+	p.assembling = 0
 	l.delivered(p)
 	l.grantCredit()
 	return nil
 }
 
-// delivered dispatches a complete incoming delivery by node kind.
+// refuseOversize rejects delivery p as soon as its frames add up to more
+// than the link's maximum message size, with Service Bus's condition and
+// wording; the link stays attached. What was buffered is dropped, and so
+// are the delivery's later frames, unread into memory.
+func (l *link) refuseOversize(p *partial, size uint64) {
+	c := l.s.c
+	c.inPartial -= p.assembling
+	c.received(len(p.buf))
+	p.oversize, p.buf, p.assembling = true, nil, 0
+	l.settleIncoming(p, &frames.Rejected{Error: errorf(frames.CondMessageSizeExceeded,
+		"The received message (delivery-id:%d, size:%d bytes) exceeds the limit (%d bytes) currently allowed on the link.",
+		p.id, size, l.in.maxSize)})
+}
+
+// dropPartial forgets the delivery the link was assembling (aborted, or
+// the link is going away).
+func (l *link) dropPartial() {
+	in := l.in
+	if p := in.cur; p != nil {
+		c := l.s.c
+		c.inPartial -= p.assembling
+		c.received(len(p.buf))
+	}
+	in.cur = nil
+}
+
+// partialCap is the most bytes of unfinished deliveries a connection may
+// hold: Limits.MaxIncomingBuffer, and at least one message of the largest
+// size.
+func (c *conn) partialCap() int {
+	return max(c.srv.cfg.Limits.MaxIncomingBuffer, int(min(c.srv.cfg.MaxMessageSize, 1<<40)))
+}
+
+// delivered dispatches a complete incoming delivery by node kind. An
+// oversize one was answered already.
 func (l *link) delivered(p *partial) {
 	if p.oversize {
-		l.settleIncoming(p, &frames.Rejected{Error: errorf(frames.CondMessageSizeExceeded,
-			"The received message exceeds the limit (%d bytes) of '%s'.", l.in.maxSize, l.address)})
 		return
 	}
 	switch l.kind {
 	case nodeCBS:
+		l.s.c.received(len(p.buf))
 		l.putToken(p)
 	case nodeManagement:
+		l.s.c.received(len(p.buf))
 		l.managementRequest(p)
 	default:
 		l.send(p)
+	}
+}
+
+// received accounts for n bytes of incoming deliveries the connection no
+// longer holds (answered, or handed to a request handler), and reopens
+// the session windows it held back.
+func (c *conn) received(n int) {
+	c.inBytes -= n
+	if len(c.starved) > 0 && c.inBytes < c.srv.cfg.Limits.MaxIncomingBuffer {
+		ss := c.starved
+		c.starved = nil
+		for _, s := range ss {
+			s.starved = false
+			if s.live() {
+				s.topUpWindow()
+			}
+		}
 	}
 }
 
@@ -161,6 +235,7 @@ func (l *link) delivered(p *partial) {
 func (l *link) send(p *partial) {
 	msgs, err := decodeMessage(p.buf, p.format)
 	if err != nil {
+		l.s.c.received(len(p.buf))
 		l.settleIncoming(p, &frames.Rejected{Error: &frames.Error{Condition: frames.CondDecodeError, Description: err.Error()}})
 		return
 	}
@@ -238,9 +313,12 @@ func (l *link) sendsDone(parts []*partial, err error) {
 		state = &frames.Rejected{Error: amqpError(err)}
 	}
 	l.in.inflight -= len(parts)
+	n := 0
 	for _, p := range parts {
+		n += len(p.buf)
 		l.settleIncoming(p, state)
 	}
+	l.s.c.received(n)
 	l.grantCredit()
 }
 

@@ -18,6 +18,7 @@ const (
 	DefaultMaxUnsettledPerLink      = 5000
 	DefaultMaxQueuedReplies         = 1000
 	DefaultMaxDeliveryBuffer        = 16 << 20
+	DefaultMaxIncomingBuffer        = 256 << 20
 )
 
 // Limits bounds what one AMQP connection can make the server hold once it
@@ -51,6 +52,14 @@ type Limits struct {
 	// message larger than it still goes out alone. Default
 	// [DefaultMaxDeliveryBuffer].
 	MaxDeliveryBuffer int
+	// MaxIncomingBuffer caps the bytes of incoming deliveries a
+	// connection holds: read, and not yet stored and answered. The
+	// session incoming-window is opened only as far as what is left of
+	// it allows (in frames of the server's max-frame-size), and
+	// unfinished deliveries beyond it (never fewer than one message of
+	// the largest size) detach their link with
+	// amqp:resource-limit-exceeded. Default [DefaultMaxIncomingBuffer].
+	MaxIncomingBuffer int
 }
 
 // setDefaults fills zero fields and checks the others.
@@ -67,6 +76,7 @@ func (l *Limits) setDefaults() error {
 		{&l.MaxUnsettledPerLink, DefaultMaxUnsettledPerLink, 1 << 31, "MaxUnsettledPerLink"},
 		{&l.MaxQueuedReplies, DefaultMaxQueuedReplies, 1 << 31, "MaxQueuedReplies"},
 		{&l.MaxDeliveryBuffer, DefaultMaxDeliveryBuffer, 1 << 40, "MaxDeliveryBuffer"},
+		{&l.MaxIncomingBuffer, DefaultMaxIncomingBuffer, 1 << 40, "MaxIncomingBuffer"},
 	} {
 		switch {
 		case *f.p < 0:

@@ -268,6 +268,8 @@ func (l *link) release() {
 	l.detached = true
 	if l.out != nil {
 		l.releaseOut()
+	} else if l.in != nil {
+		l.dropPartial()
 	}
 }
 

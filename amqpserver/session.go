@@ -28,6 +28,7 @@ type session struct {
 	outFrames            uint32         // frames of out still to write
 	reserved             uint32         // window frames reserved for receive-and-delete removals
 	stalled              bool           // on conn.stalled, waiting for the writer
+	starved              bool           // on conn.starved, its incoming window waiting for the incoming buffer
 	windowWaiters        []*link        // links waiting for window room (outgoing.go)
 
 	ending bool             // we sent end; waiting for the peer's
@@ -66,7 +67,7 @@ func (c *conn) handleBegin(ch uint16, b *frames.Begin) error {
 		ch:                   ch,
 		remoteCh:             ch,
 		nextIncomingID:       b.NextOutgoingID,
-		incomingWindow:       sessionWindow,
+		incomingWindow:       max(1, c.windowTarget()),
 		remoteIncomingWindow: b.IncomingWindow,
 		peerWindow:           b.IncomingWindow,
 		links:                make(map[uint32]*link),
@@ -219,14 +220,47 @@ func (s *session) flow() *frames.Flow {
 }
 
 // received accounts for one incoming transfer frame, topping up the
-// incoming window with a flow when half of it is used.
-func (s *session) received() {
+// incoming window with a flow when half of it is used. A transfer beyond
+// the window we gave ends the session with window-violation (§2.5.6).
+func (s *session) received() bool {
+	if s.incomingWindow == 0 {
+		s.end(errorf(frames.CondWindowViolation, "transfer beyond the session's incoming-window"))
+		return false
+	}
 	s.nextIncomingID++
-	if s.incomingWindow > 0 {
-		s.incomingWindow--
-	}
+	s.incomingWindow--
 	if s.incomingWindow <= sessionWindow/2 {
-		s.incomingWindow = sessionWindow
-		s.c.write(s.ch, s.flow())
+		s.topUpWindow()
 	}
+	return true
+}
+
+// topUpWindow reopens the incoming window, once half of it is used, as
+// far as the connection's incoming buffer allows (Limits.MaxIncomingBuffer):
+// the window is in frames, so it is what is left of the buffer in frames
+// of our max-frame-size, at most sessionWindow. A session whose window
+// cannot grow now waits on conn.starved for the buffer to drain.
+func (s *session) topUpWindow() {
+	c := s.c
+	w := c.windowTarget()
+	if s.incomingWindow > w/2 {
+		return // enough left
+	}
+	if w <= s.incomingWindow {
+		if !s.starved {
+			s.starved = true
+			c.starved = append(c.starved, s)
+		}
+		return
+	}
+	s.incomingWindow = w
+	c.write(s.ch, s.flow())
+}
+
+// windowTarget is the incoming window a session may have now: what is
+// left of the connection's incoming buffer, in frames of our
+// max-frame-size, at most sessionWindow.
+func (c *conn) windowTarget() uint32 {
+	room := c.srv.cfg.Limits.MaxIncomingBuffer - c.inBytes
+	return uint32(min(int64(sessionWindow), max(0, int64(room))/int64(c.srv.cfg.MaxFrameSize)))
 }

@@ -43,6 +43,7 @@ func serve(args []string) error {
 	fs.IntVar(&o.AMQPLimits.MaxUnsettledPerLink, "amqp-max-unsettled", amqpserver.DefaultMaxUnsettledPerLink, "peek-locked deliveries one receiving link may hold unsettled")
 	fs.IntVar(&o.AMQPLimits.MaxQueuedReplies, "amqp-max-queued-replies", amqpserver.DefaultMaxQueuedReplies, "$cbs/$management replies waiting on one reply link")
 	fs.IntVar(&o.AMQPLimits.MaxDeliveryBuffer, "amqp-delivery-buffer", amqpserver.DefaultMaxDeliveryBuffer, "bytes of messages an AMQP connection holds for its clients, taken and not yet written")
+	fs.IntVar(&o.AMQPLimits.MaxIncomingBuffer, "amqp-incoming-buffer", amqpserver.DefaultMaxIncomingBuffer, "bytes of incoming messages an AMQP connection holds, read and not yet stored and answered")
 	// Store (pebblestore.Options).
 	diskReserve := byteSize(-1) // unset: the store's default
 	fs.Var(&diskReserve, "disk-reserve", "free space kept on the data directory's disk: below it sends are refused, settlements go on "+
