@@ -79,6 +79,7 @@ func serve(args []string) error {
 	// start-up is a clean shutdown too.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	log.Info("omnibus is starting", zap.String("data", storeName(o)))
 	start := time.Now()
 	a, err := startOrSignal(o, sig, log)
 	if err != nil {
@@ -120,6 +121,14 @@ func serve(args []string) error {
 	}
 	log.Info("stopped cleanly")
 	return nil
+}
+
+// storeName says where the store lives, for the log.
+func storeName(o app.Options) string {
+	if o.Memory {
+		return "memory (nothing persists)"
+	}
+	return o.DataDir
 }
 
 // startOrSignal starts the app, unless SIGINT or SIGTERM comes first: then

@@ -101,10 +101,26 @@ func checkMessages(t *testing.T, s storage.Store, want map[int]bool, upTo int) {
 // other write is refused at once with ErrNoSpace, reads go on, Health says
 // why, and when space returns the waiting commit completes, Health clears
 // by itself and nothing acknowledged is lost. Pebble never sees the error,
-// so nothing calls Fatalf or panics.
-func TestFullDiskUnderTheLogRefusesWritesAndRecovers(t *testing.T) {
+// so nothing calls Fatalf or panics. A disk that fails writes with EIO, or
+// turns read-only, is met the same way, with ErrUnavailable.
+func TestFailingLogWritesRefuseAndRecover(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"ENOSPC", syscall.ENOSPC, storage.ErrNoSpace},
+		{"EDQUOT", syscall.EDQUOT, storage.ErrNoSpace},
+		{"EIO", syscall.EIO, storage.ErrUnavailable},
+		{"EROFS", syscall.EROFS, storage.ErrUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testLogWriteFails(t, tc.err, tc.want) })
+	}
+}
+
+func testLogWriteFails(t *testing.T, injected, want error) {
 	mem := vfs.NewCrashableMem()
-	inj := &injector{err: syscall.ENOSPC, match: writesTo()}
+	inj := &injector{err: injected, match: writesTo()}
 	s := mustOpen(t, "db", pebblestore.Options{FS: errorfs.Wrap(mem, inj), Logger: zaptest.NewLogger(t)})
 	acked := map[int]bool{}
 	for i := range 20 {
@@ -117,16 +133,16 @@ func TestFullDiskUnderTheLogRefusesWritesAndRecovers(t *testing.T) {
 	inj.on.Store(true)
 	inFlight := make(chan error, 1)
 	go func() { inFlight <- s.Apply(msgBatch(20)) }()
-	waitFor(t, "Health to report the full disk", func() bool { return errors.Is(s.Health(), storage.ErrNoSpace) })
+	waitFor(t, "Health to report the failing disk", func() bool { return errors.Is(s.Health(), want) })
 	t.Logf("Health: %v", s.Health())
 
-	if err := s.Apply(msgBatch(21)); !errors.Is(err, storage.ErrNoSpace) {
-		t.Fatalf("send on a full disk: Apply = %v, want ErrNoSpace", err)
+	if err := s.Apply(msgBatch(21)); !errors.Is(err, want) {
+		t.Fatalf("send while the log cannot be written: Apply = %v, want %v", err, want)
 	}
 	del := &storage.Batch{Sync: true}
 	del.Delete(msgKey(0))
-	if err := s.Apply(del); !errors.Is(err, storage.ErrNoSpace) {
-		t.Fatalf("deletion while the log cannot be written: Apply = %v, want ErrNoSpace", err)
+	if err := s.Apply(del); !errors.Is(err, want) {
+		t.Fatalf("deletion while the log cannot be written: Apply = %v, want %v", err, want)
 	}
 	if v, err := s.Get(msgKey(3)); err != nil || string(v) != string(msgBody(3)) {
 		t.Fatalf("read on a full disk: Get = %q, %v", v, err)

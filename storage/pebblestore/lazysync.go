@@ -96,8 +96,11 @@ func (s *Store) syncLazily() {
 	if l.covered.Load() >= n {
 		return
 	}
+	if s.faults.writeRefusal() != nil {
+		return // the log cannot be written now; Health says why
+	}
 	// An empty WAL record with Sync: Pebble's way to sync the log.
-	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+	if err := s.protect("sync", true, nil, func() error { return s.db.LogData(nil, pebble.Sync) }); err != nil {
 		l.log.Error("pebblestore: syncing unsynced writes", zap.Error(err))
 		return
 	}

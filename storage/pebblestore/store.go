@@ -25,12 +25,11 @@ type Store struct {
 	health  healthLog
 
 	// Checking the write-ahead log on open (see onReplayed).
-	repair     bool        // accept the loss of damaged log records
-	mark       *walMark    // how far the current log is synced
-	markOK     bool        // the mark read at open is valid:
-	markLog    uint32      // the log it names,
-	markSynced int64       // and how far that log was synced
-	replayed   []walReport // what the checks found, in order
+	repair     bool     // accept the loss of damaged log records
+	mark       *walMark // how far the current log is synced
+	markOK     bool     // the mark read at open is valid:
+	markLog    uint32   // the log it names,
+	markSynced int64    // and how far that log was synced
 
 	// applyMu is held for reading by ordinary Apply calls and for writing
 	// by the rare Apply that deletes a prefix with no upper bound (see

@@ -49,7 +49,6 @@ func (s *Store) onReplayed(path string) {
 		s.log.Warn("cannot check the write-ahead log Pebble replayed", zap.String("path", path), zap.Error(err))
 		return
 	}
-	s.replayed = append(s.replayed, rep)
 	switch {
 	case rep.damaged() && !s.repair:
 		panic(openAbort{fmt.Errorf("%w: %v; %s", storage.ErrCorrupt, rep, repairHint)})
