@@ -14,6 +14,17 @@
 // BrokerProperties (§2), custom property typing (§2.3), SAS (§3), ATOM
 // (§4, through package internal/atom), errors (§5) and limits (§6).
 //
+// Every resource a peer can hold is bounded ([Config]): a request must
+// arrive whole within ReadTimeout and its answer leave within WriteTimeout
+// (plus the wait of a long poll); a keep-alive idle for IdleTimeout is
+// closed; a body over its limit (the entity's maximum message size, 64 KiB
+// for management) is refused from its Content-Length, or as soon as a
+// chunked body passes the limit, before it is buffered; an answer sent
+// before the body was read closes the connection instead of draining it;
+// [Gateway.Listener] caps connections, making room by closing the one idle
+// longest. Every route checks the SAS right Service Bus requires;
+// rights_test.go walks the route table to prove it.
+//
 // Known departures from the service:
 //   - Go's net/http canonicalises request header names, so a custom property
 //     sent as "order-time" is stored as "Order-Time".

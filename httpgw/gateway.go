@@ -2,6 +2,7 @@ package httpgw
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"time"
 
@@ -43,7 +44,41 @@ type Config struct {
 	// (rest.md §2.3). By default such values are kept as strings, because
 	// the docs' own send example uses them.
 	StrictProperties bool
+
+	// ReadTimeout bounds the reading of a whole request, headers and body:
+	// a body trickled slower is cut off. Default [DefaultReadTimeout].
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the writing of a response. A long poll
+	// (…/messages/head?timeout=N) gets its wait added. Default
+	// [DefaultWriteTimeout].
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that has sent no request
+	// for this long. Default [DefaultIdleTimeout].
+	IdleTimeout time.Duration
+	// MaxConnections caps the connections open at once over every listener
+	// made by [Gateway.Listener]; see that method for what happens at the
+	// cap. Default [DefaultMaxConnections]; negative means unlimited.
+	MaxConnections int
+	// Admit, when set, is asked about every request's peer before anything
+	// else: a non-nil error refuses the request with 403 and that error's
+	// text, and closes the connection (protected mode).
+	Admit func(remote net.Addr) error
+	// Components are what GET /health reports on besides the gateway
+	// itself: listeners, the store. None: /health answers healthy while the
+	// gateway serves.
+	Components []Component
 }
+
+// Defaults for the zero values of [Config]'s limits.
+const (
+	DefaultReadTimeout    = 60 * time.Second
+	DefaultWriteTimeout   = 60 * time.Second
+	DefaultIdleTimeout    = 60 * time.Second
+	DefaultMaxConnections = 10000
+	// headerTimeout bounds the reading of request headers (less when
+	// ReadTimeout is shorter).
+	headerTimeout = 20 * time.Second
+)
 
 func (c *Config) validate() error {
 	if c.Broker == nil {
@@ -64,6 +99,25 @@ func (c *Config) validate() error {
 	if c.Namespace == "" {
 		c.Namespace = c.Broker.Namespace()
 	}
+	if c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 {
+		return errors.New("httpgw: negative timeout in Config")
+	}
+	def := func(p *time.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def(&c.ReadTimeout, DefaultReadTimeout)
+	def(&c.WriteTimeout, DefaultWriteTimeout)
+	def(&c.IdleTimeout, DefaultIdleTimeout)
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	for _, comp := range c.Components {
+		if comp.Name == "" || comp.Health == nil {
+			return errors.New("httpgw: a health Component needs a Name and a Health func")
+		}
+	}
 	return nil
 }
 
@@ -75,6 +129,7 @@ type Gateway struct {
 	log     *zap.Logger
 	handler http.Handler
 	started time.Time // reported as the namespace's creation time
+	conns   *connLimiter
 }
 
 // New checks cfg and returns a Gateway.
@@ -82,7 +137,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, broker: cfg.Broker, log: cfg.Logger}
+	g := &Gateway{cfg: cfg, broker: cfg.Broker, log: cfg.Logger, conns: newConnLimiter(cfg.MaxConnections, cfg.Logger)}
 	g.started = g.now()
 	g.handler = g.middleware(g.routes())
 	return g, nil
@@ -93,14 +148,20 @@ func New(cfg Config) (*Gateway, error) {
 func (g *Gateway) Handler() http.Handler { return g.handler }
 
 // Server returns an [http.Server] for the gateway on addr with the limits
-// the gateway expects (header size, header read timeout). The caller sets
-// TLSConfig for HTTPS and runs ListenAndServe or ServeTLS.
+// the gateway expects: header size, read, write and idle timeouts, and the
+// connection accounting of [Gateway.Listener]. Serve it on a listener from
+// [Gateway.Listener], which also does TLS; ListenAndServe skips the
+// connection cap.
 func (g *Gateway) Server(addr string) *http.Server {
 	return &http.Server{
 		Addr:              addr,
 		Handler:           g.handler,
 		MaxHeaderBytes:    MaxHeaderBytes,
-		ReadHeaderTimeout: 30 * time.Second,
+		ReadHeaderTimeout: min(headerTimeout, g.cfg.ReadTimeout),
+		ReadTimeout:       g.cfg.ReadTimeout,
+		WriteTimeout:      g.cfg.WriteTimeout,
+		IdleTimeout:       g.cfg.IdleTimeout,
+		ConnState:         g.conns.connState,
 		ErrorLog:          zap.NewStdLog(g.log),
 	}
 }
@@ -142,7 +203,10 @@ func (g *Gateway) routes() http.Handler {
 	// Management (rest.md §4.1).
 	r.Path("/" + segRes + "/" + segKind).Methods(http.MethodGet).Handler(g.manage(g.listEntities))
 	rule := "/" + topicVar + "/" + segSubs + "/{sub}/" + segRules + "/{rule}"
-	r.Path(rule).Methods(http.MethodGet).Handler(g.manage(g.getRule))
+	// Reading rules, one or all, needs Listen (which Manage implies), as
+	// enumerating them does on the service (rest.md §3.2); changing them
+	// needs Manage.
+	r.Path(rule).Methods(http.MethodGet).Handler(g.listen(g.getRule))
 	r.Path(rule).Methods(http.MethodPut).Handler(g.manage(g.putRule))
 	r.Path(rule).Methods(http.MethodDelete).Handler(g.manage(g.deleteRule))
 	r.Path("/" + topicVar + "/" + segSubs + "/{sub}/" + segRules).Methods(http.MethodGet).Handler(g.listen(g.listRules))

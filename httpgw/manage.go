@@ -2,6 +2,7 @@ package httpgw
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,15 +15,21 @@ import (
 // Shared plumbing of the management (ATOM) handlers: request bodies,
 // entry and feed responses, URLs and paging.
 
-// maxManagementBody bounds create/update request bodies.
-const maxManagementBody = 1 << 20
+// maxManagementBody bounds create/update request bodies: the largest
+// description (a rule with a 1,024-character SQL filter and action,
+// correlation properties, user metadata) is a few KiB.
+const maxManagementBody = 64 << 10
 
 // defaultAPIVersion is written into entry ids when the request names none.
 const defaultAPIVersion = "2021-05"
 
 // readDescription decodes a create/update body into an ATOM description.
 func (g *Gateway) readDescription(w http.ResponseWriter, r *http.Request) (any, bool) {
-	body, err := readBody(r.Body, maxManagementBody)
+	body, err := readBody(r, maxManagementBody)
+	if errors.Is(err, errBodyTooLarge) {
+		g.badRequest(w, r, "The request body is larger than %d bytes, the limit of a management request", maxManagementBody)
+		return nil, false
+	}
 	if err != nil {
 		g.badRequest(w, r, "Reading the request body failed: %v", err)
 		return nil, false

@@ -1,16 +1,19 @@
 package httpgw
 
 import (
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 )
 
-// middleware wraps the router: it trims trailing slashes (Node sends
-// "…/Subscriptions/"), recovers from handler panics with a 500, names the
-// server and logs each request at debug level.
+// middleware wraps the router: it refuses peers [Config.Admit] turns away,
+// trims trailing slashes (Node sends "…/Subscriptions/"), recovers from
+// handler panics with a 500, closes connections whose request body was
+// not read, names the server and logs each request at debug level.
 func (g *Gateway) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -22,7 +25,14 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 			r.URL.RawPath = ""
 		}
 		w.Header().Set("Server", "omnibus")
-		rec := &statusRecorder{ResponseWriter: w}
+		// A shallow copy carries the watched body, so the server's own view
+		// of the request is untouched.
+		r = r.WithContext(r.Context())
+		rec := &statusRecorder{ResponseWriter: w, req: r}
+		if r.Body != nil {
+			rec.body = &bodyWatch{ReadCloser: r.Body}
+			r.Body = rec.body
+		}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -38,26 +48,55 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 					zap.Int("status", rec.status), zap.Duration("took", time.Since(start)))
 			}
 		}()
+		if g.cfg.Admit != nil {
+			if err := g.cfg.Admit(remoteAddr(r)); err != nil {
+				rec.Header().Set("Connection", "close")
+				g.writeError(rec, r, http.StatusForbidden, err.Error())
+				return
+			}
+		}
 		next.ServeHTTP(rec, r)
 	})
 }
 
-// statusRecorder remembers the status a handler wrote.
+// remoteAddr is the request's peer as a net.Addr (an unspecified address
+// when the server gave none that parses).
+func remoteAddr(r *http.Request) net.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return &net.TCPAddr{}
+	}
+	return net.TCPAddrFromAddrPort(ap)
+}
+
+// statusRecorder remembers the status a handler wrote, and closes the
+// connection after the answer when it goes out before the request body
+// was read to its end: the server would otherwise read the rest of the
+// body, however slowly it arrives (a 401 to a trickled body).
 type statusRecorder struct {
 	http.ResponseWriter
+	req    *http.Request
+	body   *bodyWatch
 	status int
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 {
 		s.status = code
+		if s.body != nil && s.body.unread(s.req) {
+			// Closing also needs the read deadline in the past: the server
+			// closes the body after the handler, and that reads up to
+			// 256 KiB of what is left first.
+			s.Header().Set("Connection", "close")
+			_ = http.NewResponseController(s.ResponseWriter).SetReadDeadline(time.Unix(1, 0))
+		}
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
-		s.status = http.StatusOK
+		s.WriteHeader(http.StatusOK)
 	}
 	return s.ResponseWriter.Write(b)
 }

@@ -40,6 +40,9 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, mode core.Rece
 		g.badRequest(w, r, "%v", err)
 		return
 	}
+	// The server's write timeout runs from the end of the request headers:
+	// give the answer to a long poll the same time after the wait.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + g.cfg.WriteTimeout))
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	msgs, err := g.broker.Receive(ctx, path, core.ReceiveOptions{Mode: mode, Max: 1})
 	cancel()

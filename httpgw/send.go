@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -19,9 +18,6 @@ import (
 // batchContentType marks a send-batch request (rest.md §1.4).
 const batchContentType = "application/vnd.microsoft.servicebus.json"
 
-// errBodyTooLarge is returned by readBody when the body exceeds the limit.
-var errBodyTooLarge = errors.New("request body too large")
-
 // sendMessages handles POST {queue|topic}/messages: one message, or a JSON
 // batch when the Content-Type says so. Both answer 201 with no body.
 func (g *Gateway) sendMessages(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +28,7 @@ func (g *Gateway) sendMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := d.MaxMessageSizeInKilobytes * 1024
-	body, err := readBody(r.Body, limit)
+	body, err := readBody(r, limit)
 	if errors.Is(err, errBodyTooLarge) {
 		g.writeError(w, r, http.StatusForbidden, fmt.Sprintf("The received message (size above %d bytes) exceeds the limit (%d bytes) of '%s'", limit, limit, d.Path()))
 		return
@@ -187,18 +183,6 @@ func userPropertyValue(raw json.RawMessage) (any, bool, error) {
 		return f, err == nil, err
 	}
 	return nil, false, errors.New("must be a string, number or boolean")
-}
-
-// readBody reads at most limit bytes of body.
-func readBody(body io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(body, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, errBodyTooLarge
-	}
-	return b, nil
 }
 
 // newMessageID is the id the service gives a message sent without one: a
