@@ -200,6 +200,33 @@ func TestEnvAndCleanShutdown(t *testing.T) {
 	}
 }
 
+// TestProtectedModeSaysSoAtStart: with the emulator's key the binary
+// says at start that it serves only loopback; OMNIBUS_ALLOW_REMOTE or a
+// key of one's own turn protected mode off, and the line with it.
+func TestProtectedModeSaysSoAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	base := []string{"OMNIBUS_MEMORY=true", "OMNIBUS_AMQP_ADDR=127.0.0.1:0", "OMNIBUS_HTTP_ADDR=-", "OMNIBUS_HTTPS_ADDR=-"}
+	for _, c := range []struct {
+		env       []string
+		protected bool
+	}{
+		{nil, true},
+		{[]string{"OMNIBUS_ALLOW_REMOTE=true"}, false},
+		{[]string{"OMNIBUS_KEY=my-own-key"}, false},
+	} {
+		p := startBinary(t, bin, append(append([]string{}, base...), c.env...))
+		said := strings.Contains(p.logs.String(), "protected mode: the publicly known emulator key")
+		if said != c.protected {
+			t.Errorf("env %v: protected-mode line logged %v, want %v:\n%s", c.env, said, c.protected, p.logs)
+		}
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
 func TestBadFlagEnv(t *testing.T) {
 	t.Setenv("OMNIBUS_MAX_CONNECTIONS", "many")
 	err := serve(nil)

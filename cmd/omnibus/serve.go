@@ -15,6 +15,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/amqpserver"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
+	"github.com/omnibusmq/omnibus/httpgw"
 	"github.com/omnibusmq/omnibus/storage/pebblestore"
 )
 
@@ -49,13 +50,19 @@ func serve(args []string) error {
 	fs.Var(&diskReserve, "disk-reserve", "free space kept on the data directory's disk: below it sends are refused, settlements go on "+
 		"(auto: "+formatSize(pebblestore.DefaultDiskReserve)+", at most an eighth of the disk; 0: none)")
 	fs.BoolVar(&o.Repair, "repair", false, "start on a data directory whose write-ahead log is damaged, accepting the loss of the records after the damage")
+	// HTTP gateway limits and protected mode.
+	fs.DurationVar(&o.HTTPReadTimeout, "http-read-timeout", httpgw.DefaultReadTimeout, "time to read a whole HTTP request, body included")
+	fs.DurationVar(&o.HTTPWriteTimeout, "http-write-timeout", httpgw.DefaultWriteTimeout, "time to write an HTTP response (a long poll gets its wait added)")
+	fs.DurationVar(&o.HTTPIdleTimeout, "http-idle-timeout", httpgw.DefaultIdleTimeout, "an HTTP keep-alive connection idle this long is closed")
+	fs.IntVar(&o.HTTPMaxConnections, "http-max-connections", httpgw.DefaultMaxConnections, "maximum HTTP and HTTPS connections together (0: unlimited)")
+	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "serve other machines even with the publicly known emulator key (protected mode off)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
 	// On the command line 0 means no cap; in app.Options it means the default.
-	for _, n := range []*int{&o.MaxConnections, &o.MaxPendingConnections} {
+	for _, n := range []*int{&o.MaxConnections, &o.MaxPendingConnections, &o.HTTPMaxConnections} {
 		if *n == 0 {
 			*n = -1
 		}

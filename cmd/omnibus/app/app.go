@@ -63,6 +63,15 @@ type Options struct {
 	// The store on disk (pebblestore.Options).
 	DiskReserve int64 // bytes kept free on the data disk; 0 = pebblestore.DefaultDiskReserve, < 0 = none
 	Repair      bool  // start on a damaged write-ahead log, accepting the loss
+
+	// HTTP gateway limits (httpgw.Config); zero means httpgw's default.
+	HTTPReadTimeout    time.Duration // a whole request, body included
+	HTTPWriteTimeout   time.Duration // a response (a long poll gets its wait added)
+	HTTPIdleTimeout    time.Duration // a keep-alive between requests
+	HTTPMaxConnections int           // HTTP and HTTPS together; 0: httpgw's default, negative: unlimited
+	// AllowRemote serves clients on other machines even with the publicly
+	// known DefaultKey (protected mode off).
+	AllowRemote bool
 }
 
 func (o *Options) setDefaults() {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/amqpserver"
 	"github.com/omnibusmq/omnibus/httpgw"
+	"github.com/omnibusmq/omnibus/storage"
 )
 
 // startFronts starts the AMQP listener and the HTTP(S) gateway on the
@@ -21,10 +22,19 @@ import (
 // in use is reported by Start and the addresses are known on return.
 func (a *App) startFronts() error {
 	o := a.opts
+	protect := newProtection(o)
+	if msg := protect.describe(); msg != "" {
+		a.log.Info(msg)
+	}
+	var comps []httpgw.Component // what /health reports on: each listener, then the store
 	if !disabled(o.AMQPAddr) {
-		srv, err := amqpserver.New(amqpserver.Config{Broker: a.Broker, Logger: o.Logger.Named("amqp"),
+		cfg := amqpserver.Config{Broker: a.Broker, Logger: o.Logger.Named("amqp"),
 			Auth: a.Auth, MaxConnections: o.MaxConnections, MaxPendingConnections: o.MaxPendingConnections,
-			AuthTimeout: o.AuthTimeout, Limits: o.AMQPLimits})
+			AuthTimeout: o.AuthTimeout, Limits: o.AMQPLimits}
+		if protect.on {
+			cfg.Admit = protect.admit
+		}
+		srv, err := amqpserver.New(cfg)
 		if err != nil {
 			return err
 		}
@@ -33,6 +43,7 @@ func (a *App) startFronts() error {
 			return fmt.Errorf("AMQP listener: %w", err)
 		}
 		a.amqpAddr = l.Addr()
+		comps = append(comps, httpgw.Component{Name: "amqp", Health: srv.Health})
 		go func() {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, amqpserver.ErrServerClosed) {
 				a.log.Error("AMQP server stopped", zap.Error(err))
@@ -43,23 +54,36 @@ func (a *App) startFronts() error {
 	if disabled(o.HTTPAddr) && disabled(o.HTTPSAddr) {
 		return nil
 	}
-	gw, err := httpgw.New(httpgw.Config{Broker: a.Broker, Logger: o.Logger.Named("http"), Auth: a.Auth, Namespace: a.Namespace})
+	var httpHealth, httpsHealth *listenerHealth
+	if !disabled(o.HTTPAddr) {
+		httpHealth = a.listenerHealth("http", &comps)
+	}
+	if !disabled(o.HTTPSAddr) {
+		httpsHealth = a.listenerHealth("https", &comps)
+	}
+	cfg := httpgw.Config{Broker: a.Broker, Logger: o.Logger.Named("http"), Auth: a.Auth, Namespace: a.Namespace,
+		ReadTimeout: o.HTTPReadTimeout, WriteTimeout: o.HTTPWriteTimeout, IdleTimeout: o.HTTPIdleTimeout,
+		MaxConnections: o.HTTPMaxConnections, Components: append(comps, a.storeComponent())}
+	if protect.on {
+		cfg.Admit = protect.admit
+	}
+	gw, err := httpgw.New(cfg)
 	if err != nil {
 		return err
 	}
-	if !disabled(o.HTTPAddr) {
-		addr, err := a.serveHTTP(gw, o.HTTPAddr, nil)
+	if httpHealth != nil {
+		addr, err := a.serveHTTP(gw, o.HTTPAddr, nil, httpHealth)
 		if err != nil {
 			return fmt.Errorf("HTTP listener: %w", err)
 		}
 		a.httpAddr = addr
 	}
-	if !disabled(o.HTTPSAddr) {
+	if httpsHealth != nil {
 		cert, err := a.certificate()
 		if err != nil {
 			return err
 		}
-		addr, err := a.serveHTTP(gw, o.HTTPSAddr, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		addr, err := a.serveHTTP(gw, o.HTTPSAddr, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, httpsHealth)
 		if err != nil {
 			return fmt.Errorf("HTTPS listener: %w", err)
 		}
@@ -68,7 +92,7 @@ func (a *App) startFronts() error {
 	return nil
 }
 
-func (a *App) serveHTTP(gw *httpgw.Gateway, addr string, tlsConf *tls.Config) (net.Addr, error) {
+func (a *App) serveHTTP(gw *httpgw.Gateway, addr string, tlsConf *tls.Config, h *listenerHealth) (net.Addr, error) {
 	srv := gw.Server(addr)
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -76,15 +100,33 @@ func (a *App) serveHTTP(gw *httpgw.Gateway, addr string, tlsConf *tls.Config) (n
 	}
 	if tlsConf != nil {
 		srv.TLSConfig = tlsConf
-		l = tls.NewListener(l, tlsConf)
 	}
 	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(gw.Listener(h.watch(l), tlsConf)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			h.stop(err)
 			a.log.Error("HTTP server stopped", zap.Error(err))
 		}
 	}()
 	a.fronts = append(a.fronts, httpFront{srv})
 	return l.Addr(), nil
+}
+
+// listenerHealth returns the health of a new listener, reported on
+// /health under name.
+func (a *App) listenerHealth(name string, comps *[]httpgw.Component) *listenerHealth {
+	h := &listenerHealth{}
+	*comps = append(*comps, httpgw.Component{Name: name, Health: h.Health})
+	return h
+}
+
+// storeComponent reports the store on /health: healthy while it accepts
+// writes, as far as it can tell (storage.HealthReporter).
+func (a *App) storeComponent() httpgw.Component {
+	health := func() error { return nil }
+	if hr, ok := a.store.(storage.HealthReporter); ok {
+		health = hr.Health
+	}
+	return httpgw.Component{Name: "store", Health: health}
 }
 
 // certificate returns the HTTPS certificate: the configured PEM files, or
