@@ -12,3 +12,6 @@ func (s *Store) FlushAsync() error {
 // WriteWALMark records at once how far the write-ahead log is synced, as
 // the store does every walMarkInterval.
 func (s *Store) WriteWALMark() { s.mark.write() }
+
+// Stalled reports whether Pebble stalls writes now.
+func (s *Store) Stalled() bool { return s.faults.stalled.Load() }

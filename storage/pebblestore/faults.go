@@ -35,6 +35,9 @@ type faults struct {
 	// calm is set while nothing below is wrong (no blocked write, no
 	// fatal state, no failing flush): the check every Apply makes.
 	calm atomic.Bool
+	// stalled is set while Pebble stalls writes (too many memtables wait
+	// for a flush): with a blocked flush, a commit would wait with it.
+	stalled atomic.Bool
 
 	mu sync.Mutex // guards the fields below
 	// blocked holds the writes being retried now, by id.
@@ -302,8 +305,9 @@ func (f *faults) stuck() error {
 }
 
 // writeRefusal returns the error every write is refused with now, or nil.
-// All writes are refused while Pebble cannot commit: a fatal state, or a
-// blocked write of its log or MANIFEST (a commit would wait on it).
+// All writes are refused while Pebble cannot commit: a fatal state, a
+// blocked write of its log or MANIFEST, or any blocked write while Pebble
+// stalls writes (a commit would wait on it).
 func (f *faults) writeRefusal() error {
 	if f.calm.Load() {
 		return nil
@@ -313,7 +317,7 @@ func (f *faults) writeRefusal() error {
 	if f.fatal != nil {
 		return fmt.Errorf("%w: %v", storage.ErrUnavailable, f.fatal)
 	}
-	if b := f.oldestLocked(true); b != nil {
+	if b := f.oldestLocked(!f.stalled.Load()); b != nil {
 		return blockedError(b)
 	}
 	return nil

@@ -309,3 +309,56 @@ func TestReserveRefusesGrowthNotSettlements(t *testing.T) {
 		t.Fatalf("send once space returned: %v", err)
 	}
 }
+
+// While a flush is blocked, settlements go on until Pebble stalls writes
+// (too many memtables wait for the flush); then every write is refused at
+// once rather than left waiting, and all resumes when space returns.
+func TestBlockedFlushAndAWriteStallRefuseEverything(t *testing.T) {
+	inj := &injector{err: syscall.ENOSPC, match: writesTo(".sst", ".blob")}
+	s := mustOpen(t, "db", pebblestore.Options{FS: errorfs.Wrap(vfs.NewMem(), inj), MemTableSize: 1 << 20,
+		Logger: zaptest.NewLogger(t)})
+	defer s.Close()
+	const n = 200
+	for i := range n {
+		if err := s.Apply(msgBatch(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inj.on.Store(true)
+	// Rewrite messages in place (settlement-like writes, admitted while
+	// the flush is blocked) until Pebble stalls: the rewrite caught in
+	// the stall waits, and returns once space is back.
+	stop := make(chan struct{})
+	rewrites := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				rewrites <- nil
+				return
+			default:
+			}
+			b := &storage.Batch{Sync: true}
+			b.Set(msgKey(i%n), msgBody(i%n))
+			if err := s.Apply(b); err != nil && !s.Stalled() {
+				rewrites <- fmt.Errorf("rewrite %d before the stall: %w", i, err)
+				return
+			}
+		}
+	}()
+	waitFor(t, "Pebble to stall writes", s.Stalled)
+	settle := &storage.Batch{Sync: true}
+	settle.Delete(msgKey(0))
+	if err := s.Apply(settle); !errors.Is(err, storage.ErrNoSpace) {
+		t.Fatalf("settlement during a stall behind a blocked flush: Apply = %v, want ErrNoSpace", err)
+	}
+	inj.on.Store(false)
+	close(stop)
+	if err := <-rewrites; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "Health to clear", func() bool { return s.Health() == nil && !s.Stalled() })
+	if err := s.Apply(settle); err != nil {
+		t.Fatalf("settlement after space returned: %v", err)
+	}
+}

@@ -60,9 +60,17 @@ func eventListener(log *zap.Logger, f *faults) *pebble.EventListener {
 	bg := &repeatLimiter{every: time.Minute}
 	return &pebble.EventListener{
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			if f != nil {
+				f.stalled.Store(true)
+				f.notify()
+			}
 			log.Warn("pebble write stall began", zap.String("reason", info.Reason))
 		},
 		WriteStallEnd: func() {
+			if f != nil {
+				f.stalled.Store(false)
+				f.notify()
+			}
 			log.Info("pebble write stall ended")
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
