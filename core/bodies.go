@@ -18,9 +18,10 @@ import (
 const scanDensity = 4
 
 // loadBodies fills got[i].loaded for every taken message without a body
-// in memory. Messages a scan does not find are left for message() to look
-// up one by one (and report).
-func (q *queue) loadBodies(got []taken) error {
+// in memory, as far as it can: it is only a faster way to read them.
+// Messages a scan does not find or cannot decode, and every message after
+// a scan fails, are left for message() to read one by one (and report).
+func (q *queue) loadBodies(got []taken) {
 	byOwner := make(map[uint64][]int)
 	for i := range got {
 		if got[i].msg == nil {
@@ -52,17 +53,16 @@ func (q *queue) loadBodies(got []taken) error {
 			}
 			m, err := decodeBody(v)
 			if err != nil {
-				return false, err
+				return true, nil // message() reads it again and reports it
 			}
 			got[i].loaded = m
 			found++
 			return found < len(idx), nil
 		})
 		if err != nil {
-			return err
+			return // message() reads the rest one by one
 		}
 	}
-	return nil
 }
 
 // Reading ahead.
@@ -124,9 +124,7 @@ func (q *queue) readAhead(n int) {
 	if len(want) < 2 {
 		return
 	}
-	if err := q.loadBodies(want); err != nil {
-		return // a receive will read (and report) them itself
-	}
+	q.loadBodies(want) // what it cannot read, a receive reads (and reports) itself
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, t := range want {

@@ -84,7 +84,7 @@ type entity struct {
 	rules atomic.Pointer[[]*compiledRule] // subscriptions: current rules
 	refs  struct {                        // topics: references to shared bodies
 		sync.Mutex
-		m map[int64]int32
+		m map[int64]bodyRefs
 	}
 	lastUsed atomic.Int64 // unix nanos, for AutoDeleteOnIdle
 }
@@ -130,8 +130,8 @@ func (b *Broker) Close() error {
 	b.idle.close()
 	for _, e := range ents {
 		if e.q != nil {
-			e.q.close()
-			e.q.dead.close()
+			e.q.close(false)
+			e.q.dead.close(false)
 		}
 	}
 	b.wg.Wait()

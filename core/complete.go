@@ -1,7 +1,5 @@
 package core
 
-import "github.com/omnibusmq/omnibus/storage"
-
 // CompleteMany completes the messages locked by toks on the entity at
 // path, as [Broker.Settle] with [Complete] would one by one, but with one
 // store write for all of them: a front that receives a burst of
@@ -28,12 +26,13 @@ func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs
 		return errs
 	}
 	type done struct {
-		r      *msgRec
-		st     stateRec
-		shared bool
-		i      int
+		r  *msgRec
+		st stateRec
+		i  int
 	}
 	now := b.Now()
+	w := b.newWrite(durable)
+	defer w.abort()
 	got := make([]done, 0, len(toks))
 	q.mu.Lock()
 	for i, tok := range toks {
@@ -43,27 +42,18 @@ func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs
 			continue
 		}
 		// Consumed now, as in Settle.
-		delete(q.mu.locked, tok)
-		if s := q.sessionLocked(r); s != nil {
-			delete(s.locked, tok)
-		}
-		r.lock = LockToken{}
+		q.consumeLockLocked(w, r, tok)
 		got = append(got, done{r: r, st: r.stateRec, i: i})
 	}
 	q.mu.Unlock()
 	if len(got) == 0 {
 		return errs
 	}
-	batch := storage.Batch{Sync: durable}
-	for j := range got {
-		d := &got[j]
-		d.shared = q.sharedBody(d.r)
-		q.deleteRecords(&batch, d.r.seq, d.st.owner, d.shared)
+	for _, d := range got {
+		w.deleteRecords(q, d.r.seq, d.st.owner, q.sharedBody(d.r))
 	}
-	if err := b.store.Apply(&batch); err != nil {
+	if err := w.commit(); err != nil {
 		for _, d := range got {
-			q.restoreRef(d.r.seq, d.shared)
-			q.relock(d.r, toks[d.i])
 			errs[d.i] = err
 		}
 		return errs

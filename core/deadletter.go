@@ -1,61 +1,38 @@
 package core
 
-import (
-	"github.com/omnibusmq/omnibus/storage"
-)
-
-// deadLetter moves recs, which the caller has taken out of every
-// structure of q (avail, locked; deferred ones may still be in the
-// deferred map), to the dead-letter subqueue — or to the entity named by
-// ForwardDeadLetteredMessagesTo — stamping the reason and description as
-// application properties. The move is one durable batch: the message is
-// in exactly one place before and after.
-func (q *queue) deadLetter(recs []*msgRec, reason, description string, props map[string]any) error {
+// deadLetter moves recs, which the caller holds through w (a consumed
+// lock, or records set aside), to the dead-letter subqueue — or to the
+// entity named by ForwardDeadLetteredMessagesTo — stamping the reason and
+// description as application properties. The move is w's one durable
+// batch: each message is in exactly one place before and after, and q's
+// memory changes only once it committed. A message whose body cannot be
+// read moves with a stub body and ReasonBodyUnreadable (damaged.go).
+func (q *queue) deadLetter(w *write, recs []*msgRec, reason, description string, props map[string]any) error {
+	w.batch.Sync = true
 	if q.isDeadLetter() {
-		// A dead-lettered message cannot be dead-lettered again: Service
-		// Bus keeps it where it is (it only updates properties).
-		for _, r := range recs {
-			q.mu.Lock()
-			st := r.stateRec
-			q.mu.Unlock()
-			if err := q.rewriteBody(r, st, func(m *Message) { mergeProps(m, props) }); err != nil {
-				return err
-			}
-			q.mu.Lock()
-			q.returnLocked(r)
-			q.serveWaitersLocked(q.b.Now())
-			q.mu.Unlock()
-		}
-		return nil
+		return q.deadLetterAgain(w, recs, props)
 	}
 	d := q.desc()
 	msgs := make([]*Message, len(recs))
+	stubs := make([]bool, len(recs))
 	for i, r := range recs {
-		q.mu.Lock()
-		owner, seq := r.owner, r.seq
-		cached := r.msg
-		q.mu.Unlock()
-		var m *Message
-		if cached != nil {
-			m = cached.Clone()
-		} else {
-			var err error
-			if m, err = q.loadBody(owner, seq); err != nil {
-				return err
+		m, stub, err := q.bodyForMove(r)
+		if err != nil {
+			return err
+		}
+		if !stub {
+			mergeProps(m, props)
+			if m.ApplicationProperties == nil {
+				m.ApplicationProperties = make(map[string]any, 2)
 			}
+			m.ApplicationProperties["DeadLetterReason"] = reason
+			m.ApplicationProperties["DeadLetterErrorDescription"] = description
 		}
-		mergeProps(m, props)
-		if m.ApplicationProperties == nil {
-			m.ApplicationProperties = make(map[string]any, 2)
-		}
-		m.ApplicationProperties["DeadLetterReason"] = reason
-		m.ApplicationProperties["DeadLetterErrorDescription"] = description
-		msgs[i] = m
+		msgs[i], stubs[i] = m, stub
 	}
 	if d.ForwardDeadLetteredMessagesTo != "" {
-		return q.forwardDeadLetters(recs, msgs, d)
+		return q.forwardDeadLetters(w, recs, msgs, d)
 	}
-	batch := storage.Batch{Sync: true}
 	moved := make([]*msgRec, len(recs))
 	for i, r := range recs {
 		q.mu.Lock()
@@ -70,18 +47,19 @@ func (q *queue) deadLetter(recs []*msgRec, reason, description string, props map
 		nr.state = StateActive
 		nr.expiresAt = 0 // dead-lettered messages do not expire
 		nr.scheduledAt = 0
+		if stubs[i] {
+			nr.size = int32(msgs[i].Size())
+		}
 		if shared {
 			nr.owner = q.dead.id
-			if q.shared.releaseRef(r.seq) {
-				batch.Delete(seqKey(tabBody, q.shared.id, r.seq))
-			}
+			w.releaseRef(q, r.seq)
 		}
-		batch.Delete(seqKey(tabState, q.id, r.seq))
-		batch.Set(seqKey(tabBody, nr.owner, r.seq), body)
-		batch.Set(seqKey(tabState, q.dead.id, r.seq), nr.encode(nil))
+		w.batch.Delete(seqKey(tabState, q.id, r.seq))
+		w.batch.Set(seqKey(tabBody, nr.owner, r.seq), body)
+		w.batch.Set(seqKey(tabState, q.dead.id, r.seq), nr.encode(nil))
 		moved[i] = nr
 	}
-	if err := q.b.store.Apply(&batch); err != nil {
+	if err := w.commit(); err != nil {
 		return err
 	}
 	q.forget(recs)
@@ -92,6 +70,35 @@ func (q *queue) deadLetter(recs []*msgRec, reason, description string, props map
 	}
 	q.dead.serveWaitersLocked(now)
 	q.dead.mu.Unlock()
+	return nil
+}
+
+// deadLetterAgain handles a dead-letter of messages already in a
+// dead-letter subqueue: Service Bus keeps them where they are and only
+// merges the properties. A damaged body is replaced by its stub.
+func (q *queue) deadLetterAgain(w *write, recs []*msgRec, props map[string]any) error {
+	sts := make([]stateRec, len(recs))
+	for i, r := range recs {
+		q.mu.Lock()
+		st := r.stateRec
+		q.mu.Unlock()
+		st, err := q.planRewrite(w, r, st, true, func(m *Message) { mergeProps(m, props) })
+		if err != nil {
+			return err
+		}
+		sts[i] = st
+	}
+	if err := w.commit(); err != nil {
+		return err
+	}
+	now := q.b.Now()
+	q.mu.Lock()
+	for i, r := range recs {
+		r.owner, r.size = sts[i].owner, sts[i].size
+		q.returnLocked(r)
+	}
+	q.serveWaitersLocked(now)
+	q.mu.Unlock()
 	return nil
 }
 
@@ -108,25 +115,27 @@ func (q *queue) forget(recs []*msgRec) {
 }
 
 // forwardDeadLetters sends dead-lettered messages to the configured
-// entity instead of the subqueue, removing them here in the same batch.
-func (q *queue) forwardDeadLetters(recs []*msgRec, msgs []*Message, d *Entity) error {
+// entity instead of the subqueue, removing them here in the same write.
+func (q *queue) forwardDeadLetters(w *write, recs []*msgRec, msgs []*Message, d *Entity) error {
 	b := q.b
 	t, err := b.lookup(ParseAddress(d.ForwardDeadLetteredMessagesTo))
 	if err != nil {
 		return errf(CodeNotFound, "'%s' forwards dead letters to '%s', which does not exist", d.Path(), d.ForwardDeadLetteredMessagesTo)
 	}
-	p := &sendPlan{b: b, now: b.Now(), batch: storage.Batch{Sync: true}}
+	p := &sendPlan{b: b, now: b.Now()}
+	p.on(w)
 	for i, r := range recs {
 		q.mu.Lock()
 		owner, shared := r.owner, q.sharedBody(r)
 		q.mu.Unlock()
-		q.deleteRecords(&p.batch, r.seq, owner, shared)
+		w.deleteRecords(q, r.seq, owner, shared)
 		msgs[i].DeadLetterSource = q.path
 	}
-	err = p.add(t, msgs, nil, 1)
-	if err == nil {
-		err = b.store.Apply(&p.batch)
+	if err := p.add(t, msgs, nil, 1); err != nil {
+		p.finish(true)
+		return err
 	}
+	err = w.commit()
 	p.finish(err != nil)
 	if err != nil {
 		return err

@@ -59,6 +59,9 @@ func (c Code) String() string {
 type Error struct {
 	Code Code
 	Msg  string // human readable, in Service Bus wording where one exists
+	// cause is the underlying error (a storage fault), for errors.Is
+	// against storage's sentinels and for logs; nil for most errors.
+	cause error
 }
 
 func (e *Error) Error() string {
@@ -67,6 +70,10 @@ func (e *Error) Error() string {
 	}
 	return "core: " + e.Msg
 }
+
+// Unwrap returns the underlying error, if any (a storage fault such as
+// storage.ErrNoSpace).
+func (e *Error) Unwrap() error { return e.cause }
 
 // Is reports whether target is an *Error with the same Code, so that
 // errors.Is(err, core.ErrLockLost) works for any message text.

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"go.uber.org/zap"
+
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -29,9 +31,12 @@ func (q *queue) kickExpiry() {
 	q.b.run(q.expireLoop)
 }
 
-// expireLoop disposes of expired records until none are left.
+// expireLoop disposes of expired records until none are left. A
+// disposal that fails gives its records back to avail, where the next
+// receiver finds them expired again.
 func (q *queue) expireLoop() {
 	for {
+		w := q.b.newWrite(false)
 		q.mu.Lock()
 		recs := q.mu.expiring
 		q.mu.expiring = nil
@@ -40,13 +45,15 @@ func (q *queue) expireLoop() {
 			q.mu.Unlock()
 			return
 		}
+		for _, r := range recs {
+			w.hold(holdAside, q, r, LockToken{})
+		}
 		q.mu.Unlock()
-		if err := q.expire(recs); err != nil {
-			q.b.log.Warn("expiring messages failed; they stay stored and expire again later")
+		err := q.expire(w, recs)
+		w.abort()
+		if err != nil {
+			q.b.log.Warn("expiring messages failed; they stay stored and expire again later", zap.String("entity", q.path), zap.Error(err))
 			q.mu.Lock()
-			for _, r := range recs {
-				q.returnLocked(r)
-			}
 			q.mu.expiryBusy = false
 			q.mu.Unlock()
 			return
@@ -54,25 +61,20 @@ func (q *queue) expireLoop() {
 	}
 }
 
-func (q *queue) expire(recs []*msgRec) error {
+// expire dead-letters or drops expired records, which w holds.
+func (q *queue) expire(w *write, recs []*msgRec) error {
 	if q.desc().DeadLetteringOnMessageExpiration {
-		return q.deadLetter(recs, ReasonTTLExpired, "The message expired and was dead lettered.", nil)
+		return q.deadLetter(w, recs, ReasonTTLExpired, "The message expired and was dead lettered.", nil)
 	}
 	// Dropping an expired message need not wait for fsync: if the delete
 	// is lost in a crash, the message is found expired again.
-	var batch storage.Batch
-	shared := make([]bool, len(recs))
-	for i, r := range recs {
+	for _, r := range recs {
 		q.mu.Lock()
-		owner := r.owner
-		shared[i] = q.sharedBody(r)
+		owner, shared := r.owner, q.sharedBody(r)
 		q.mu.Unlock()
-		q.deleteRecords(&batch, r.seq, owner, shared[i])
+		w.deleteRecords(q, r.seq, owner, shared)
 	}
-	if err := q.b.store.Apply(&batch); err != nil {
-		for i, r := range recs {
-			q.restoreRef(r.seq, shared[i])
-		}
+	if err := w.commit(); err != nil {
 		return err
 	}
 	q.forget(recs)
@@ -86,6 +88,10 @@ func (q *queue) tick(now int64) {
 	var outOfDeliveries []*msgRec
 	var activated []*msgRec
 	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return
+	}
 	q.mu.wakeAt = 0
 	maxDC := q.desc().MaxDeliveryCount
 	for len(q.mu.timers) > 0 && q.mu.timers.next() <= now {
@@ -137,24 +143,34 @@ func (q *queue) tick(now int64) {
 		q.ent.touch(now)
 		// The state change need not be synced: a scheduled message found
 		// past its time at recovery is activated then.
+		// Memory is ahead of the store here, and may stay so if the write
+		// fails: a scheduled record whose time has passed is active by
+		// definition (Broker.Check counts it so).
 		var batch storage.Batch
 		for i, r := range activated {
 			batch.Set(seqKey(tabState, q.id, r.seq), states[i])
 		}
 		if err := q.b.store.Apply(&batch); err != nil {
-			q.b.log.Warn("recording scheduled activation failed")
+			q.b.log.Warn("recording scheduled activation failed", zap.String("entity", q.path), zap.Error(err))
 		}
 	}
 	if len(outOfDeliveries) > 0 {
-		d := q.desc()
-		if err := q.deadLetter(outOfDeliveries, ReasonMaxDeliveryCount, maxDeliveryDescription(d.MaxDeliveryCount), nil); err != nil {
-			q.b.log.Warn("dead-lettering messages out of deliveries failed")
-			q.mu.Lock()
-			for _, r := range outOfDeliveries {
-				q.returnLocked(r)
-			}
-			q.mu.Unlock()
-		}
+		q.deadLetterAside(outOfDeliveries, ReasonMaxDeliveryCount, maxDeliveryDescription(q.desc().MaxDeliveryCount))
+	}
+}
+
+// deadLetterAside dead-letters records the caller has set aside (taken out
+// of avail under q.mu). If the move fails they go back to avail and the
+// failure is logged: they are delivered again and met again.
+func (q *queue) deadLetterAside(recs []*msgRec, reason, description string) {
+	w := q.b.newWrite(true)
+	defer w.abort()
+	for _, r := range recs {
+		w.hold(holdAside, q, r, LockToken{})
+	}
+	if err := q.deadLetter(w, recs, reason, description, nil); err != nil && !q.b.closed() {
+		q.b.log.Warn("dead-lettering messages failed; they stay in their queue", zap.String("entity", q.path),
+			zap.String("reason", reason), zap.Error(err))
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"go.uber.org/zap"
+
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -93,7 +95,7 @@ func (b *Broker) createLocked(e Entity) (*Entity, error) {
 		}
 		batch.Set(nameKey(tabRule, id, strings.ToLower(r.Name)), v)
 	}
-	if err := b.store.Apply(&batch); err != nil {
+	if err := b.apply(&batch); err != nil {
 		return nil, err
 	}
 	ent := b.newEntity(id, key, &e, topic)
@@ -243,7 +245,7 @@ func (b *Broker) updateLocked(e Entity) (*Entity, error) {
 	}
 	batch := storage.Batch{Sync: true}
 	batch.Set(entityRecordKey(ent.key), rec)
-	if err := b.store.Apply(&batch); err != nil {
+	if err := b.apply(&batch); err != nil {
 		return nil, err
 	}
 	ent.desc.Store(&e)
@@ -281,11 +283,7 @@ func (b *Broker) deleteLocked(path string) error {
 			}
 		}
 	}
-	if ent.topic != nil {
-		ent.q.releaseSharedBodies(&batch)
-		ent.q.dead.releaseSharedBodies(&batch)
-	}
-	if err := b.store.Apply(&batch); err != nil {
+	if err := b.apply(&batch); err != nil {
 		return err
 	}
 	b.mu.Lock()
@@ -306,45 +304,74 @@ func (b *Broker) deleteLocked(path string) error {
 	}
 	for _, v := range victims {
 		if v.q != nil {
-			v.q.close()
-			v.q.dead.close()
+			v.q.close(true)
+			v.q.dead.close(true)
 		}
+	}
+	if ent.topic != nil {
+		b.releaseSharedBodies(ent.q, ent.q.dead)
 	}
 	return nil
 }
 
 // releaseSharedBodies drops a deleted subscription's references to its
-// topic's bodies, deleting those it held last.
-func (q *queue) releaseSharedBodies(batch *storage.Batch) {
+// topic's bodies, deleting those it held last. It runs once the deletion
+// is durable and the queues are closed (deleted), and finds every copy
+// still in them: a settlement in flight meanwhile either gave its copy
+// back before (found here) or finds the queue deleted and counts its copy
+// gone itself (write.abort).
+func (b *Broker) releaseSharedBodies(qs ...*queue) {
+	w := b.newWrite(true)
+	defer w.abort()
+	for _, q := range qs {
+		for _, seq := range q.sharedSeqs() {
+			w.releaseRef(q, seq)
+		}
+	}
+	if err := w.commit(); err != nil {
+		b.log.Warn("deleting the shared bodies of a deleted subscription failed; they stay on disk as garbage (Broker.Check lists them)", zap.Error(err))
+	}
+}
+
+// sharedSeqs returns the sequence numbers of the records of q whose body
+// is its topic's.
+func (q *queue) sharedSeqs() []int64 {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	var seqs []int64
-	add := func(r *msgRec) {
+	q.eachRecLocked(func(r *msgRec) {
 		if q.sharedBody(r) {
 			seqs = append(seqs, r.seq)
 		}
-	}
+	})
+	return seqs
+}
+
+// eachRecLocked calls fn for every record q holds: available (in the
+// queue or a session), locked, deferred, scheduled or set aside to
+// expire.
+func (q *queue) eachRecLocked(fn func(*msgRec)) {
 	for _, r := range q.mu.avail {
-		add(r)
-	}
-	for _, r := range q.mu.locked {
-		add(r)
-	}
-	for _, r := range q.mu.deferred {
-		add(r)
-	}
-	for _, r := range q.mu.scheduled {
-		add(r)
+		fn(r)
 	}
 	for _, s := range q.mu.sessions.byID {
 		for _, r := range s.avail {
-			add(r)
+			fn(r)
 		}
 	}
-	q.mu.Unlock()
-	for _, seq := range seqs {
-		if q.shared.releaseRef(seq) {
-			batch.Delete(seqKey(tabBody, q.shared.id, seq))
+	for _, r := range q.mu.locked {
+		if r.state != StateDeferred {
+			fn(r)
 		}
+	}
+	for _, r := range q.mu.deferred {
+		fn(r)
+	}
+	for _, r := range q.mu.scheduled {
+		fn(r)
+	}
+	for _, r := range q.mu.expiring {
+		fn(r)
 	}
 }
 

@@ -2,9 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
-
-	"github.com/omnibusmq/omnibus/storage"
 )
 
 // PeekOptions parameterise [Broker.Peek].
@@ -45,14 +42,16 @@ func (b *Broker) Peek(ctx context.Context, path string, opts PeekOptions) ([]*Me
 		return len(hits) < opts.Max, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, storeError(err)
 	}
 	out := make([]*Message, 0, len(hits))
 	for _, h := range hits {
-		m, err := q.loadBody(h.st.owner, h.seq)
+		m, _, err := q.loadBody(h.st.owner, h.seq)
 		if err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
-				continue // completed while we looked
+			if damaged(err) {
+				// Completed while we looked, or unreadable: a receive
+				// moves the latter to the dead-letter subqueue.
+				continue
 			}
 			return nil, err
 		}
@@ -83,51 +82,57 @@ func (b *Broker) CancelScheduled(ctx context.Context, path string, seqs []int64)
 	if err != nil {
 		return err
 	}
-	if e.q != nil {
-		return e.q.cancelScheduled(seqs)
-	}
-	if subs := e.subs.Load(); subs != nil {
-		for _, s := range *subs {
-			if err := s.q.cancelScheduled(seqs); err != nil {
-				return err
+	// One write for every copy, so a topic's message is cancelled in all
+	// its subscriptions or in none.
+	qs := []*queue{e.q}
+	if e.q == nil {
+		qs = qs[:0]
+		if subs := e.subs.Load(); subs != nil {
+			for _, s := range *subs {
+				qs = append(qs, s.q)
 			}
 		}
+	}
+	w := b.newWrite(true)
+	defer w.abort()
+	var held [][]*msgRec
+	for _, q := range qs {
+		held = append(held, q.unschedule(w, seqs))
+	}
+	for i, q := range qs {
+		for _, r := range held[i] {
+			w.deleteRecords(q, r.seq, r.owner, q.sharedBody(r))
+		}
+	}
+	if err := w.commit(); err != nil {
+		return err
+	}
+	for i, q := range qs {
+		q.mu.Lock()
+		for _, r := range held[i] {
+			q.removeLocked(r)
+		}
+		q.mu.Unlock()
 	}
 	return nil
 }
 
-func (q *queue) cancelScheduled(seqs []int64) error {
+// unschedule takes the scheduled records with the given sequence
+// numbers out of q's schedule for a cancellation planned in w, which
+// schedules them again if it fails.
+func (q *queue) unschedule(w *write, seqs []int64) []*msgRec {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return nil
+	}
 	var recs []*msgRec
 	for _, s := range seqs {
 		if r := q.mu.scheduled[s]; r != nil {
 			delete(q.mu.scheduled, s)
+			w.hold(holdScheduled, q, r, LockToken{})
 			recs = append(recs, r)
 		}
 	}
-	q.mu.Unlock()
-	if len(recs) == 0 {
-		return nil
-	}
-	batch := storage.Batch{Sync: true}
-	for _, r := range recs {
-		q.deleteRecords(&batch, r.seq, r.owner, q.sharedBody(r))
-	}
-	if err := q.b.store.Apply(&batch); err != nil {
-		// Still scheduled: put them back, timers included.
-		q.mu.Lock()
-		for _, r := range recs {
-			q.restoreRef(r.seq, q.sharedBody(r))
-			q.mu.scheduled[r.seq] = r
-			q.addTimerLocked(timeItem{at: r.scheduledAt, rec: r})
-		}
-		q.mu.Unlock()
-		return err
-	}
-	q.mu.Lock()
-	for _, r := range recs {
-		q.removeLocked(r)
-	}
-	q.mu.Unlock()
-	return nil
+	return recs
 }

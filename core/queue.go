@@ -54,6 +54,7 @@ type queue struct {
 		deferredN  int64
 		bytes      int64
 		closed     bool
+		deleted    bool // the entity was deleted (closed too); see write.abort
 	}
 }
 

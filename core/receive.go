@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/omnibusmq/omnibus/storage"
+	"go.uber.org/zap"
 )
 
 // ReceiveMode is how a receive settles the messages it takes.
@@ -53,6 +53,7 @@ type taken struct {
 	msg         *Message // the body kept in memory at send, shared: clone before use
 	loaded      *Message // the body read from storage for this delivery alone
 	shared      bool
+	bad         error // the body cannot be read (finish, quarantine)
 }
 
 // Receive returns up to opts.Max messages from the queue, subscription or
@@ -83,11 +84,25 @@ func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) 
 		return nil, errf(CodeBadRequest, "It is not possible for an entity that does not require sessions to create a sessionful message receiver: '%s'.", q.path)
 	}
 
-	now := b.Now()
+	for {
+		out, again, err := q.receiveOnce(ctx, opts, sess)
+		if !again {
+			return out, err
+		}
+		// Every message taken had an unreadable body and went to the
+		// dead-letter subqueue (quarantine): take again.
+	}
+}
+
+// receiveOnce takes what is available or waits for it, as Receive does.
+// again reports that what it took is gone (dead-lettered, for a body
+// that cannot be read) and nothing is left to return yet.
+func (q *queue) receiveOnce(ctx context.Context, opts ReceiveOptions, sess *session) (out []*Message, again bool, err error) {
+	now := q.b.Now()
 	q.mu.Lock()
 	if q.mu.closed {
 		q.mu.Unlock()
-		return nil, entityNotFound(q.path)
+		return nil, false, entityNotFound(q.path)
 	}
 	got := q.takeLocked(now, opts.Mode, opts.Max, opts.MaxBytes, sess)
 	if len(got) > 0 {
@@ -99,7 +114,8 @@ func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) 
 			q.startReadAhead(opts.Max)
 		}
 		q.kickExpiry()
-		return q.finish(got, opts.Mode)
+		out, err = q.finish(got, opts.Mode)
+		return out, err == nil && len(out) == 0, err
 	}
 	w := &waiter{mode: opts.Mode, max: opts.Max, maxBytes: opts.MaxBytes, sess: sess, ch: make(chan []taken, 1)}
 	q.mu.waiters = append(q.mu.waiters, w)
@@ -109,18 +125,19 @@ func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) 
 	select {
 	case got, ok := <-w.ch:
 		if !ok {
-			return nil, entityNotFound(q.path)
+			return nil, false, entityNotFound(q.path)
 		}
-		return q.finish(got, opts.Mode)
+		out, err = q.finish(got, opts.Mode)
+		return out, err == nil && len(out) == 0 && ctx.Err() == nil, err
 	case <-ctx.Done():
 	}
 	q.mu.Lock()
 	if q.removeWaiterLocked(w) {
 		q.mu.Unlock()
 		if ctx.Err() == context.DeadlineExceeded {
-			return nil, nil
+			return nil, false, nil
 		}
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 	q.mu.Unlock()
 	// Served concurrently with the cancellation: give the messages back
@@ -129,9 +146,9 @@ func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) 
 		q.untake(got, opts.Mode)
 	}
 	if ctx.Err() == context.DeadlineExceeded {
-		return nil, nil
+		return nil, false, nil
 	}
-	return nil, ctx.Err()
+	return nil, false, ctx.Err()
 }
 
 func (q *queue) removeWaiterLocked(w *waiter) bool {
@@ -231,37 +248,59 @@ func (q *queue) serveWaitersLocked(now int64) {
 }
 
 // finish builds the delivered messages and records the delivery: the new
-// delivery count (peek-lock, without waiting for fsync: a crash before the
-// next sync only undercounts) or the removal (receive-and-delete, durable
-// before the message is handed out).
+// delivery count (peek-lock) or the removal (receive-and-delete, durable
+// before the message is handed out). A message whose body cannot be read
+// is not delivered: it goes to the dead-letter subqueue (quarantine), so
+// it never blocks the messages behind it.
+//
+// The delivery count is written without waiting for fsync, and a
+// peek-lock delivery goes out even if that write fails (a full disk): the
+// count is kept in memory and written with the message's next state
+// change; a crash before then only undercounts, as after any crash. A
+// receive-and-delete whose removal fails hands nothing out and leaves
+// every message where it was.
 func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
-	out := make([]*Message, 0, len(got))
-	batch := storage.Batch{Sync: mode == ReceiveAndDelete}
-	if err := q.loadBodies(got); err != nil {
-		q.untake(got, mode)
-		return nil, err
-	}
+	q.loadBodies(got)
+	out := make([]*Message, len(got))
+	bad := 0
 	for i := range got {
 		t := &got[i]
 		m, err := q.message(t)
 		if err != nil {
-			q.untake(got, mode)
+			if !damaged(err) {
+				q.untake(got, mode)
+				return nil, err
+			}
+			t.bad = err
+			bad++
+		}
+		out[i] = m
+	}
+	if bad > 0 {
+		var err error
+		if got, out, err = q.quarantine(got, out, mode); err != nil && len(got) == 0 {
 			return nil, err
 		}
-		out = append(out, m)
+	}
+	w := q.b.newWrite(mode == ReceiveAndDelete)
+	defer w.abort()
+	for i := range got {
+		t := &got[i]
 		if mode == PeekLock {
-			batch.Set(seqKey(tabState, q.id, t.seq), t.st.encode(nil))
+			w.batch.Set(seqKey(tabState, q.id, t.seq), t.st.encode(nil))
 		} else {
-			q.deleteRecords(&batch, t.seq, t.st.owner, t.shared)
+			w.deleteRecords(q, t.seq, t.st.owner, t.shared)
 		}
 	}
-	if err := q.b.store.Apply(&batch); err != nil {
-		if mode == ReceiveAndDelete {
-			for i := range got {
-				q.restoreRef(got[i].seq, got[i].shared)
-			}
+	if mode == PeekLock {
+		if err := w.commit(); err != nil && !q.b.closed() {
+			q.b.log.Warn("recording delivery counts failed; they are kept in memory and written with the next change of each message",
+				zap.String("entity", q.path), zap.Error(err))
 		}
-		q.untake(got, mode)
+		return out, nil
+	}
+	w.holdTaken(q, got, mode)
+	if err := w.commit(); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -277,7 +316,7 @@ func (q *queue) message(t *taken) (*Message, error) {
 		m = t.msg.Clone()
 	default:
 		var err error
-		if m, err = q.loadBody(t.st.owner, t.seq); err != nil {
+		if m, _, err = q.loadBody(t.st.owner, t.seq); err != nil {
 			return nil, err
 		}
 	}
@@ -297,36 +336,30 @@ func (q *queue) message(t *taken) (*Message, error) {
 	return m, nil
 }
 
-func (q *queue) loadBody(owner uint64, seq int64) (*Message, error) {
+// loadBody reads and decodes a message's body. A body that is gone or
+// cannot be decoded fails with an error for which damaged is true; raw is
+// then what the store gave back, if anything.
+func (q *queue) loadBody(owner uint64, seq int64) (m *Message, raw []byte, err error) {
 	v, err := q.b.store.Get(seqKey(tabBody, owner, seq))
 	if err != nil {
-		return nil, fmt.Errorf("core: message %d of '%s': %w", seq, q.path, err)
+		return nil, nil, storeError(fmt.Errorf("message %d of '%s': %w", seq, q.path, err))
 	}
-	return decodeBody(v)
-}
-
-// deleteRecords adds to batch the deletion of a message's records; a
-// shared topic body goes only with its last reference.
-func (q *queue) deleteRecords(batch *storage.Batch, seq int64, owner uint64, shared bool) {
-	batch.Delete(seqKey(tabState, q.id, seq))
-	if !shared || q.shared.releaseRef(seq) {
-		batch.Delete(seqKey(tabBody, owner, seq))
+	if m, err = decodeBody(v); err != nil {
+		return nil, v, storeError(fmt.Errorf("message %d of '%s': %w", seq, q.path, err))
 	}
-}
-
-// restoreRef undoes the releaseRef that deleteRecords made for a shared
-// body, when the batch holding the deletion failed to apply.
-func (q *queue) restoreRef(seq int64, shared bool) {
-	if shared {
-		q.shared.addRef(seq)
-	}
+	return m, nil, nil
 }
 
 // untake returns messages whose hand-over failed, as if never delivered.
 func (q *queue) untake(got []taken, mode ReceiveMode) {
-	now := q.b.Now()
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.untakeLocked(got, mode)
+	q.serveWaitersLocked(q.b.Now())
+}
+
+func (q *queue) untakeLocked(got []taken, mode ReceiveMode) {
+	now := q.b.Now()
 	for _, t := range got {
 		r := t.r
 		if mode == PeekLock {
@@ -345,7 +378,6 @@ func (q *queue) untake(got []taken, mode ReceiveMode) {
 			q.insertLocked(r, now)
 		}
 	}
-	q.serveWaitersLocked(now)
 }
 
 // returnLocked puts an unlocked record back where it came from.
@@ -356,15 +388,16 @@ func (q *queue) returnLocked(r *msgRec) {
 	q.makeAvailLocked(r)
 }
 
-// close fails every waiting receiver; used when the entity is deleted or
-// the broker closes.
-func (q *queue) close() {
+// close fails every waiting receiver; used when the entity is deleted
+// (deleted set) or the broker closes.
+func (q *queue) close(deleted bool) {
 	if q == nil {
 		return
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.mu.closed = true
+	q.mu.deleted = q.mu.deleted || deleted
 	for _, w := range q.mu.waiters {
 		close(w.ch)
 	}

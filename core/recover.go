@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -29,7 +30,10 @@ func (b *Broker) recover() error {
 		return (recs[i].Entity.Kind == KindSubscription) == false && recs[j].Entity.Kind == KindSubscription
 	})
 	now := b.Now()
-	var outOfDeliveries []func() error
+	// Messages out of deliveries move once every entity is back (a move
+	// may forward to any of them). One that cannot move (a full disk)
+	// stays available and is met again at its next delivery.
+	var outOfDeliveries []func()
 	for _, r := range recs {
 		d := r.Entity
 		var topic *entity
@@ -59,9 +63,8 @@ func (b *Broker) recover() error {
 					return err
 				}
 				if len(late) > 0 {
-					q := q
-					outOfDeliveries = append(outOfDeliveries, func() error {
-						return q.deadLetter(late, ReasonMaxDeliveryCount, maxDeliveryDescription(q.desc().MaxDeliveryCount), nil)
+					outOfDeliveries = append(outOfDeliveries, func() {
+						q.deadLetterAside(late, ReasonMaxDeliveryCount, maxDeliveryDescription(q.desc().MaxDeliveryCount))
 					})
 				}
 			}
@@ -71,9 +74,7 @@ func (b *Broker) recover() error {
 		}
 	}
 	for _, f := range outOfDeliveries {
-		if err := f(); err != nil {
-			return err
-		}
+		f()
 	}
 	return nil
 }
@@ -147,7 +148,7 @@ func (q *queue) recoverMessages(now int64) ([]*msgRec, error) {
 	err := q.b.store.Scan(idKey(tabState, q.id), nil, func(k, v []byte) (bool, error) {
 		st, err := decodeState(v)
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("core: the state record of message %d of '%s' cannot be read: %w", seqFromKey(k), q.path, err)
 		}
 		r := &msgRec{seq: seqFromKey(k), idx: -1, stateRec: st}
 		maxSeq = max(maxSeq, r.seq)
@@ -157,9 +158,11 @@ func (q *queue) recoverMessages(now int64) ([]*msgRec, error) {
 		if q.shared != nil && r.owner == q.shared.id {
 			q.shared.refs.Lock()
 			if q.shared.refs.m == nil {
-				q.shared.refs.m = make(map[int64]int32)
+				q.shared.refs.m = make(map[int64]bodyRefs)
 			}
-			q.shared.refs.m[r.seq]++
+			c := q.shared.refs.m[r.seq]
+			c.n++
+			q.shared.refs.m[r.seq] = c
 			q.shared.refs.Unlock()
 		}
 		q.insertLocked(r, now)

@@ -36,7 +36,7 @@ func (b *Broker) AddRule(ctx context.Context, path string, r Rule) error {
 	}
 	batch := storage.Batch{Sync: true}
 	batch.Set(nameKey(tabRule, ent.id, strings.ToLower(r.Name)), v)
-	if err := b.store.Apply(&batch); err != nil {
+	if err := b.apply(&batch); err != nil {
 		return err
 	}
 	rules := append(ent.currentRules(), c)
@@ -59,7 +59,7 @@ func (b *Broker) RemoveRule(ctx context.Context, path, name string) error {
 		if strings.EqualFold(x.Name, name) {
 			batch := storage.Batch{Sync: true}
 			batch.Delete(nameKey(tabRule, ent.id, strings.ToLower(x.Name)))
-			if err := b.store.Apply(&batch); err != nil {
+			if err := b.apply(&batch); err != nil {
 				return err
 			}
 			rules := append(cur[:i:i], cur[i+1:]...)

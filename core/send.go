@@ -56,7 +56,9 @@ type placement struct {
 type sendPlan struct {
 	b     *Broker
 	now   int64
-	batch storage.Batch
+	w     *write         // the write: own, or a dead-letter move's
+	batch *storage.Batch // w's batch
+	own   write
 	sends []*pendingSend
 	seqs  []int64 // per top-level message: assigned sequence number, 0 if dropped
 	owned bool    // the caller gave up the messages: keep them, no copy
@@ -129,18 +131,27 @@ func (b *Broker) planSend(path string, msgs []*Message, owned bool) (*sendPlan, 
 	if err != nil {
 		return nil, err
 	}
-	p := &sendPlan{b: b, now: b.Now(), batch: storage.Batch{Sync: true}, owned: owned}
+	p := &sendPlan{b: b, now: b.Now(), owned: owned}
+	p.own.init(b, true)
+	p.on(&p.own)
 	p.seqs = make([]int64, len(msgs))
 	if err := p.add(e, msgs, p.seqs, 0); err != nil {
 		p.finish(true)
+		p.w.abort()
 		return nil, err
 	}
 	return p, nil
 }
 
+// on makes w the write the plan adds its records to.
+func (p *sendPlan) on(w *write) {
+	p.w = w
+	p.batch = &w.batch
+}
+
 // commit makes a planned send durable and publishes it.
 func (p *sendPlan) commit() error {
-	err := p.b.store.Apply(&p.batch)
+	err := p.w.commit()
 	p.finish(err != nil)
 	return err
 }
@@ -363,9 +374,13 @@ func (ps *pendingSend) publish(now int64) {
 	if ps.failed {
 		return
 	}
-	if len(ps.places) > 0 && ps.places[0].q.shared != nil {
+	shared := len(ps.places) > 0 && ps.places[0].q.shared != nil
+	if shared {
+		// Every copy's reference counts before the first copy can be
+		// received and completed.
 		ps.in.e.addRefs(ps.places)
 	}
+	var dropped []int64
 	// Consecutive records for the same queue (a batch) are all inserted
 	// before waiters are served, so a receiver asking for many gets the
 	// whole batch rather than its first message.
@@ -375,6 +390,9 @@ func (ps *pendingSend) publish(now int64) {
 		for ; i < len(ps.places) && ps.places[i].q == q; i++ {
 			pl := ps.places[i]
 			if q.mu.closed {
+				if shared && q.mu.deleted && q.sharedBody(pl.r) {
+					dropped = append(dropped, pl.r.seq) // a subscription deleted meanwhile
+				}
 				continue
 			}
 			if pl.r.msg != nil {
@@ -391,6 +409,9 @@ func (ps *pendingSend) publish(now int64) {
 		}
 		q.mu.Unlock()
 		q.kickExpiry()
+	}
+	if len(dropped) > 0 {
+		ps.in.e.dropRefs(ps.places[0].q.b, dropped)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -268,12 +270,28 @@ func (b *Broker) CloseSession(path string, sl *SessionLock) error {
 		return err
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	s := q.mu.sessions.byID[sl.SessionID]
 	if s == nil || s.lock != sl.Token {
+		q.mu.Unlock()
 		return nil
 	}
+	released := make([]*msgRec, 0, len(s.locked))
+	for _, r := range s.locked {
+		released = append(released, r)
+	}
 	q.unlockSessionLocked(s, false, b.Now())
+	// The deliveries taken back are taken back in the store too, like a
+	// release's, without waiting for fsync.
+	var batch storage.Batch
+	for _, r := range released {
+		batch.Set(seqKey(tabState, q.id, r.seq), r.stateRec.encode(nil))
+	}
+	q.mu.Unlock()
+	if len(batch.Ops) > 0 {
+		if err := b.store.Apply(&batch); err != nil {
+			b.log.Warn("recording the delivery counts of a closed session failed", zap.String("entity", q.path), zap.Error(err))
+		}
+	}
 	return nil
 }
 
@@ -364,7 +382,7 @@ func (b *Broker) SetSessionState(ctx context.Context, path string, sl *SessionLo
 	} else {
 		batch.Set(key, encodeSessionState(now, state))
 	}
-	if err := b.store.Apply(&batch); err != nil {
+	if err := b.apply(&batch); err != nil {
 		return err
 	}
 	q.mu.Lock()

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/omnibusmq/omnibus/storage"
 )
 
 // OutcomeKind is what a receiver decided about a locked message.
@@ -43,13 +41,20 @@ const (
 
 // Settle applies an outcome to the message locked by tok on the entity at
 // path. Settling an unknown, expired or already settled lock fails with
-// [ErrLockLost]. It returns once the outcome is durable.
+// [ErrLockLost]. It returns once the outcome is durable. If it cannot be
+// made durable (a storage fault: [ErrServerBusy]) nothing changed and the
+// receiver keeps its lock, so it may retry.
 func (b *Broker) Settle(ctx context.Context, path string, tok LockToken, o Outcome) error {
 	q, err := b.queueFor(path)
 	if err != nil {
 		return err
 	}
+	if o.Kind < Complete || o.Kind > Release {
+		return errf(CodeBadRequest, "unknown outcome %d", o.Kind)
+	}
 	now := b.Now()
+	w := b.newWrite(true)
+	defer w.abort()
 	q.mu.Lock()
 	r, err := q.lockedLocked(tok, now)
 	if err != nil {
@@ -57,37 +62,31 @@ func (b *Broker) Settle(ctx context.Context, path string, tok LockToken, o Outco
 		return err
 	}
 	// The lock is consumed now, so a concurrent settle of the same token
-	// fails with lock lost.
-	delete(q.mu.locked, tok)
-	if s := q.sessionLocked(r); s != nil {
-		delete(s.locked, tok)
-	}
-	r.lock = LockToken{}
+	// fails with lock lost; w gives it back if the outcome fails.
+	q.consumeLockLocked(w, r, tok)
 	st := r.stateRec
 	q.mu.Unlock()
 
 	switch o.Kind {
 	case Complete:
-		return q.complete(r, st, tok)
+		return q.complete(w, r, st)
 	case Defer:
-		return q.deferMsg(r, st, tok, o)
+		return q.deferMsg(w, r, st, o)
 	case Abandon, Release:
-		err = q.abandon(r, st, o, now)
-	case DeadLetter:
-		err = q.deadLetter([]*msgRec{r}, o.DeadLetterReason, o.DeadLetterDescription, o.Properties)
+		return q.abandon(w, r, st, o, now)
 	default:
-		err = errf(CodeBadRequest, "unknown outcome %d", o.Kind)
+		return q.deadLetter(w, []*msgRec{r}, o.DeadLetterReason, o.DeadLetterDescription, o.Properties)
 	}
-	if err != nil {
-		// Nothing was changed durably: the receiver keeps its lock and
-		// may retry, and the message is not stranded outside every list.
-		q.relock(r, tok)
-	}
-	return err
 }
 
 // lockedLocked finds the record locked by tok, checking the lock is live.
+//
+// Nothing is taken from a closed queue: once its entity is deleted, every
+// record left in it is the deletion's (releaseSharedBodies).
 func (q *queue) lockedLocked(tok LockToken, now int64) (*msgRec, error) {
+	if q.mu.closed {
+		return nil, entityNotFound(q.path)
+	}
 	r := q.mu.locked[tok]
 	if r == nil {
 		return nil, lockLost()
@@ -107,28 +106,20 @@ func (q *queue) lockedLocked(tok LockToken, now int64) (*msgRec, error) {
 	return r, nil
 }
 
-// relock restores a lock whose settlement failed to persist, with its
-// expiry (the timer entry may have been dropped meanwhile).
-func (q *queue) relock(r *msgRec, tok LockToken) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	r.lock = tok
-	q.mu.locked[tok] = r
-	if s := q.sessionLocked(r); s != nil && s.lock != (LockToken{}) {
-		s.locked[tok] = r
-		return
+// consumeLockLocked takes r's lock away for a settlement planned in w,
+// which gives it back (holdLock) unless the settlement commits.
+func (q *queue) consumeLockLocked(w *write, r *msgRec, tok LockToken) {
+	delete(q.mu.locked, tok)
+	if s := q.sessionLocked(r); s != nil {
+		delete(s.locked, tok)
 	}
-	q.addTimerLocked(timeItem{at: r.lockedUntil, rec: r, tok: tok})
+	r.lock = LockToken{}
+	w.hold(holdLock, q, r, tok)
 }
 
-func (q *queue) complete(r *msgRec, st stateRec, tok LockToken) error {
-	var batch storage.Batch
-	batch.Sync = true
-	shared := q.sharedBody(r)
-	q.deleteRecords(&batch, r.seq, st.owner, shared)
-	if err := q.b.store.Apply(&batch); err != nil {
-		q.restoreRef(r.seq, shared)
-		q.relock(r, tok)
+func (q *queue) complete(w *write, r *msgRec, st stateRec) error {
+	w.deleteRecords(q, r.seq, st.owner, q.sharedBody(r))
+	if err := w.commit(); err != nil {
 		return err
 	}
 	q.mu.Lock()
@@ -143,29 +134,29 @@ func (q *queue) complete(r *msgRec, st stateRec, tok LockToken) error {
 // abandon unlocks r. Release also takes back the delivery count. A
 // message out of deliveries goes to the dead-letter subqueue, an expired
 // one expires.
-func (q *queue) abandon(r *msgRec, st stateRec, o Outcome, now int64) error {
+func (q *queue) abandon(w *write, r *msgRec, st stateRec, o Outcome, now int64) error {
 	d := q.desc()
 	if o.Kind == Release {
-		q.mu.Lock()
-		r.deliveryCount--
-		st = r.stateRec
-		q.mu.Unlock()
+		st.deliveryCount--
 	} else if !q.isDeadLetter() && st.deliveryCount >= d.MaxDeliveryCount {
-		return q.deadLetter([]*msgRec{r}, ReasonMaxDeliveryCount,
+		return q.deadLetter(w, []*msgRec{r}, ReasonMaxDeliveryCount,
 			maxDeliveryDescription(d.MaxDeliveryCount), o.Properties)
 	}
 	if len(o.Properties) > 0 {
-		if err := q.rewriteBody(r, st, func(m *Message) { mergeProps(m, o.Properties) }); err != nil {
-			return err
+		var err error
+		if st, err = q.planRewrite(w, r, st, false, func(m *Message) { mergeProps(m, o.Properties) }); err != nil {
+			return q.settleDamaged(w, r, err)
 		}
 	} else if o.Kind == Release {
-		var batch storage.Batch
-		batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
-		if err := q.b.store.Apply(&batch); err != nil {
-			return err
-		}
+		// Like any delivery count, not waited for.
+		w.batch.Sync = false
+		w.batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
+	}
+	if err := w.commit(); err != nil {
+		return err
 	}
 	q.mu.Lock()
+	r.deliveryCount, r.owner = st.deliveryCount, st.owner
 	if q.pastExpiry(r, now) && !q.isDeadLetter() && r.state != StateDeferred {
 		q.mu.expiring = append(q.mu.expiring, r)
 		q.mu.Unlock()
@@ -178,71 +169,76 @@ func (q *queue) abandon(r *msgRec, st stateRec, o Outcome, now int64) error {
 	return nil
 }
 
+// settleDamaged handles a settlement that had to rewrite a body it could
+// not read: the message goes to the dead-letter subqueue, which counts as
+// the settlement. Other errors are returned as they are.
+func (q *queue) settleDamaged(w *write, r *msgRec, err error) error {
+	if !damaged(err) {
+		return err
+	}
+	return q.deadLetter(w, []*msgRec{r}, ReasonBodyUnreadable, "", nil)
+}
+
 func maxDeliveryDescription(n int32) string {
 	return "Message could not be consumed after " + strconv.Itoa(int(n)) + " delivery attempts."
 }
 
-func (q *queue) deferMsg(r *msgRec, st stateRec, tok LockToken, o Outcome) error {
+func (q *queue) deferMsg(w *write, r *msgRec, st stateRec, o Outcome) error {
 	wasDeferred := st.state == StateDeferred
 	st.state = StateDeferred
-	var err error
 	if len(o.Properties) > 0 {
-		err = q.rewriteBodyState(r, st, func(m *Message) { mergeProps(m, o.Properties) })
+		var err error
+		if st, err = q.planRewrite(w, r, st, false, func(m *Message) { mergeProps(m, o.Properties) }); err != nil {
+			return q.settleDamaged(w, r, err)
+		}
 	} else {
-		batch := storage.Batch{Sync: true}
-		batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
-		err = q.b.store.Apply(&batch)
+		w.batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
 	}
-	if err != nil {
-		q.relock(r, tok)
-		return err
-	}
-	if wasDeferred {
-		return nil
-	}
-	q.mu.Lock()
-	q.mu.activeN--
-	r.state = StateDeferred
-	q.mu.deferred[r.seq] = r
-	q.mu.deferredN++
-	q.mu.Unlock()
-	return nil
-}
-
-// rewriteBody applies change to r's message and stores it durably. A body
-// shared with other subscriptions is copied to this queue's own space.
-func (q *queue) rewriteBody(r *msgRec, st stateRec, change func(*Message)) error {
-	return q.rewriteBodyState(r, st, change)
-}
-
-// rewriteBodyState is rewriteBody that also writes st as r's state.
-func (q *queue) rewriteBodyState(r *msgRec, st stateRec, change func(*Message)) error {
-	m, err := q.loadBody(st.owner, r.seq)
-	if err != nil {
-		return err
-	}
-	change(m)
-	body, err := encodeBody(nil, m)
-	if err != nil {
-		return err
-	}
-	batch := storage.Batch{Sync: true}
-	shared := q.sharedBody(r)
-	if shared {
-		st.owner = q.id
-	}
-	batch.Set(seqKey(tabBody, st.owner, r.seq), body)
-	batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
-	if shared && q.shared.releaseRef(r.seq) {
-		batch.Delete(seqKey(tabBody, q.shared.id, r.seq))
-	}
-	if err := q.b.store.Apply(&batch); err != nil {
+	if err := w.commit(); err != nil {
 		return err
 	}
 	q.mu.Lock()
 	r.owner = st.owner
+	if !wasDeferred {
+		q.mu.activeN--
+		r.state = StateDeferred
+		q.mu.deferred[r.seq] = r
+		q.mu.deferredN++
+	}
 	q.mu.Unlock()
 	return nil
+}
+
+// planRewrite adds to w the rewrite of r's body with change applied, and
+// st as its state record, and returns the state as written. A body shared
+// with other subscriptions is copied to q's own space, dropping q's
+// reference to the shared one. A body that cannot be read fails with an
+// error for which damaged is true, or, with stub, is replaced by its stub
+// (damaged.go).
+func (q *queue) planRewrite(w *write, r *msgRec, st stateRec, stub bool, change func(*Message)) (stateRec, error) {
+	m, raw, err := q.loadBody(st.owner, r.seq)
+	if err != nil {
+		if !stub || !damaged(err) {
+			return st, err
+		}
+		m = stubBody(q, r.seq, st, raw, err)
+		st.size = int32(m.Size())
+	}
+	change(m)
+	body, err := encodeBody(nil, m)
+	if err != nil {
+		return st, err
+	}
+	q.mu.Lock()
+	shared := q.sharedBody(r)
+	q.mu.Unlock()
+	if shared {
+		st.owner = q.id
+		w.releaseRef(q, r.seq)
+	}
+	w.batch.Set(seqKey(tabBody, st.owner, r.seq), body)
+	w.batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
+	return st, nil
 }
 
 func mergeProps(m *Message, props map[string]any) {
@@ -294,6 +290,10 @@ func (b *Broker) ReceiveDeferred(ctx context.Context, path string, mode ReceiveM
 	seqs = slices.Compact(seqs)
 	now := b.Now()
 	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return nil, entityNotFound(q.path)
+	}
 	for _, s := range seqs {
 		r := q.mu.deferred[s]
 		if r == nil || r.locked() {

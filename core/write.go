@@ -1,0 +1,262 @@
+package core
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// Writes.
+//
+// Every change the core makes durable goes through a write: the batch to
+// apply, plus the reservations taken while planning it. The rule is that
+// memory changes only after commit has returned nil. Until then the
+// records a write concerns are kept out of everyone else's reach by a
+// reservation:
+//
+//   - a settled message's lock, consumed so that a second settlement of
+//     the same token fails (holdLock);
+//   - a record taken out of avail to be moved or dropped: expired, out of
+//     deliveries, with a damaged body (holdAside);
+//   - a scheduled record being cancelled (holdScheduled);
+//   - the records a receive took for a delivery (write.take);
+//   - a reference to a topic's shared body, dropped by a write that
+//     removes or moves a subscription's copy (write.refs, topic.go).
+//
+// A writer calls newWrite, defers abort at once and commits when the
+// batch is complete. abort gives every reservation back unless commit
+// succeeded, whatever path the writer left by; commit settles the body
+// references either way. There is no other undo in the core.
+type write struct {
+	b     *Broker
+	batch storage.Batch
+	holds []hold
+	refs  []bodyRelease
+	take  struct { // records a receive took; untaken if the write fails
+		q    *queue
+		got  []taken
+		mode ReceiveMode
+	}
+	done bool // committed or aborted
+
+	// Room for the common case of one hold and one reference, so that a
+	// single settlement allocates nothing beyond the write itself.
+	holdBuf [1]hold
+	refBuf  [1]bodyRelease
+}
+
+// holdKind says how a held record is given back.
+type holdKind uint8
+
+const (
+	holdLock      holdKind = iota + 1 // relock it with its token
+	holdAside                         // return it where receivers find it
+	holdScheduled                     // schedule it again
+)
+
+// hold is a reservation of one record of one queue.
+type hold struct {
+	kind holdKind
+	q    *queue
+	r    *msgRec
+	tok  LockToken // holdLock: the consumed token
+}
+
+// bodyRelease is a reference to a shared topic body that a write dropped.
+type bodyRelease struct {
+	q       *queue // the subscription (or its dead-letter subqueue) whose copy it was
+	seq     int64
+	deleted bool // the write's batch deletes the body
+}
+
+// newWrite returns an empty write; with sync its batch is durable when
+// commit returns.
+func (b *Broker) newWrite(sync bool) *write {
+	w := &write{}
+	w.init(b, sync)
+	return w
+}
+
+func (w *write) init(b *Broker, sync bool) {
+	w.b = b
+	w.batch.Sync = sync
+	w.holds = w.holdBuf[:0]
+	w.refs = w.refBuf[:0]
+}
+
+// hold records a reservation of r, which the caller has taken out of q's
+// structures (under q.mu).
+func (w *write) hold(kind holdKind, q *queue, r *msgRec, tok LockToken) {
+	w.holds = append(w.holds, hold{kind: kind, q: q, r: r, tok: tok})
+}
+
+// holdTaken records the records a receive took, given back untouched if
+// the write fails.
+func (w *write) holdTaken(q *queue, got []taken, mode ReceiveMode) {
+	w.take.q, w.take.got, w.take.mode = q, got, mode
+}
+
+// releaseRef drops q's reference to the shared body of message seq and
+// deletes the body in this write when it was the last one.
+func (w *write) releaseRef(q *queue, seq int64) {
+	mine := int32(0) // releases of the same body earlier in this write
+	for _, rr := range w.refs {
+		if rr.seq == seq && rr.q.shared == q.shared {
+			mine++
+		}
+	}
+	del := q.shared.beginRelease(seq, mine)
+	if del {
+		w.batch.Delete(seqKey(tabBody, q.shared.id, seq))
+	}
+	w.refs = append(w.refs, bodyRelease{q: q, seq: seq, deleted: del})
+}
+
+// deleteRecords adds the deletion of a message's records of q: its state
+// record, and its body unless the body is shared and still needed.
+func (w *write) deleteRecords(q *queue, seq int64, owner uint64, shared bool) {
+	w.batch.Delete(seqKey(tabState, q.id, seq))
+	if shared {
+		w.releaseRef(q, seq)
+		return
+	}
+	w.batch.Delete(seqKey(tabBody, owner, seq))
+}
+
+// commit applies the batch. On failure every reservation is given back
+// and the store's error is returned as a core error (storeerr.go); on
+// success the caller makes its in-memory change.
+func (w *write) commit() error {
+	if len(w.batch.Ops) > 0 {
+		if err := w.b.store.Apply(&w.batch); err != nil {
+			w.abort()
+			return storeError(err)
+		}
+	}
+	w.done = true
+	w.endRefs()
+	return nil
+}
+
+// abort gives back every reservation of a write that did not commit. It
+// does nothing once the write is done, so writers defer it right after
+// newWrite.
+//
+// Each queue's share is given back under its mutex, in one critical
+// section with the check whether its entity was deleted meanwhile: the
+// deletion (manage.go) releases the body references of the records it
+// finds in the queue under the same mutex, so each record's reference is
+// released exactly once, by the deletion or here.
+func (w *write) abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	var orphans storage.Batch
+	now := w.b.Now()
+	var seen [4]*queue
+	queues := seen[:0]
+	note := func(q *queue) {
+		for _, x := range queues {
+			if x == q {
+				return
+			}
+		}
+		queues = append(queues, q)
+	}
+	for i := range w.holds {
+		note(w.holds[i].q)
+	}
+	for i := range w.refs {
+		note(w.refs[i].q)
+	}
+	if w.take.q != nil {
+		note(w.take.q)
+	}
+	for _, q := range queues {
+		q.mu.Lock()
+		gone := q.mu.deleted
+		if !gone {
+			for i := range w.holds {
+				if w.holds[i].q == q {
+					q.giveBackLocked(&w.holds[i])
+				}
+			}
+			if w.take.q == q {
+				q.untakeLocked(w.take.got, w.take.mode)
+			}
+		}
+		for _, rr := range w.refs {
+			if rr.q == q && q.shared.endRelease(rr.seq, gone, false) {
+				orphans.Delete(seqKey(tabBody, q.shared.id, rr.seq))
+			}
+		}
+		if !q.mu.closed {
+			q.serveWaitersLocked(now)
+		}
+		q.mu.Unlock()
+	}
+	w.deleteOrphans(&orphans)
+}
+
+// giveBackLocked undoes one reservation.
+func (q *queue) giveBackLocked(h *hold) {
+	r := h.r
+	switch h.kind {
+	case holdLock:
+		r.lock = h.tok
+		q.mu.locked[h.tok] = r
+		if s := q.sessionLocked(r); s != nil && s.lock != (LockToken{}) {
+			s.locked[h.tok] = r
+			return
+		}
+		// The timer entry may have been dropped meanwhile; a lock that
+		// expired during the write expires at once.
+		q.addTimerLocked(timeItem{at: r.lockedUntil, rec: r, tok: h.tok})
+	case holdAside:
+		q.returnLocked(r)
+	case holdScheduled:
+		q.mu.scheduled[r.seq] = r
+		q.addTimerLocked(timeItem{at: r.scheduledAt, rec: r})
+	}
+}
+
+// endRefs ends the body references of a committed write. A body whose
+// last reference went while another write releasing one was still in
+// flight is deleted here, by whichever write finished last.
+func (w *write) endRefs() {
+	if len(w.refs) == 0 {
+		return
+	}
+	var orphans storage.Batch
+	for _, rr := range w.refs {
+		if rr.q.shared.endRelease(rr.seq, true, w.deletesBody(rr)) {
+			orphans.Delete(seqKey(tabBody, rr.q.shared.id, rr.seq))
+		}
+	}
+	w.deleteOrphans(&orphans)
+}
+
+// deletesBody reports whether the write's batch deletes the shared body
+// rr refers to.
+func (w *write) deletesBody(rr bodyRelease) bool {
+	for _, x := range w.refs {
+		if x.deleted && x.seq == rr.seq && x.q.shared == rr.q.shared {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteOrphans deletes shared bodies no copy needs any more, in a batch
+// of their own. It need not wait for fsync; a body whose deletion is lost
+// (a crash, a failed write) is garbage that Broker.Check reports.
+func (w *write) deleteOrphans(b *storage.Batch) {
+	if len(b.Ops) == 0 {
+		return
+	}
+	if err := w.b.store.Apply(b); err != nil {
+		w.b.log.Warn("deleting shared message bodies no subscription needs any more failed; they stay on disk as garbage (Broker.Check lists them)",
+			zap.Int("bodies", len(b.Ops)), zap.Error(err))
+	}
+}
