@@ -38,9 +38,16 @@ const (
 
 var errCorrupt = errors.New("core: corrupt record")
 
+// maxValueDepth bounds how deeply lists and maps may nest in a property
+// value, so that neither encoding a message nor decoding a damaged record
+// can recurse without end.
+const maxValueDepth = 32
+
 // appendValue encodes v. Unsupported types are an error so that a front
 // finds out at send time, never at read time.
-func appendValue(b []byte, v any) ([]byte, error) {
+func appendValue(b []byte, v any) ([]byte, error) { return appendValueAt(b, v, 0) }
+
+func appendValueAt(b []byte, v any, depth int) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(b, tagNil), nil
@@ -84,26 +91,34 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case UUID:
 		return append(append(b, tagUUID), x[:]...), nil
 	case []any:
+		if depth >= maxValueDepth {
+			return nil, errf(CodeBadRequest, "property values nest deeper than %d levels", maxValueDepth)
+		}
 		b = binary.AppendUvarint(append(b, tagList), uint64(len(x)))
 		var err error
 		for _, e := range x {
-			if b, err = appendValue(b, e); err != nil {
+			if b, err = appendValueAt(b, e, depth+1); err != nil {
 				return nil, err
 			}
 		}
 		return b, nil
 	case map[string]any:
-		return appendMap(append(b, tagMap), x)
+		if depth >= maxValueDepth {
+			return nil, errf(CodeBadRequest, "property values nest deeper than %d levels", maxValueDepth)
+		}
+		return appendMapAt(append(b, tagMap), x, depth+1)
 	}
 	return nil, errf(CodeBadRequest, "unsupported property value type %T", v)
 }
 
-func appendMap(b []byte, m map[string]any) ([]byte, error) {
+func appendMap(b []byte, m map[string]any) ([]byte, error) { return appendMapAt(b, m, 0) }
+
+func appendMapAt(b []byte, m map[string]any, depth int) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(m)))
 	var err error
 	for k, v := range m {
 		b = appendBytes(b, []byte(k))
-		if b, err = appendValue(b, v); err != nil {
+		if b, err = appendValueAt(b, v, depth); err != nil {
 			return nil, fmt.Errorf("property %q: %w", k, err)
 		}
 	}
@@ -131,8 +146,9 @@ func nanosToTime(n int64) time.Time {
 // reader decodes what the append functions wrote. Errors are sticky: after
 // the first one every read returns a zero value and err stays set.
 type reader struct {
-	b   []byte
-	err error
+	b     []byte
+	err   error
+	depth int // lists and maps being decoded (maxValueDepth)
 }
 
 func (r *reader) fail() { r.err = errCorrupt; r.b = nil }
@@ -235,6 +251,12 @@ func (r *reader) value() any {
 		copy(u[:], r.fixed(16))
 		return u
 	case tagList:
+		if r.depth >= maxValueDepth {
+			r.fail()
+			return nil
+		}
+		r.depth++
+		defer func() { r.depth-- }()
 		n := r.uvarint()
 		if n > uint64(len(r.b)) {
 			r.fail()
@@ -246,6 +268,12 @@ func (r *reader) value() any {
 		}
 		return l
 	case tagMap:
+		if r.depth >= maxValueDepth {
+			r.fail()
+			return nil
+		}
+		r.depth++
+		defer func() { r.depth-- }()
 		return r.mapValue()
 	default:
 		r.fail()
