@@ -58,3 +58,31 @@ func WaitForReadAhead(b *Broker, path string) {
 		runtime.Gosched()
 	}
 }
+
+// BodyKey returns the store key of the body of message seq of the queue,
+// subscription or dead-letter subqueue at path, as its state record says.
+func BodyKey(b *Broker, path string, seq int64) []byte {
+	q, err := b.queueFor(path)
+	if err != nil {
+		return nil
+	}
+	v, err := b.store.Get(seqKey(tabState, q.id, seq))
+	if err != nil {
+		return nil
+	}
+	st, err := decodeState(v)
+	if err != nil {
+		return nil
+	}
+	return seqKey(tabBody, st.owner, seq)
+}
+
+// StateKey returns the store key of the state record of message seq of
+// the queue at path.
+func StateKey(b *Broker, path string, seq int64) []byte {
+	q, err := b.queueFor(path)
+	if err != nil {
+		return nil
+	}
+	return seqKey(tabState, q.id, seq)
+}

@@ -211,6 +211,10 @@ func (r *scriptRunner) run(line string) string {
 		r.t.Fatalf("%s: bad arguments: %v", line, a.err)
 	}
 	core.Quiesce(r.env.Broker)
+	// Memory and store agree after every step, failed ones included.
+	if cerr := r.env.Broker.Check(); cerr != nil {
+		r.t.Errorf("%s: %v", line, cerr)
+	}
 	if err != nil {
 		return "error: " + core.CodeOf(err).String() + ": " + err.Error()
 	}
