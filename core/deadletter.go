@@ -94,6 +94,7 @@ func (q *queue) deadLetterAgain(w *write, recs []*msgRec, props map[string]any) 
 	now := q.b.Now()
 	q.mu.Lock()
 	for i, r := range recs {
+		q.mu.bytes += int64(sts[i].size - r.size) // a stub's size differs
 		r.owner, r.size = sts[i].owner, sts[i].size
 		q.returnLocked(r)
 	}
