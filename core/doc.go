@@ -51,7 +51,8 @@
 // its dead-letter subqueue is never needed: moves release one before
 // taking the other) → entity.refs → brokerTimer.mu. Broker.mu is taken
 // alone; so is idleReaper.mu (autodelete.go), after the queue mutexes
-// have been released. No mutex is held across storage I/O, except inlet.mu while
+// have been released. write.abort takes the mutex of each queue it gives
+// records back to in turn, never two at once, and entity.refs under it. No mutex is held across storage I/O, except inlet.mu while
 // publishing, which is in-memory work only.
 //
 // # Durability
@@ -62,4 +63,25 @@
 // expiry deletions, scheduled activation) are not synced. Locks are not
 // persisted: after a restart a message that was locked is available again,
 // its delivery already counted.
+//
+// # Writes
+//
+// Every change goes through a write (write.go): one batch plus the
+// reservations taken while planning it (a consumed lock, records set
+// aside, records taken for a delivery, references to shared topic bodies,
+// bodyrefs.go). Memory changes only after the batch committed; a writer
+// defers write.abort, which gives every reservation back if it did not.
+// The only exceptions are writes that merely follow memory and whose
+// loss changes nothing a client can see: scheduled activation, delivery
+// counts, a closed session's delivery counts.
+//
+// # Storage faults
+//
+// A write the store refuses (storage.ErrNoSpace, storage.ErrUnavailable)
+// fails with [CodeServerBusy] and changes nothing (storeerr.go). A body
+// that is missing or unreadable moves its message to the dead-letter
+// subqueue with [ReasonBodyUnreadable] when a receive meets it
+// (damaged.go), so it never blocks its queue. [Broker.Check] compares
+// memory with the store (check.go); tests run it after every script step
+// and every injected fault, and `omnibus check` on a data directory.
 package core

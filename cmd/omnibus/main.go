@@ -5,6 +5,7 @@
 //	omnibus [flags]                 run the broker (see -h)
 //	omnibus conformance [flags]     run the conformance suite
 //	omnibus bench [flags]           run the load generator
+//	omnibus check --data DIR        compare a data directory's recovered state with its store
 //	omnibus soak [flags]            kill the broker under load and account for every message
 //
 // Every flag can also be set by an environment variable OMNIBUS_<NAME>

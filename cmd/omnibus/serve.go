@@ -56,6 +56,8 @@ func serve(args []string) error {
 	fs.DurationVar(&o.HTTPIdleTimeout, "http-idle-timeout", httpgw.DefaultIdleTimeout, "an HTTP keep-alive connection idle this long is closed")
 	fs.IntVar(&o.HTTPMaxConnections, "http-max-connections", httpgw.DefaultMaxConnections, "maximum HTTP and HTTPS connections together (0: unlimited)")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "serve other machines even with the publicly known emulator key (protected mode off)")
+	// Debugging the core.
+	fs.BoolVar(&o.CheckConsistency, "check-consistency", false, "after recovery, compare memory with the store and log every difference (reads the whole store; see omnibus check)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
 	if err := parseWithEnv(fs, args); err != nil {

@@ -72,6 +72,9 @@ type Options struct {
 	// AllowRemote serves clients on other machines even with the publicly
 	// known DefaultKey (protected mode off).
 	AllowRemote bool
+	// CheckConsistency compares the recovered broker's memory with the
+	// store before the listeners start and logs what differs (check.go).
+	CheckConsistency bool
 }
 
 func (o *Options) setDefaults() {
@@ -142,6 +145,11 @@ func Start(opts Options) (a *App, err error) {
 		Namespace: a.Namespace, Faults: opts.Faults})
 	if err != nil {
 		return a, fmt.Errorf("recovering the broker from %s: %w", a.storeName(), err)
+	}
+	if opts.CheckConsistency {
+		if err = a.checkConsistency(); err != nil {
+			return a, err
+		}
 	}
 	if cfg != nil {
 		if err = applyConfig(a.Broker, cfg); err != nil {
