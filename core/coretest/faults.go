@@ -20,6 +20,8 @@ type FaultStore struct {
 	skip     int        // Applies to let through before failing
 	fails    int        // Applies to fail after those; < 0: every one
 	applyErr error
+	every    int // with applyErr: fail every every-th Apply (FailEvery)
+	onApply  func(*storage.Batch) error
 	readErr  error             // every Get and Scan fails with it, when set
 	keyErrs  map[string]error  // Get of these keys (and a Scan reaching them) fails
 	values   map[string][]byte // Get and Scan return these values instead
@@ -48,6 +50,22 @@ func (f *FaultStore) FailApplies(skip, n int, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.skip, f.fails, f.applyErr = skip, n, err
+}
+
+// FailEvery makes every n-th Apply fail with err, until Heal.
+func (f *FaultStore) FailEvery(n int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.skip, f.fails, f.every, f.applyErr = 0, 0, n, err
+}
+
+// OnApply calls fn at the start of every Apply, outside any lock, until
+// Heal; an error from fn fails that Apply. Tests use it to hold a write
+// inside the store while others run.
+func (f *FaultStore) OnApply(fn func(*storage.Batch) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.onApply = fn
 }
 
 // FailReads makes every Get and Scan fail with err until Heal.
@@ -83,15 +101,29 @@ func (f *FaultStore) Garble(key, v []byte) {
 func (f *FaultStore) Heal() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.skip, f.fails, f.applyErr, f.readErr, f.keyErrs, f.values = 0, 0, nil, nil, nil, nil
+	f.skip, f.fails, f.every, f.applyErr, f.readErr, f.keyErrs, f.values = 0, 0, 0, nil, nil, nil, nil
+	f.onApply = nil
 }
 
 // Apply fails if a fault says so, and applies b otherwise.
 func (f *FaultStore) Apply(b *storage.Batch) error {
-	f.Applies.Add(1)
+	n := f.Applies.Add(1)
+	f.mu.Lock()
+	hook := f.onApply
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(b); err != nil {
+			f.Failed.Add(1)
+			return err
+		}
+	}
 	f.mu.Lock()
 	var err error
 	switch {
+	case f.applyErr != nil && f.every > 0:
+		if n%int64(f.every) == 0 {
+			err = f.applyErr
+		}
 	case f.applyErr == nil || f.fails == 0:
 	case f.skip > 0:
 		f.skip--
