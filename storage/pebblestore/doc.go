@@ -18,7 +18,8 @@
 // # Disk faults and damaged files
 //
 // Pebble ends the process (Logger.Fatalf), panics or wedges its commit
-// pipeline when a write of its write-ahead log or MANIFEST fails. The store
+// pipeline when a write of its write-ahead log, MANIFEST or blob files
+// fails. The store
 // keeps such failures from reaching it: Pebble works on a file system
 // (faultFS) that retries a failing write where it stands until the disk
 // takes it, so Pebble only ever sees a slow disk, while the store reports

@@ -14,13 +14,14 @@ import (
 // reaching Pebble's fatal paths (see faults) and reports the disk's state:
 //
 //   - A write of any file that fails is retried until it succeeds: for
-//     the write-ahead log, the MANIFEST and the marker files whatever the
-//     error, for other files when the error is a disk fault (isDiskFault).
-//     Pebble sees a slow disk, never a failed one.
-//   - A failed fsync of the log, the MANIFEST, a marker or the directory
-//     parks its caller for good (see faults.park); of an sstable or blob
-//     file it is returned, as Pebble then writes that file again, and new
-//     such files are paced while it keeps failing.
+//     the files whose failure Pebble cannot survive (the write-ahead log,
+//     the MANIFEST, the marker files, blob files: see fileRole.class)
+//     whatever the error, for other files when the error is a disk fault
+//     (isDiskFault). Pebble sees a slow disk, never a failed one.
+//   - A failed fsync of such a file, or of the directory, parks its
+//     caller for good (see faults.park); of an sstable it is returned, as
+//     Pebble then writes the flush again, and new sstables and blob files
+//     are paced while it keeps failing.
 //   - SyncTo (sync_file_range, a hint) never fails: the fsync after it
 //     reports any error.
 type faultFS struct {
@@ -117,24 +118,42 @@ func (fs *faultFS) openDone() {
 type fileRole uint8
 
 const (
-	roleOther     fileRole = iota // OPTIONS, temporary files, LOCK
-	roleCritical                  // write-ahead log, MANIFEST, markers, the directory
-	roleFlushable                 // sstables and blob files: Pebble writes them again on failure
+	roleOther    fileRole = iota // OPTIONS, temporary files, LOCK
+	roleCritical                 // write-ahead log, MANIFEST, markers, the directory
+	roleBlob                     // blob files (bodies), written by flushes and compactions
+	roleTable                    // sstables: Pebble writes them again on failure
 )
 
 func roleOf(name string) fileRole {
-	base := name
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		base = name[i+1:]
-	}
-	switch {
+	switch base := baseName(name); {
 	case strings.HasSuffix(base, ".log"), strings.HasPrefix(base, "MANIFEST-"), strings.HasPrefix(base, "marker."):
 		return roleCritical
-	case strings.HasSuffix(base, ".sst"), strings.HasSuffix(base, ".blob"):
-		return roleFlushable
+	case strings.HasSuffix(base, ".blob"):
+		return roleBlob
+	case strings.HasSuffix(base, ".sst"):
+		return roleTable
 	}
 	return roleOther
 }
+
+// class says what a failure of a file's writes does to Pebble.
+func (r fileRole) class() opClass {
+	switch r {
+	case roleCritical:
+		// A commit waits on the log; a failed write of the log or the
+		// MANIFEST ends the process or wedges Pebble.
+		return opClass{holdsCommits: true, mustNotFail: true}
+	case roleBlob:
+		// Pebble v2.1 dereferences nil when a blob file fails to finish
+		// (its writer aborts a writable it already closed): no error of a
+		// blob file's may reach it. Only flushes wait on it.
+		return opClass{mustNotFail: true}
+	}
+	return opClass{}
+}
+
+// flushOutput reports whether a file is written by flushes and compactions.
+func (r fileRole) flushOutput() bool { return r == roleBlob || r == roleTable }
 
 // baseName is the last element of path, for messages.
 func baseName(path string) string {
@@ -148,14 +167,15 @@ func baseName(path string) string {
 // retried as its file's role requires.
 func (fs *faultFS) retryOpen(what, name string, open func() (vfs.File, error)) (vfs.File, error) {
 	role := roleOf(name)
-	if role == roleFlushable {
+	if role.flushOutput() {
 		fs.faults.pauseBeforeCreate()
 	}
+	class := role.class()
 	var f vfs.File
-	err := fs.faults.retry(what+" "+name, name, role == roleCritical, func() error {
+	err := fs.faults.retry(what+" "+name, name, class, func() error {
 		var err error
 		f, err = open()
-		if err != nil && role != roleCritical && !isDiskFault(err) {
+		if err != nil && !class.mustNotFail && !isDiskFault(err) {
 			return permanent{err}
 		}
 		return err
@@ -226,7 +246,7 @@ func (fs *faultFS) MkdirAll(dir string, perm os.FileMode) error {
 // retryNamed retries a name-space operation while it fails with a disk
 // fault; any other error is returned at once.
 func (fs *faultFS) retryNamed(what, name string, op func() error) error {
-	err := fs.faults.retry(what+" "+name, name, roleOf(name) == roleCritical, func() error {
+	err := fs.faults.retry(what+" "+name, name, roleOf(name).class(), func() error {
 		err := op()
 		if err != nil && !isDiskFault(err) {
 			return permanent{err}
@@ -277,10 +297,10 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *faultFile) retryWrite(op func() error) error {
-	critical := f.role == roleCritical
-	err := f.fs.faults.retry("writing "+f.path, f.path, critical, func() error {
+	class := f.role.class()
+	err := f.fs.faults.retry("writing "+f.path, f.path, class, func() error {
 		if err := op(); err != nil {
-			if !critical && !isDiskFault(err) {
+			if !class.mustNotFail && !isDiskFault(err) {
 				return permanent{err}
 			}
 			return err
@@ -288,7 +308,7 @@ func (f *faultFile) retryWrite(op func() error) error {
 		return nil
 	})
 	err = unwrapPermanent(err)
-	if err != nil && f.role == roleFlushable {
+	if err != nil && f.role.flushOutput() {
 		f.fs.faults.flushFailed(err)
 	}
 	return err
@@ -306,15 +326,15 @@ func (f *faultFile) afterSync(what string, err error) error {
 		if f.wal && f.fs.mark != nil {
 			f.fs.mark.noteSynced(f.logNum, f.written.Load())
 		}
-		if f.role == roleFlushable {
+		if f.role.flushOutput() {
 			f.fs.faults.flushSucceeded()
 		}
 		return nil
 	}
-	switch f.role {
-	case roleCritical:
-		f.fs.faults.park(what, f.path, err) // never returns
-	case roleFlushable:
+	if class := f.role.class(); class.mustNotFail {
+		f.fs.faults.park(what, f.path, class, err) // never returns
+	}
+	if f.role.flushOutput() {
 		f.fs.faults.flushFailed(err)
 	}
 	return err
@@ -331,14 +351,14 @@ func (f *faultFile) SyncTo(length int64) (bool, error) {
 	return full, nil
 }
 
-// Close implements vfs.File. Closing a critical file after its fsync
-// cannot lose data, and Pebble panics on the error (when rotating its log),
-// so the error is dropped; the next fsync of the directory or log reports
-// a failing disk.
+// Close implements vfs.File. Closing a file after its fsync cannot lose
+// data, and Pebble panics on the error of a log (when rotating it) or a
+// blob file, so for the files that must not fail the error is dropped;
+// the next fsync reports a failing disk.
 func (f *faultFile) Close() error {
 	err := f.File.Close()
 	f.fs.noteClosed(f.path)
-	if f.role == roleCritical {
+	if f.role.class().mustNotFail {
 		return nil
 	}
 	return err

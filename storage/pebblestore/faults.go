@@ -22,9 +22,9 @@ const (
 // faults is what the store knows of its disk's health. The file system
 // wrapper (faultFS) reports to it; Apply, Health and Close read it.
 //
-// Pebble cannot survive a failed write of its write-ahead log or MANIFEST:
-// it panics, or calls Logger.Fatalf, or wedges its commit pipeline. So no
-// such failure ever reaches Pebble. A write that fails is retried where it
+// Pebble cannot survive a failed write of its write-ahead log, MANIFEST or
+// blob files: it panics, dereferences nil, calls Logger.Fatalf, or wedges
+// its commit pipeline. So no such failure ever reaches Pebble. A write that fails is retried where it
 // stands, blocking the goroutine that made it, until it succeeds (space
 // came back) or the store is abandoned; meanwhile the store refuses new
 // writes, so nothing but the few commits already in flight waits on it.
@@ -68,14 +68,25 @@ type faults struct {
 	changed func()
 }
 
+// opClass says what a write's failure would do to Pebble.
+type opClass struct {
+	// holdsCommits: commits wait on the write (the log, the MANIFEST), so
+	// while it is blocked every write is refused.
+	holdsCommits bool
+	// mustNotFail: Pebble cannot survive the write's failure, so it is
+	// never given up, not even when the store closes (which then leaves
+	// Pebble as it is instead).
+	mustNotFail bool
+}
+
 // blockedOp is one write being retried.
 type blockedOp struct {
-	what     string // "writing 000012.log"
-	path     string
-	critical bool // Pebble cannot survive its failure
-	err      error
-	since    time.Time
-	parked   bool // a failed fsync: never retried
+	what   string // "writing 000012.log"
+	path   string
+	class  opClass
+	err    error
+	since  time.Time
+	parked bool // a failed fsync: never retried
 }
 
 func newFaults() *faults {
@@ -141,7 +152,7 @@ func unwrapPermanent(err error) error {
 // marked: see unwrapPermanent). A write Pebble can survive gives up
 // (returning op's last error) once the store is closing; one it cannot
 // survive parks for good once the store is abandoned.
-func (f *faults) retry(what, path string, critical bool, op func() error) error {
+func (f *faults) retry(what, path string, class opClass, op func() error) error {
 	f.parkIfAbandoned()
 	err := op()
 	if _, ok := err.(permanent); err == nil || ok {
@@ -150,7 +161,7 @@ func (f *faults) retry(what, path string, critical bool, op func() error) error 
 	f.mu.Lock()
 	id := f.nextID
 	f.nextID++
-	b := &blockedOp{what: what, path: path, critical: critical, err: err, since: time.Now()}
+	b := &blockedOp{what: what, path: path, class: class, err: err, since: time.Now()}
 	f.blocked[id] = b
 	f.mu.Unlock()
 	f.notify()
@@ -163,7 +174,7 @@ func (f *faults) retry(what, path string, critical bool, op func() error) error 
 	delay := firstRetryDelay
 	for {
 		f.mu.Lock()
-		giveUp, abandoned, wake := f.closing && !critical, f.abandoned, f.wake
+		giveUp, abandoned, wake := f.closing && !class.mustNotFail, f.abandoned, f.wake
 		f.mu.Unlock()
 		if giveUp {
 			return err
@@ -190,14 +201,14 @@ func (f *faults) retry(what, path string, critical bool, op func() error) error 
 }
 
 // park records a failed fsync of a file Pebble cannot do without and never
-// returns: the caller (Pebble's log writer or a MANIFEST update) waits
-// until the process ends, and the store refuses writes meanwhile.
-func (f *faults) park(what, path string, err error) {
+// returns: the caller (Pebble's log writer, a MANIFEST update, a flush)
+// waits until the process ends, and the store refuses writes meanwhile.
+func (f *faults) park(what, path string, class opClass, err error) {
 	f.mu.Lock()
 	if f.fatal == nil {
 		f.fatal = fmt.Errorf("%s failed: %w; writes are refused until omnibus restarts", what, err)
 	}
-	f.blocked[f.nextID] = &blockedOp{what: what, path: path, critical: true, err: err, since: time.Now(), parked: true}
+	f.blocked[f.nextID] = &blockedOp{what: what, path: path, class: class, err: err, since: time.Now(), parked: true}
 	f.nextID++
 	f.mu.Unlock()
 	f.notify()
@@ -283,7 +294,7 @@ func (f *faults) openRefusal() error {
 	if f.fatal != nil {
 		return fmt.Errorf("%w: %v", storage.ErrUnavailable, f.fatal)
 	}
-	if b := f.oldestLocked(false); b != nil {
+	if b := f.oldestLocked(nil); b != nil {
 		return classify(b.err, "%s: %v", b.what, b.err)
 	}
 	return nil
@@ -298,7 +309,7 @@ func (f *faults) stuck() error {
 	if f.fatal != nil {
 		return f.fatal
 	}
-	if b := f.oldestLocked(true); b != nil {
+	if b := f.oldestLocked(func(b *blockedOp) bool { return b.class.mustNotFail }); b != nil {
 		return fmt.Errorf("%s: %w (retrying since %s)", b.what, b.err, b.since.Format(time.RFC3339))
 	}
 	return nil
@@ -317,7 +328,8 @@ func (f *faults) writeRefusal() error {
 	if f.fatal != nil {
 		return fmt.Errorf("%w: %v", storage.ErrUnavailable, f.fatal)
 	}
-	if b := f.oldestLocked(!f.stalled.Load()); b != nil {
+	stalled := f.stalled.Load()
+	if b := f.oldestLocked(func(b *blockedOp) bool { return stalled || b.class.holdsCommits }); b != nil {
 		return blockedError(b)
 	}
 	return nil
@@ -331,7 +343,7 @@ func (f *faults) growthRefusal() error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if b := f.oldestLocked(false); b != nil {
+	if b := f.oldestLocked(nil); b != nil {
 		return blockedError(b)
 	}
 	if f.flushErr != nil {
@@ -340,12 +352,12 @@ func (f *faults) growthRefusal() error {
 	return nil
 }
 
-// oldestLocked returns the longest-blocked write, only among those Pebble
-// cannot survive if critical is set, or nil.
-func (f *faults) oldestLocked(critical bool) *blockedOp {
+// oldestLocked returns the longest-blocked write among those keep
+// accepts (nil: all), or nil.
+func (f *faults) oldestLocked(keep func(*blockedOp) bool) *blockedOp {
 	var old *blockedOp
 	for _, b := range f.blocked {
-		if critical && !b.critical {
+		if keep != nil && !keep(b) {
 			continue
 		}
 		if old == nil || b.since.Before(old.since) {

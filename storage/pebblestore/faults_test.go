@@ -262,7 +262,13 @@ func TestFailedLogFsyncStopsWritesUntilRestart(t *testing.T) {
 	if err := s.Close(); !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("Close with a parked fsync = %v, want ErrUnavailable", err)
 	}
-	r := mustOpen(t, "db", pebblestore.Options{FS: img})
+	// The abandoned database released its directory: it opens again in
+	// this process (as after a restart of the process: the crash image).
+	r := mustOpen(t, "db", pebblestore.Options{FS: errorfs.Wrap(mem, inj)})
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = mustOpen(t, "db", pebblestore.Options{FS: img})
 	defer r.Close()
 	for i := range 10 {
 		if _, err := r.Get(msgKey(i)); err != nil {
@@ -360,5 +366,85 @@ func TestBlockedFlushAndAWriteStallRefuseEverything(t *testing.T) {
 	waitFor(t, "Health to clear", func() bool { return s.Health() == nil && !s.Stalled() })
 	if err := s.Apply(settle); err != nil {
 		t.Fatalf("settlement after space returned: %v", err)
+	}
+}
+
+// A failed fsync of an sstable is one Pebble survives: it drops the file
+// and flushes again. The store lets it, pacing the retries (Pebble alone
+// retries at once, in a loop) and refusing writes that grow the store
+// until a flush goes through.
+func TestFailedFlushFsyncIsRetriedAndPaced(t *testing.T) {
+	inj := &injector{err: syscall.EIO, match: syncsOf(".sst")}
+	mem := vfs.NewMem()
+	s := mustOpen(t, "db", pebblestore.Options{FS: errorfs.Wrap(mem, inj), Logger: zaptest.NewLogger(t)})
+	defer s.Close()
+	for i := range 50 {
+		if err := s.Apply(msgBatch(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inj.on.Store(true)
+	if err := s.FlushAsync(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "Health to report the failing flush", func() bool { return errors.Is(s.Health(), storage.ErrUnavailable) })
+	if err := s.Apply(msgBatch(50)); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("send while flushes fail: Apply = %v, want ErrUnavailable", err)
+	}
+	settle := &storage.Batch{Sync: true}
+	settle.Delete(msgKey(0))
+	if err := s.Apply(settle); err != nil {
+		t.Fatalf("settlement while flushes fail: %v", err)
+	}
+	waitFor(t, "a few failed fsyncs", func() bool { return inj.hits.Load() >= 3 })
+	start, hits := time.Now(), inj.hits.Load()
+	waitFor(t, "a few more", func() bool { return inj.hits.Load() >= hits+3 })
+	rate := float64(inj.hits.Load()-hits) / time.Since(start).Seconds()
+	t.Logf("%.0f failed flushes a second", rate)
+	names, _ := mem.List("db")
+	outputs := 0
+	for _, n := range names {
+		if strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".blob") {
+			outputs++
+		}
+	}
+	if outputs > 2 { // at most the attempt in progress
+		t.Errorf("failed flushes left files behind: %v", names)
+	}
+	if rate > 200 {
+		t.Errorf("%.0f failed flushes a second: the retries are not paced", rate)
+	}
+	inj.on.Store(false)
+	waitFor(t, "Health to clear", func() bool { return s.Health() == nil })
+	if err := s.Apply(msgBatch(50)); err != nil {
+		t.Fatalf("send once flushes work again: %v", err)
+	}
+}
+
+// A failed fsync of a blob file is one Pebble does not survive (v2.1 then
+// dereferences nil and the process dies). The store parks it like a failed
+// log fsync: no crash, writes refused until restart, reads go on, and
+// Close returns at once.
+func TestFailedBlobFsyncStopsWritesWithoutACrash(t *testing.T) {
+	inj := &injector{err: syscall.EIO, match: syncsOf(".blob")}
+	s := mustOpen(t, "db", pebblestore.Options{FS: errorfs.Wrap(vfs.NewMem(), inj), Logger: zaptest.NewLogger(t)})
+	for i := range 50 {
+		if err := s.Apply(msgBatch(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inj.on.Store(true)
+	if err := s.FlushAsync(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "Health to report the failed fsync", func() bool { return errors.Is(s.Health(), storage.ErrUnavailable) })
+	if err := s.Apply(msgBatch(50)); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("send after a failed blob fsync: Apply = %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Get(msgKey(7)); err != nil {
+		t.Fatalf("read after a failed blob fsync: %v", err)
+	}
+	if err := s.Close(); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("Close = %v, want ErrUnavailable", err)
 	}
 }
