@@ -55,3 +55,37 @@ func BenchmarkUnmarshalMap(b *testing.B) {
 		}
 	}
 }
+
+// mixedList is a list such as a $management request carries.
+var mixedList = []any{
+	int64(1), int64(2), "lock-token", UUID{1, 2, 3}, Symbol("com.microsoft:x"), true, nil,
+	[]byte{1, 2, 3, 4}, Map{{Key: "k", Value: int32(-7)}}, time.UnixMilli(1700000000000).UTC(),
+}
+
+func BenchmarkUnmarshalList(b *testing.B) {
+	var w buffer.Buffer
+	if err := Marshal(&w, mixedList); err != nil {
+		b.Fatal(err)
+	}
+	enc := w.Bytes()
+	b.SetBytes(int64(len(enc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Unmarshal(buffer.New(enc)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadSymbols(b *testing.B) {
+	var w buffer.Buffer
+	WriteSymbolArray(&w, []Symbol{"com.microsoft:session-filter", "com.microsoft:timeout", "ANONYMOUS", "PLAIN"})
+	enc := w.Bytes()
+	b.SetBytes(int64(len(enc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ReadSymbols(buffer.New(enc)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
