@@ -314,13 +314,7 @@ func writeLength(w *buffer.Buffer, wide bool, n int) {
 	}
 }
 
-// maxZeroWidthElems caps the element count of arrays whose elements take no
-// bytes (arrays of null, true, false, uint0, ulong0 or list0): their count is
-// not bounded by the input size, so without a cap a ten-byte input could ask
-// for billions of elements.
-const maxZeroWidthElems = 4096
-
-func readArray(r *buffer.Buffer, code byte, depth int) (Array, error) {
+func (d *decoder) readArray(r *buffer.Buffer, code byte, depth int) (Array, error) {
 	if depth >= MaxDepth {
 		return Array{}, malformed("nesting deeper than %d", MaxDepth)
 	}
@@ -335,7 +329,7 @@ func readArray(r *buffer.Buffer, code byte, depth int) (Array, error) {
 		return Array{}, malformed("array without element constructor")
 	}
 	if elem == TypeCodeDescribed {
-		if a.Descriptor, err = readAny(&sub, depth+1); err != nil {
+		if a.Descriptor, err = d.readAny(&sub, depth+1); err != nil {
 			return Array{}, err
 		}
 		if elem, err = sub.ReadByte(); err != nil {
@@ -345,17 +339,18 @@ func readArray(r *buffer.Buffer, code byte, depth int) (Array, error) {
 			return Array{}, malformed("array element constructor is described twice")
 		}
 	}
-	if fixedWidth(elem) == 0 {
-		if count > maxZeroWidthElems {
-			return Array{}, malformed("array of %d zero-width elements", count)
-		}
-	} else if count > sub.Len() {
+	// Elements of a constructor that carries its value (null, true, uint0,
+	// list0, …) take no bytes, so only the budget limits their count.
+	if fixedWidth(elem) != 0 && count > sub.Len() {
 		return Array{}, malformed("array count %d exceeds its size", count)
+	}
+	if err := d.charge(sliceCost(count, slotSize)); err != nil {
+		return Array{}, err
 	}
 	a.Type = arrayFamily(elem)
 	a.Elems = make([]any, count)
 	for i := range a.Elems {
-		if a.Elems[i], err = readValue(&sub, elem, depth+1); err != nil {
+		if a.Elems[i], err = d.readValue(&sub, elem, depth+1); err != nil {
 			return Array{}, err
 		}
 	}

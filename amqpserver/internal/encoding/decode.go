@@ -10,21 +10,33 @@ import (
 
 // Unmarshal decodes one AMQP value from r into the Go representation listed
 // in the package documentation and advances r past it. Binary values are
-// copied, so the result never aliases r.
+// copied, so the result never aliases r. Decoding allocates at most
+// [AllocFactor] bytes per byte of the value's encoding; a value that would
+// need more fails with [ErrBudget].
 func Unmarshal(r *buffer.Buffer) (any, error) {
-	return readAny(r, 0)
+	d := newDecoder(r)
+	return d.readAny(r, 0)
 }
 
-func readAny(r *buffer.Buffer, depth int) (any, error) {
+// Shared results for empty values, so that a list of them costs only its
+// slots. They are never written to: appending to an empty slice copies it.
+var (
+	emptyList   any = []any{}
+	emptyMap    any = Map{}
+	emptyBinary any = []byte{}
+)
+
+func (d *decoder) readAny(r *buffer.Buffer, depth int) (any, error) {
 	code, err := r.ReadByte()
 	if err != nil {
 		return nil, errShort
 	}
-	return readValue(r, code, depth)
+	return d.readValue(r, code, depth)
 }
 
-// readValue decodes the value whose constructor code has already been read.
-func readValue(r *buffer.Buffer, code byte, depth int) (any, error) {
+// readValue decodes the value whose constructor code has already been read,
+// charging the decoder for what it allocates (see budget.go for the sizes).
+func (d *decoder) readValue(r *buffer.Buffer, code byte, depth int) (any, error) {
 	switch code {
 	case TypeCodeNull:
 		return nil, nil
@@ -37,27 +49,56 @@ func readValue(r *buffer.Buffer, code byte, depth int) (any, error) {
 	case TypeCodeUlong0:
 		return uint64(0), nil
 	case TypeCodeList0:
-		return []any{}, nil
+		return emptyList, nil
 	case TypeCodeDescribed:
-		return readDescribed(r, depth)
+		if err := d.charge(describedBox); err != nil {
+			return nil, err
+		}
+		return d.readDescribed(r, depth)
 	case TypeCodeList8, TypeCodeList32:
-		return readList(r, code, depth)
+		l, err := d.readList(r, code, depth)
+		if err != nil || len(l) == 0 {
+			return emptyList, err
+		}
+		return l, d.charge(sliceBox)
 	case TypeCodeMap8, TypeCodeMap32:
-		return readMap(r, code, depth)
+		m, err := d.readMap(r, code, depth)
+		if err != nil || len(m) == 0 {
+			return emptyMap, err
+		}
+		return m, d.charge(sliceBox)
 	case TypeCodeArray8, TypeCodeArray32:
-		return readArray(r, code, depth)
+		if err := d.charge(arrayBox); err != nil {
+			return nil, err
+		}
+		return d.readArray(r, code, depth)
 	case TypeCodeVbin8, TypeCodeVbin32:
 		p, err := readVariable(r, code == TypeCodeVbin32)
-		if err != nil {
+		if err != nil || len(p) == 0 {
+			return emptyBinary, err
+		}
+		if err := d.charge(sliceBox + dataCost(len(p))); err != nil {
 			return nil, err
 		}
 		return append([]byte{}, p...), nil
 	case TypeCodeStr8, TypeCodeStr32:
 		p, err := readVariable(r, code == TypeCodeStr32)
-		return string(p), err
+		if err != nil {
+			return "", err
+		}
+		if err := d.charge(stringCost(len(p))); err != nil {
+			return nil, err
+		}
+		return string(p), nil
 	case TypeCodeSym8, TypeCodeSym32:
 		p, err := readVariable(r, code == TypeCodeSym32)
-		return Symbol(p), err
+		if err != nil {
+			return Symbol(""), err
+		}
+		if err := d.charge(stringCost(len(p))); err != nil {
+			return nil, err
+		}
+		return Symbol(p), nil
 	}
 	// Fixed-width types.
 	n := fixedWidth(code)
@@ -67,6 +108,9 @@ func readValue(r *buffer.Buffer, code byte, depth int) (any, error) {
 	p, ok := r.Next(int64(n))
 	if !ok {
 		return nil, errShort
+	}
+	if err := d.charge(fixedBox(code)); err != nil {
+		return nil, err
 	}
 	return decodeFixed(code, p), nil
 }
@@ -213,7 +257,7 @@ func readCompoundHeader(r *buffer.Buffer, code, code8, code32 byte, checkCount b
 	return content, int(count), nil
 }
 
-func readList(r *buffer.Buffer, code byte, depth int) ([]any, error) {
+func (d *decoder) readList(r *buffer.Buffer, code byte, depth int) ([]any, error) {
 	if depth >= MaxDepth {
 		return nil, malformed("nesting deeper than %d", MaxDepth)
 	}
@@ -224,10 +268,13 @@ func readList(r *buffer.Buffer, code byte, depth int) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.charge(sliceCost(count, slotSize)); err != nil {
+		return nil, err
+	}
 	sub := buffer.Make(content)
 	l := make([]any, count)
 	for i := range l {
-		if l[i], err = readAny(&sub, depth+1); err != nil {
+		if l[i], err = d.readAny(&sub, depth+1); err != nil {
 			return nil, err
 		}
 	}
@@ -237,17 +284,17 @@ func readList(r *buffer.Buffer, code byte, depth int) ([]any, error) {
 	return l, nil
 }
 
-func readDescribed(r *buffer.Buffer, depth int) (Described, error) {
+func (d *decoder) readDescribed(r *buffer.Buffer, depth int) (Described, error) {
 	if depth >= MaxDepth {
 		return Described{}, malformed("nesting deeper than %d", MaxDepth)
 	}
-	d, err := readAny(r, depth+1)
+	desc, err := d.readAny(r, depth+1)
 	if err != nil {
 		return Described{}, err
 	}
-	v, err := readAny(r, depth+1)
+	v, err := d.readAny(r, depth+1)
 	if err != nil {
 		return Described{}, err
 	}
-	return Described{Descriptor: d, Value: v}, nil
+	return Described{Descriptor: desc, Value: v}, nil
 }

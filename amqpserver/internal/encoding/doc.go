@@ -45,4 +45,10 @@
 // Decoding never panics. Any length or count in the input that claims more
 // bytes than remain is rejected before memory is allocated for it, nesting
 // is limited to [MaxDepth] levels, and every failure wraps [ErrMalformed].
+// Each top-level decode carries an allocation budget of [AllocFactor]
+// bytes per byte of the value's encoding, charged before every slice and
+// boxed value is allocated; a value that needs more (arrays of elements
+// that take no bytes, such as nulls, are the way to try) fails with
+// [ErrBudget]. [Validate] checks a value as thoroughly as [Unmarshal]
+// without allocating at all.
 package encoding

@@ -2,14 +2,49 @@ package encoding
 
 import (
 	"bytes"
+	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 )
 
-// FuzzDecode checks that decoding arbitrary bytes never panics, that Skip
-// agrees with Unmarshal on where a value ends, and that every value the
-// decoder accepts re-encodes to something that decodes to the same bytes.
+// fuzzSlack is what a fuzzed decode may allocate beyond AllocFactor bytes
+// per input byte: an error message, a boxed result.
+const fuzzSlack = 1024
+
+// checkBudget runs f, which makes decodes decodes of n bytes each, and
+// fails t if it allocated more than AllocFactor bytes per byte plus
+// fuzzSlack per decode. f must do the same
+// work each time it is called: an allocation by another goroutine of the
+// fuzzing engine can land inside a measurement, so one over the limit is
+// repeated, and only a decode over it three times in a row fails.
+func checkBudget(t *testing.T, what string, decodes, n int, f func()) {
+	if raceEnabled {
+		f() // see race_on_test.go
+		return
+	}
+	limit := uint64(decodes * (AllocFactor*n + fuzzSlack))
+	var got uint64
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		if got = after.TotalAlloc - before.TotalAlloc; got <= limit {
+			return
+		}
+	}
+	t.Fatalf("%s of %d bytes allocated %d bytes, more than the budget of %d", what, n, got, limit)
+}
+
+// FuzzDecode runs every decoder of the package on arbitrary bytes. None
+// may panic or allocate more than AllocFactor bytes per input byte.
+// Unmarshal, Skip and Validate must agree on where a value ends and on
+// whether it is well-formed (Validate accepts what only the budget
+// refuses), and every value the decoder accepts must re-encode to
+// something that decodes to the same bytes (or, when the re-encoding is
+// shorter, exceeds its smaller budget).
 func FuzzDecode(f *testing.F) {
 	for _, v := range []any{
 		nil, true, uint32(300), int64(-5), "str", Symbol("sym"), []byte{1},
@@ -25,19 +60,37 @@ func FuzzDecode(f *testing.F) {
 		f.Add(w.Bytes())
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r := buffer.New(in)
-		v, err := Unmarshal(r)
-		n := len(in) - r.Len()
-
-		sr := buffer.New(in)
-		skipErr := Skip(sr)
-		if err == nil {
-			if skipErr != nil {
-				t.Fatalf("Unmarshal accepted % x but Skip failed: %v", in, skipErr)
-			}
-			if m := len(in) - sr.Len(); m != n {
-				t.Fatalf("Skip consumed %d bytes, Unmarshal %d", m, n)
-			}
+		// One measurement for all the decoders (ReadMemStats stops the
+		// world, so each costs tens of microseconds) of the nine decodes.
+		var v any
+		var err, skipErr, validErr error
+		var n, skipped, validated int
+		checkBudget(t, "the decoders together", 9, len(in), func() {
+			r := buffer.New(in)
+			v, err = Unmarshal(r)
+			n = len(in) - r.Len()
+			ReadMap(buffer.New(in))
+			ReadList(buffer.New(in))
+			ReadArray(buffer.New(in))
+			ReadSymbols(buffer.New(in))
+			ReadRaw(buffer.New(in))
+			walkList(buffer.New(in))
+			sr := buffer.New(in)
+			skipErr = Skip(sr)
+			skipped = len(in) - sr.Len()
+			vr := buffer.New(in)
+			validErr = Validate(vr)
+			validated = len(in) - vr.Len()
+		})
+		switch {
+		case err == nil && (skipErr != nil || validErr != nil):
+			t.Fatalf("Unmarshal accepted % x but Skip said %v and Validate %v", in, skipErr, validErr)
+		case err == nil && (skipped != n || validated != n):
+			t.Fatalf("Unmarshal consumed %d bytes, Skip %d, Validate %d", n, skipped, validated)
+		case err != nil && validErr == nil && !errors.Is(err, ErrBudget):
+			t.Fatalf("Validate accepted % x but Unmarshal said %v", in, err)
+		case err != nil && !errors.Is(err, ErrMalformed):
+			t.Fatalf("Unmarshal error %v does not wrap ErrMalformed", err)
 		}
 		if err != nil {
 			return
@@ -47,6 +100,12 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoding %#v: %v", v, err)
 		}
 		v2, err := Unmarshal(buffer.New(w.Bytes()))
+		if errors.Is(err, ErrBudget) && w.Len() < n {
+			// The budget follows the size of the input, and the encoder
+			// picks the smallest encodings: a value at the edge of its
+			// budget (an array of nulls) can exceed it once re-encoded.
+			return
+		}
 		if err != nil {
 			t.Fatalf("decoding re-encoded % x: %v", w.Bytes(), err)
 		}
@@ -58,4 +117,41 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("encoding not stable: % x then % x", w.Bytes(), w2.Bytes())
 		}
 	})
+}
+
+// walkList reads r as a composite's list the way the frames package does,
+// reading every field with the typed reader that fits its constructor.
+func walkList(r *buffer.Buffer) {
+	l, err := NewListReader(r)
+	if err != nil {
+		return
+	}
+	for {
+		i, err := l.Next()
+		if err != nil || i < 0 {
+			break
+		}
+		code, _ := PeekCode(l.Buf())
+		switch code {
+		case TypeCodeStr8, TypeCodeStr32:
+			_, err = ReadString(l.Buf())
+		case TypeCodeVbin8, TypeCodeVbin32:
+			_, err = ReadBinary(l.Buf())
+		case TypeCodeTimestamp:
+			_, err = ReadTimestamp(l.Buf())
+		case TypeCodeUlong, TypeCodeSmallUlong, TypeCodeUlong0, TypeCodeUint, TypeCodeSmallUint, TypeCodeUint0:
+			_, err = ReadUlong(l.Buf())
+		case TypeCodeDescribed:
+			_, err = ReadDescriptor(l.Buf())
+			if err == nil {
+				err = Skip(l.Buf())
+			}
+		default:
+			_, err = Unmarshal(l.Buf())
+		}
+		if err != nil {
+			return
+		}
+	}
+	_ = l.End()
 }

@@ -48,6 +48,11 @@ func TestMalformedInput(t *testing.T) {
 			if !errors.Is(err, ErrMalformed) {
 				t.Errorf("Unmarshal(% x) = %#v, %v; want ErrMalformed", tt.in, v, err)
 			}
+			// Validate refuses the same, except what only the budget refuses.
+			verr := Validate(buffer.New(tt.in))
+			if budget := errors.Is(err, ErrBudget); budget != (verr == nil) || !budget && !errors.Is(verr, ErrMalformed) {
+				t.Errorf("Validate(% x) = %v where Unmarshal said %v", tt.in, verr, err)
+			}
 		})
 	}
 }
@@ -56,6 +61,28 @@ func TestSkipRejectsTruncated(t *testing.T) {
 	for _, in := range [][]byte{nil, {0x70, 0}, {0xa1, 3, 'a'}, {0xd0, 0, 0, 0, 9, 0, 0, 0, 1}, {0x00, 0x53}, {0x02}} {
 		if err := Skip(buffer.New(in)); !errors.Is(err, ErrMalformed) {
 			t.Errorf("Skip(% x) = %v, want ErrMalformed", in, err)
+		}
+	}
+}
+
+// TestValidateAllocatesNothing validates well-formed values, hostile ones
+// included: Validate builds nothing, so it allocates nothing.
+func TestValidateAllocatesNothing(t *testing.T) {
+	var w buffer.Buffer
+	if err := Marshal(&w, []any{annotations, mixedList, SymbolArray("a", "b")}); err != nil {
+		t.Fatal(err)
+	}
+	inputs := [][]byte{w.Bytes(), listOfNulls(1000)}
+	for _, h := range hostileInputs() {
+		inputs = append(inputs, h.in)
+	}
+	for _, in := range inputs {
+		if err := Validate(buffer.New(in)); err != nil {
+			t.Fatalf("Validate(% x…): %v", in[:min(len(in), 16)], err)
+		}
+		r := buffer.Make(in)
+		if n := testing.AllocsPerRun(10, func() { r = buffer.Make(in); Validate(&r) }); n != 0 {
+			t.Errorf("Validate(% x…) allocates %v times", in[:min(len(in), 16)], n)
 		}
 	}
 }

@@ -183,6 +183,7 @@ func writeMap(w *buffer.Buffer, m Map, mode compoundMode) error {
 
 // ReadMap decodes a map. A null yields a nil Map.
 func ReadMap(r *buffer.Buffer) (Map, error) {
+	d := newDecoder(r)
 	code, err := r.ReadByte()
 	if err != nil {
 		return nil, errShort
@@ -190,10 +191,10 @@ func ReadMap(r *buffer.Buffer) (Map, error) {
 	if code == TypeCodeNull {
 		return nil, nil
 	}
-	return readMap(r, code, 0)
+	return d.readMap(r, code, 0)
 }
 
-func readMap(r *buffer.Buffer, code byte, depth int) (Map, error) {
+func (d *decoder) readMap(r *buffer.Buffer, code byte, depth int) (Map, error) {
 	if depth >= MaxDepth {
 		return nil, malformed("nesting deeper than %d", MaxDepth)
 	}
@@ -204,13 +205,16 @@ func readMap(r *buffer.Buffer, code byte, depth int) (Map, error) {
 	if count%2 != 0 {
 		return nil, malformed("map has an odd element count %d", count)
 	}
+	if err := d.charge(sliceCost(count/2, pairSize)); err != nil {
+		return nil, err
+	}
 	sub := buffer.Make(content)
 	m := make(Map, count/2)
 	for i := range m {
-		if m[i].Key, err = readAny(&sub, depth+1); err != nil {
+		if m[i].Key, err = d.readAny(&sub, depth+1); err != nil {
 			return nil, err
 		}
-		if m[i].Value, err = readAny(&sub, depth+1); err != nil {
+		if m[i].Value, err = d.readAny(&sub, depth+1); err != nil {
 			return nil, err
 		}
 	}

@@ -220,6 +220,7 @@ func ReadBinary(r *buffer.Buffer) ([]byte, error) {
 // ReadSymbols decodes a multiple="true" symbol field (§1.3): an array of
 // symbols, a single symbol (a one-element set) or null (nil).
 func ReadSymbols(r *buffer.Buffer) ([]Symbol, error) {
+	d := newDecoder(r)
 	code, err := readCode(r)
 	if err != nil {
 		return nil, err
@@ -234,21 +235,51 @@ func ReadSymbols(r *buffer.Buffer) ([]Symbol, error) {
 		}
 		return []Symbol{Symbol(p)}, nil
 	case TypeCodeArray8, TypeCodeArray32:
-		a, err := readArray(r, code, 0)
-		if err != nil {
-			return nil, err
-		}
-		syms, ok := a.Symbols()
-		if !ok {
-			return nil, malformed("array of 0x%02x where symbols expected", a.Type)
-		}
-		return syms, nil
+		return d.readSymbolArray(r, code)
 	}
 	return nil, wrongType(code, "symbol array")
 }
 
+// readSymbolArray decodes an array of symbols straight into a []Symbol.
+func (d *decoder) readSymbolArray(r *buffer.Buffer, code byte) ([]Symbol, error) {
+	content, count, err := readCompoundHeader(r, code, TypeCodeArray8, TypeCodeArray32, false)
+	if err != nil {
+		return nil, err
+	}
+	sub := buffer.Make(content)
+	elem, err := sub.ReadByte()
+	if err != nil {
+		return nil, malformed("array without element constructor")
+	}
+	if elem != TypeCodeSym8 && elem != TypeCodeSym32 {
+		return nil, malformed("array of 0x%02x where symbols expected", arrayFamily(elem))
+	}
+	if count > sub.Len() { // every element has a length prefix
+		return nil, malformed("array count %d exceeds its size", count)
+	}
+	if err := d.charge(sliceCost(count, symbolSize)); err != nil {
+		return nil, err
+	}
+	syms := make([]Symbol, count)
+	for i := range syms {
+		p, err := readVariable(&sub, elem == TypeCodeSym32)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.charge(dataCost(len(p))); err != nil {
+			return nil, err
+		}
+		syms[i] = Symbol(p)
+	}
+	if sub.Len() != 0 {
+		return nil, malformed("array has %d trailing bytes", sub.Len())
+	}
+	return syms, nil
+}
+
 // ReadList decodes a list. A null yields nil.
 func ReadList(r *buffer.Buffer) ([]any, error) {
+	d := newDecoder(r)
 	code, err := readCode(r)
 	if err != nil {
 		return nil, err
@@ -257,13 +288,14 @@ func ReadList(r *buffer.Buffer) ([]any, error) {
 	case TypeCodeNull:
 		return nil, nil
 	case TypeCodeList0, TypeCodeList8, TypeCodeList32:
-		return readList(r, code, 0)
+		return d.readList(r, code, 0)
 	}
 	return nil, wrongType(code, "list")
 }
 
 // ReadArray decodes an array. A null yields the zero Array.
 func ReadArray(r *buffer.Buffer) (Array, error) {
+	d := newDecoder(r)
 	code, err := readCode(r)
 	if err != nil {
 		return Array{}, err
@@ -272,7 +304,7 @@ func ReadArray(r *buffer.Buffer) (Array, error) {
 	case TypeCodeNull:
 		return Array{}, nil
 	case TypeCodeArray8, TypeCodeArray32:
-		return readArray(r, code, 0)
+		return d.readArray(r, code, 0)
 	}
 	return Array{}, wrongType(code, "array")
 }
