@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -37,4 +38,21 @@ func mustMarshalMessage(t testing.TB, m *Message) []byte {
 		t.Fatalf("MarshalAMQP: %v", err)
 	}
 	return w.Bytes()
+}
+
+// allocSlack is what a decode may allocate beyond AllocFactor bytes per
+// input byte in these tests: the performative's struct, an error message.
+const allocSlack = 4096
+
+// bytesAllocated returns the bytes f allocates per call, averaged over
+// runs calls.
+func bytesAllocated(runs int, f func()) uint64 {
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(runs)
 }

@@ -74,16 +74,44 @@ func (r *Reader) ReadFrame() (Frame, error) {
 	if limit := r.max.Load(); h.Size > limit {
 		return Frame{}, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, h.Size, limit)
 	}
-	// A fresh slice per frame: decoded transfers alias it (Payload), so it
-	// must not be reused for the next frame.
-	body := make([]byte, h.Size-HeaderSize)
-	if _, err := io.ReadFull(r.r, body); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	body, err := r.readBody(int(h.Size - HeaderSize))
+	if err != nil {
 		return Frame{}, err
 	}
 	br := buffer.New(body)
 	br.Skip(int(h.DataOffset)*4 - HeaderSize) // extended header, bounds checked by parseHeaderBytes
 	return parseFrameBody(h, br)
+}
+
+// eagerBody is the largest frame body the Reader allocates in full as soon
+// as the frame's header arrives. A larger body grows as its bytes arrive
+// (doubling), so a peer that announces a large frame and then sends
+// nothing makes the connection hold at most this much for it.
+const eagerBody = 64 << 10
+
+// readBody reads the n bytes of a frame body into a fresh slice: decoded
+// transfers alias it (Payload), so it must not be reused for the next
+// frame.
+func (r *Reader) readBody(n int) ([]byte, error) {
+	body := make([]byte, min(n, eagerBody))
+	if _, err := io.ReadFull(r.r, body); err != nil {
+		return nil, unexpectedEOF(err)
+	}
+	for len(body) < n {
+		grown := make([]byte, min(n, 2*len(body)))
+		m := copy(grown, body)
+		if _, err := io.ReadFull(r.r, grown[m:]); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		body = grown
+	}
+	return body, nil
+}
+
+// unexpectedEOF maps io.EOF inside a frame to io.ErrUnexpectedEOF.
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }

@@ -168,3 +168,39 @@ func TestReaderMaxFrameSizeFromAnotherGoroutine(t *testing.T) {
 	}
 	pw.CloseWithError(io.ErrClosedPipe)
 }
+
+// TestReaderLargeFrameGrows reads a frame larger than eagerBody, whose
+// body grows as it arrives.
+func TestReaderLargeFrameGrows(t *testing.T) {
+	payload := make([]byte, 3*eagerBody+123)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	enc := mustWrite(t, Frame{Body: &Transfer{Handle: 0, Payload: payload}})
+	r := NewReader(bytes.NewReader(enc), 1<<20)
+	f, err := r.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Body.(*Transfer).Payload; !bytes.Equal(got, payload) {
+		t.Fatalf("payload of %d bytes differs from the %d sent", len(got), len(payload))
+	}
+	if _, err := NewReader(bytes.NewReader(enc[:len(enc)-1]), 1<<20).ReadFrame(); err != io.ErrUnexpectedEOF {
+		t.Errorf("frame cut one byte short: %v, want io.ErrUnexpectedEOF", err)
+	}
+}
+
+// TestAllocReaderUnsentBody checks that a header announcing a large frame
+// with nothing after it costs at most eagerBody (plus the Reader's own
+// 4 KiB read buffer).
+func TestAllocReaderUnsentBody(t *testing.T) {
+	enc := mustWrite(t, Frame{Body: &Transfer{Handle: 0, Payload: make([]byte, 3*eagerBody)}})
+	if raceEnabled {
+		t.Skip("byte counts are only meaningful without -race (make allocs); see race_on_test.go")
+	}
+	header := enc[:HeaderSize] // announces the whole frame, sends none of it
+	got := bytesAllocated(3, func() { NewReader(bytes.NewReader(header), 1<<20).ReadFrame() })
+	if limit := uint64(eagerBody + 4096 + allocSlack); got > limit {
+		t.Errorf("a header announcing %d bytes allocated %d, want <= %d", len(enc), got, limit)
+	}
+}
