@@ -2,6 +2,7 @@ package frames
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
@@ -80,14 +81,30 @@ func sectionRank(code uint64) int {
 // alias p.
 func UnmarshalMessage(p []byte) (*Message, error) { return unmarshalMessage(p, false) }
 
-// UnmarshalMessageSharing is UnmarshalMessage for a caller that owns p
-// and never changes it: the body (RawBody and the sections decoded from
-// it) aliases p instead of being copied, which saves a copy of every
-// message a client sends.
+// UnmarshalMessageSharing is UnmarshalMessage for a broker that stores the
+// message and owns p, never changing it:
+//
+//   - the body (RawBody and Data) aliases p instead of being copied, which
+//     saves a copy of every message a client sends;
+//   - amqp-value and amqp-sequence sections are checked as thoroughly as
+//     UnmarshalMessage checks them, but not decoded: BodyKind is set and
+//     Value and Sequence stay nil. A body the broker never reads then costs
+//     no memory beyond p, where decoding a list of nulls takes 16 bytes per
+//     byte.
 func UnmarshalMessageSharing(p []byte) (*Message, error) { return unmarshalMessage(p, true) }
 
-func unmarshalMessage(p []byte, share bool) (*Message, error) {
+// unmarshalMessage decodes p; with store set it shares the body with p and
+// only validates amqp-value and amqp-sequence sections.
+func unmarshalMessage(p []byte, store bool) (*Message, error) {
 	m := new(Message)
+	if err := m.unmarshal(p, store); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// unmarshal decodes p into the zero Message m.
+func (m *Message) unmarshal(p []byte, store bool) error {
 	r := buffer.New(p)
 	last := -1
 	bodyStart, bodyEnd := -1, -1
@@ -95,14 +112,14 @@ func unmarshalMessage(p []byte, share bool) (*Message, error) {
 		offset := len(p) - r.Len()
 		code, err := encoding.ReadDescriptor(r)
 		if err != nil {
-			return nil, fmt.Errorf("message section at %d: %w", offset, err)
+			return fmt.Errorf("message section at %d: %w", offset, err)
 		}
 		rank := sectionRank(code)
 		if rank < 0 {
-			return nil, fmt.Errorf("%w: unknown message section 0x%x", ErrMalformed, code)
+			return fmt.Errorf("%w: unknown message section 0x%x", ErrMalformed, code)
 		}
 		if rank < last || (rank == last && rank != 5) {
-			return nil, fmt.Errorf("%w: message section 0x%x out of order", ErrMalformed, code)
+			return fmt.Errorf("%w: message section 0x%x out of order", ErrMalformed, code)
 		}
 		last = rank
 		switch code {
@@ -128,19 +145,19 @@ func unmarshalMessage(p []byte, share bool) (*Message, error) {
 			m.Footer, err = readSectionMap(r)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("message section 0x%x: %w", code, err)
+			return fmt.Errorf("message section 0x%x: %w", code, err)
 		}
 	}
 	if bodyStart >= 0 {
 		m.RawBody = p[bodyStart:bodyEnd:bodyEnd]
-		if !share {
+		if !store {
 			m.RawBody = append([]byte(nil), m.RawBody...)
 		}
-		if err := m.decodeBody(); err != nil {
-			return nil, err
+		if err := m.decodeBody(!store); err != nil {
+			return err
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // readSectionMap reads the map of an annotations, application-properties
@@ -154,9 +171,10 @@ func readSectionMap(r *buffer.Buffer) (encoding.Map, error) {
 	return m, err
 }
 
-// decodeBody fills BodyKind, Data, Value and Sequence from RawBody. Data
-// sections alias RawBody.
-func (m *Message) decodeBody() error {
+// decodeBody fills BodyKind, Data and, with values set, Value and Sequence
+// from RawBody; without values it only validates amqp-value and
+// amqp-sequence sections. Data sections alias RawBody.
+func (m *Message) decodeBody(values bool) error {
 	r := buffer.New(m.RawBody)
 	for r.Len() > 0 {
 		code, err := encoding.ReadDescriptor(r)
@@ -187,6 +205,12 @@ func (m *Message) decodeBody() error {
 			m.Data = append(m.Data, p)
 		case codeAMQPSequence:
 			kind = BodySequence
+			if !values {
+				if err := validateSection(r, "amqp-sequence", encoding.TypeCodeList0, encoding.TypeCodeList8, encoding.TypeCodeList32); err != nil {
+					return err
+				}
+				break
+			}
 			l, err := encoding.ReadList(r)
 			if err != nil {
 				return fmt.Errorf("amqp-sequence section: %w", err)
@@ -200,6 +224,12 @@ func (m *Message) decodeBody() error {
 			if m.BodyKind == BodyValue {
 				return fmt.Errorf("%w: more than one amqp-value section", ErrMalformed)
 			}
+			if !values {
+				if err := validateSection(r, "amqp-value"); err != nil {
+					return err
+				}
+				break
+			}
 			if m.Value, err = encoding.Unmarshal(r); err != nil {
 				return fmt.Errorf("amqp-value section: %w", err)
 			}
@@ -208,6 +238,25 @@ func (m *Message) decodeBody() error {
 			return fmt.Errorf("%w: message mixes body section kinds", ErrMalformed)
 		}
 		m.BodyKind = kind
+	}
+	return nil
+}
+
+// validateSection checks the value of a body section without decoding it.
+// If codes are given, the value must be null or start with one of them (an
+// amqp-sequence holds a list).
+func validateSection(r *buffer.Buffer, name string, codes ...byte) error {
+	if len(codes) > 0 {
+		c, err := encoding.PeekCode(r)
+		if err != nil {
+			return fmt.Errorf("%s section: %w", name, err)
+		}
+		if c != encoding.TypeCodeNull && !slices.Contains(codes, c) {
+			return fmt.Errorf("%s section: %w: constructor 0x%02x where list expected", name, ErrMalformed, c)
+		}
+	}
+	if err := encoding.Validate(r); err != nil {
+		return fmt.Errorf("%s section: %w", name, err)
 	}
 	return nil
 }
@@ -283,24 +332,4 @@ func writeSectionMap(w *buffer.Buffer, code uint64, m encoding.Map) error {
 	}
 	encoding.WriteDescriptor(w, code)
 	return encoding.Marshal(w, m)
-}
-
-// SplitBatch decodes the messages inside a Service Bus batch, a message
-// sent with transfer message-format [MessageFormatBatch] whose data
-// sections each hold one complete encoded message. It fails if the batch
-// has no data body or any inner message is malformed. The inner messages'
-// bodies alias the batch's.
-func SplitBatch(batch *Message) ([]*Message, error) {
-	if batch.BodyKind != BodyData && (batch.BodyKind != BodyNone || batch.Data == nil) {
-		return nil, fmt.Errorf("%w: batch body is not data sections", ErrMalformed)
-	}
-	out := make([]*Message, 0, len(batch.Data))
-	for i, d := range batch.Data {
-		m, err := UnmarshalMessageSharing(d)
-		if err != nil {
-			return nil, fmt.Errorf("batch message %d: %w", i, err)
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }
