@@ -1,6 +1,7 @@
 package encoding
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
@@ -32,17 +33,41 @@ type decoder struct {
 }
 
 // newDecoder returns a decoder for the value at the start of r, with a
-// budget of AllocFactor bytes per byte of that value's encoding. Measuring
-// the value costs a header parse per compound (Skip does not descend into
-// lists, maps and arrays). If the value is malformed the budget covers the
-// rest of r; its decode fails anyway.
+// budget of AllocFactor bytes per byte of that value's encoding.
 func newDecoder(r *buffer.Buffer) decoder {
-	rest := *r
-	n := r.Len()
-	if skip(&rest, 0) == nil {
-		n -= rest.Len()
+	return decoder{budget: AllocFactor * encodedLen(r)}
+}
+
+// encodedLen returns the length of the encoding of the value at the start
+// of r, read from its constructor and size or length field; a described
+// value is measured with skip. The result never exceeds r.Len(); for a
+// value that is malformed it may be anything up to that, as its decode
+// fails anyway.
+func encodedLen(r *buffer.Buffer) int {
+	p := r.Bytes()
+	if len(p) == 0 {
+		return 0
 	}
-	return decoder{budget: AllocFactor * n}
+	n := 0
+	switch code := p[0]; code {
+	case TypeCodeDescribed:
+		rest := *r
+		if skip(&rest, 0) != nil {
+			return len(p)
+		}
+		return len(p) - rest.Len()
+	case TypeCodeVbin8, TypeCodeStr8, TypeCodeSym8, TypeCodeList8, TypeCodeMap8, TypeCodeArray8:
+		if len(p) >= 2 {
+			n = 2 + int(p[1])
+		}
+	case TypeCodeVbin32, TypeCodeStr32, TypeCodeSym32, TypeCodeList32, TypeCodeMap32, TypeCodeArray32:
+		if len(p) >= 5 {
+			n = 5 + int(binary.BigEndian.Uint32(p[1:]))
+		}
+	default:
+		n = 1 + max(fixedWidth(code), 0)
+	}
+	return min(n, len(p))
 }
 
 // charge takes n bytes from the budget, failing with ErrBudget if there
@@ -77,38 +102,34 @@ func sliceCost(n, size int) int {
 }
 
 // dataCost is the charge for a copy of n bytes (a binary's or a string's
-// contents).
-func dataCost(n int) int {
-	if n <= 1 {
-		return 0 // Go keeps one-byte strings in a static table
-	}
-	return sliceCost(n, 1) + 7
-}
+// contents): their size plus what rounding to a size class may add.
+func dataCost(n int) int { return sliceCost(n, 1) + 7 }
 
 // stringCost is the charge for a string or symbol of n bytes in an
-// interface. The empty string is boxed without allocating.
-func stringCost(n int) int {
-	if n == 0 {
-		return 0
-	}
-	return stringBox + dataCost(n)
-}
+// interface. (Go allocates nothing for the empty string and keeps one-byte
+// strings in a static table; charging them anyway keeps the hot path
+// free of branches.)
+func stringCost(n int) int { return stringBox + dataCost(n) }
 
 // fixedBox is the charge for putting the value of a fixed-width constructor
 // in an interface. Go boxes single-byte values and small unsigned integers
 // without allocating; a negative small int or long does allocate.
-func fixedBox(code byte) int {
-	switch code {
-	case TypeCodeSmallInt, TypeCodeSmallLong:
-		return 8
-	case TypeCodeTimestamp:
-		return timeBox
+func fixedBox(code byte) int { return int(fixedBoxes[code]) }
+
+// fixedBoxes holds fixedBox for every constructor: a table, as the
+// decoder looks it up for every fixed-width value.
+var fixedBoxes = func() (t [256]uint8) {
+	for c := range t {
+		switch code := byte(c); {
+		case code == TypeCodeSmallInt || code == TypeCodeSmallLong:
+			t[c] = 8
+		case code == TypeCodeTimestamp:
+			t[c] = timeBox
+		case fixedWidth(code) == 16:
+			t[c] = 16
+		case fixedWidth(code) >= 2:
+			t[c] = 8
+		}
 	}
-	switch fixedWidth(code) {
-	case 2, 4, 8:
-		return 8
-	case 16:
-		return 16
-	}
-	return 0
-}
+	return t
+}()

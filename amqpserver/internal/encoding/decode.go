@@ -95,6 +95,9 @@ func (d *decoder) readValue(r *buffer.Buffer, code byte, depth int) (any, error)
 		if err != nil {
 			return Symbol(""), err
 		}
+		if s, ok := lookupSymbol(p); ok {
+			return s.boxed, nil
+		}
 		if err := d.charge(stringCost(len(p))); err != nil {
 			return nil, err
 		}

@@ -192,6 +192,9 @@ func ReadSymbol(r *buffer.Buffer) (Symbol, error) {
 		return "", nil
 	case TypeCodeSym8, TypeCodeSym32:
 		p, err := readVariable(r, code == TypeCodeSym32)
+		if s, ok := lookupSymbol(p); ok {
+			return s.sym, err
+		}
 		return Symbol(p), err
 	}
 	return "", wrongType(code, "symbol")
@@ -265,6 +268,10 @@ func (d *decoder) readSymbolArray(r *buffer.Buffer, code byte) ([]Symbol, error)
 		p, err := readVariable(&sub, elem == TypeCodeSym32)
 		if err != nil {
 			return nil, err
+		}
+		if s, ok := lookupSymbol(p); ok {
+			syms[i] = s.sym
+			continue
 		}
 		if err := d.charge(dataCost(len(p))); err != nil {
 			return nil, err
