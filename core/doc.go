@@ -42,8 +42,11 @@
 // Time comes from an injected clock (package clock). Lock expiry and
 // scheduled activation run from one broker timer (timer.go) that calls
 // each queue's tick with the current time; message TTL is evaluated when a
-// receiver would take the message, as Service Bus does. Tests use
-// clock.Fake and never sleep.
+// receiver would take the message, as Service Bus does. Each queue keeps
+// one timer entry per lock (message or session) and scheduled message
+// that exists now: an entry leaves with its lock or schedule and moves
+// when the lock is renewed, and the broker timer holds one entry per
+// queue. Tests use clock.Fake and never sleep.
 //
 // # Locking
 //

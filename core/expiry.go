@@ -99,13 +99,14 @@ func (q *queue) tick(now int64) {
 		r := it.rec
 		switch {
 		case it.sess != nil:
-			outOfDeliveries = append(outOfDeliveries, q.expireSessionLockLocked(it.sess, it.tok, now)...)
-		case it.tok != (LockToken{}):
-			if r.lock != it.tok || r.lockedUntil > now || q.b.cfg.Faults.IgnoreLockExpiry {
-				continue // settled, renewed or re-locked since
+			outOfDeliveries = append(outOfDeliveries, q.expireSessionLockLocked(it.sess, now)...)
+		case r.locked():
+			// Entries leave with their lock and move when it is
+			// renewed, so a due entry is its lock's expiry.
+			if q.b.cfg.Faults.IgnoreLockExpiry {
+				continue
 			}
-			delete(q.mu.locked, r.lock)
-			r.lock = LockToken{}
+			q.unlockLocked(r)
 			switch {
 			case r.state != StateDeferred && !q.isDeadLetter() && r.deliveryCount >= maxDC:
 				outOfDeliveries = append(outOfDeliveries, r)
@@ -116,7 +117,7 @@ func (q *queue) tick(now int64) {
 			}
 		default:
 			if q.mu.scheduled[r.seq] != r {
-				continue // cancelled
+				continue // being cancelled
 			}
 			delete(q.mu.scheduled, r.seq)
 			r.state = StateActive

@@ -86,3 +86,22 @@ func StateKey(b *Broker, path string, seq int64) []byte {
 	}
 	return seqKey(tabState, q.id, seq)
 }
+
+// TimerEntries returns how many due-time entries the queue at path
+// holds: lock expiries, session-lock expiries, scheduled activations.
+func TimerEntries(b *Broker, path string) int {
+	q, err := b.queueFor(path)
+	if err != nil {
+		return -1
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.mu.timers)
+}
+
+// BrokerTimerEntries returns how many queues wait in the broker timer.
+func BrokerTimerEntries(b *Broker) int {
+	b.timer.mu.Lock()
+	defer b.timer.mu.Unlock()
+	return len(b.timer.h)
+}

@@ -89,23 +89,104 @@ func (h recHeap) down(i int) {
 	}
 }
 
-// timeItem is an entry of a timeHeap: something due at a time.
+// timeItem is an entry of a queue's timeHeap: the expiry of a message
+// lock or the activation of a scheduled message (rec), or the expiry of a
+// session lock (sess).
 type timeItem struct {
 	at   int64 // unix nanos
 	rec  *msgRec
-	tok  LockToken // for lock expiry entries: the lock the entry was made for
-	sess *session  // for session lock expiry entries
+	sess *session
 }
 
-func (it timeItem) dueAt() int64 { return it.at }
-
-// timeHeap orders timeItems by due time. Entries are removed lazily: the
-// consumer checks on pop whether an entry still applies.
+// timeHeap orders a queue's due times. Every entry knows its position
+// (msgRec.tpos, session.tpos), so it leaves the heap the moment its lock
+// ends or its schedule is cancelled, and a renewal moves it in place: the
+// heap holds one entry per lock and scheduled message that exists now.
 type timeHeap []timeItem
 
-func (h *timeHeap) push(it timeItem) { pushDue((*[]timeItem)(h), it) }
+// setPos records in the owner of h[i] where its entry is.
+func (h timeHeap) setPos(i int) {
+	if it := h[i]; it.sess != nil {
+		it.sess.tpos = i + 1
+	} else {
+		it.rec.tpos = int32(i + 1)
+	}
+}
 
-func (h *timeHeap) pop() timeItem { return popDue((*[]timeItem)(h)) }
+func (h timeHeap) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h.setPos(i)
+	h.setPos(j)
+}
+
+func (h *timeHeap) push(it timeItem) {
+	*h = append(*h, it)
+	h.setPos(len(*h) - 1)
+	h.up(len(*h) - 1)
+}
+
+// remove takes out the entry at index i and clears its owner's position.
+func (h *timeHeap) remove(i int) timeItem {
+	old := *h
+	n := len(old) - 1
+	if i != n {
+		old.swap(i, n)
+	}
+	it := old[n]
+	old[n] = timeItem{}
+	*h = old[:n]
+	if i != n {
+		h.fix(i)
+	}
+	if it.sess != nil {
+		it.sess.tpos = 0
+	} else {
+		it.rec.tpos = 0
+	}
+	return it
+}
+
+// pop removes and returns the earliest entry.
+func (h *timeHeap) pop() timeItem { return h.remove(0) }
+
+// fix restores the heap order after the entry at i changed its time.
+func (h timeHeap) fix(i int) {
+	if !h.up(i) {
+		h.down(i)
+	}
+}
+
+func (h timeHeap) up(j int) bool {
+	moved := false
+	for j > 0 {
+		i := (j - 1) / 2
+		if h[i].at <= h[j].at {
+			break
+		}
+		h.swap(i, j)
+		j = i
+		moved = true
+	}
+	return moved
+}
+
+func (h timeHeap) down(i int) {
+	n := len(h)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			return
+		}
+		if r := j + 1; r < n && h[r].at < h[j].at {
+			j = r
+		}
+		if h[i].at <= h[j].at {
+			return
+		}
+		h.swap(i, j)
+		i = j
+	}
+}
 
 // next returns the earliest due time, or 0 when empty.
 func (h timeHeap) next() int64 {
@@ -113,48 +194,4 @@ func (h timeHeap) next() int64 {
 		return 0
 	}
 	return h[0].at
-}
-
-// due is anything kept in a due-time heap.
-type due interface{ dueAt() int64 }
-
-// pushDue adds it to the min-heap h ordered by due time.
-func pushDue[T due](h *[]T, it T) {
-	s := append(*h, it)
-	for j := len(s) - 1; j > 0; {
-		i := (j - 1) / 2
-		if s[i].dueAt() <= s[j].dueAt() {
-			break
-		}
-		s[i], s[j] = s[j], s[i]
-		j = i
-	}
-	*h = s
-}
-
-// popDue removes and returns the earliest item of the min-heap h.
-func popDue[T due](h *[]T) T {
-	s := *h
-	it := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	var zero T
-	s[n] = zero
-	s = s[:n]
-	for i := 0; ; {
-		j := 2*i + 1
-		if j >= n {
-			break
-		}
-		if r := j + 1; r < n && s[r].dueAt() < s[j].dueAt() {
-			j = r
-		}
-		if s[i].dueAt() <= s[j].dueAt() {
-			break
-		}
-		s[i], s[j] = s[j], s[i]
-		i = j
-	}
-	*h = s
-	return it
 }

@@ -15,6 +15,7 @@ type msgRec struct {
 	lock        LockToken // zero when not locked
 	lockedUntil int64     // unix nanos
 	msg         *Message  // body kept in memory for hand-over, or nil
+	tpos        int32     // 1 + index in the queue's timers; 0 when not there
 }
 
 func (r *msgRec) locked() bool { return r.lock != (LockToken{}) }
@@ -38,14 +39,16 @@ type queue struct {
 	cachedBytes  atomic.Int64 // bytes of bodies held in msgRec.msg
 	readingAhead atomic.Bool  // a readAhead runs (bodies.go)
 
+	wake wakeEntry // the queue's place in the broker timer; guarded by b.timer.mu
+
 	mu struct {
 		sync.Mutex // guards the fields below; never held across storage I/O
 		avail      recHeap
 		locked     map[LockToken]*msgRec
 		deferred   map[int64]*msgRec
 		scheduled  map[int64]*msgRec
-		timers     timeHeap // lock expiries and scheduled activations
-		wakeAt     int64    // earliest time registered with the broker timer
+		timers     timeHeap // lock expiries and scheduled activations (timer.go)
+		wakeAt     int64    // earliest time asked of the broker timer since the last tick
 		waiters    []*waiter
 		expiring   []*msgRec // found expired while taking; see expireLoop
 		expiryBusy bool      // an expireLoop is running
@@ -88,7 +91,7 @@ func (q *queue) insertLocked(r *msgRec, now int64) {
 	switch r.state {
 	case StateScheduled:
 		q.mu.scheduled[r.seq] = r
-		q.addTimerLocked(timeItem{at: r.scheduledAt, rec: r})
+		q.setTimerLocked(r, r.scheduledAt)
 	case StateDeferred:
 		q.mu.deferred[r.seq] = r
 		q.mu.deferredN++
@@ -131,6 +134,7 @@ func (q *queue) removeLocked(r *msgRec) {
 		q.mu.activeN--
 	}
 	q.mu.bytes -= int64(r.size)
+	q.dropTimerLocked(r) // a cancelled scheduled message's activation
 	q.dropCacheLocked(r)
 	if s := q.sessionLocked(r); s != nil {
 		s.count--
@@ -142,15 +146,5 @@ func (q *queue) dropCacheLocked(r *msgRec) {
 	if r.msg != nil {
 		q.cachedBytes.Add(-int64(len(r.msg.Body)))
 		r.msg = nil
-	}
-}
-
-// addTimerLocked registers a due time and makes sure the broker's timer
-// will call tick no later than it.
-func (q *queue) addTimerLocked(it timeItem) {
-	q.mu.timers.push(it)
-	if q.mu.wakeAt == 0 || it.at < q.mu.wakeAt {
-		q.mu.wakeAt = it.at
-		q.b.timer.wake(q, it.at)
 	}
 }

@@ -203,16 +203,7 @@ func (q *queue) deliverLocked(r *msgRec, now int64, mode ReceiveMode) taken {
 	r.deliveryCount++
 	t := taken{r: r, st: r.stateRec, seq: r.seq, msg: r.msg, shared: q.sharedBody(r)}
 	if mode == PeekLock {
-		r.lock = NewUUID()
-		q.mu.locked[r.lock] = r
-		if s := q.sessionLocked(r); s != nil && s.lock != (LockToken{}) {
-			// Under a session lock, the message lock lasts as long.
-			r.lockedUntil = s.lockedUntil
-			s.locked[r.lock] = r
-		} else {
-			r.lockedUntil = now + int64(q.lockDuration())
-			q.addTimerLocked(timeItem{at: r.lockedUntil, rec: r, tok: r.lock})
-		}
+		q.lockLocked(r, now)
 		t.lock, t.lockedUntil = r.lock, r.lockedUntil
 		q.dropCacheLocked(r)
 	} else {
@@ -366,11 +357,7 @@ func (q *queue) untakeLocked(got []taken, mode ReceiveMode) {
 			if r.lock != t.lock {
 				continue // already expired and released
 			}
-			delete(q.mu.locked, r.lock)
-			if s := q.sessionLocked(r); s != nil {
-				delete(s.locked, r.lock)
-			}
-			r.lock = LockToken{}
+			q.unlockLocked(r)
 			r.deliveryCount--
 			q.returnLocked(r)
 		} else {
@@ -402,6 +389,9 @@ func (q *queue) close(deleted bool) {
 		close(w.ch)
 	}
 	q.mu.waiters = nil
+	// A deleted queue's timers must not keep it (and its records) alive
+	// until its furthest scheduled message falls due.
+	q.b.timer.forget(q)
 }
 
 // reportTTL makes a delivered message's TimeToLive the one in force. The

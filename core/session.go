@@ -34,6 +34,7 @@ type session struct {
 	stateAt     int64 // when state was last set (unix nanos)
 	count       int   // messages of this session stored in the queue
 	readyIdx    int   // index in sessionIndex.ready, -1 when not there
+	tpos        int   // 1 + index of the lock's expiry in the queue's timers; 0 when none
 }
 
 // SessionLock is a receiver's hold on a session.
@@ -212,7 +213,8 @@ func (q *queue) lockSessionLocked(s *session, now int64) *SessionLock {
 		s.locked = make(map[LockToken]*msgRec)
 	}
 	q.mu.sessions.changed(s)
-	q.addTimerLocked(timeItem{at: s.lockedUntil, sess: s, tok: s.lock})
+	// An expired lock not yet ticked away is replaced: its entry moves.
+	q.setSessionTimerLocked(s, s.lockedUntil)
 	return &SessionLock{SessionID: s.id, Token: s.lock, LockedUntil: nanosToTime(s.lockedUntil)}
 }
 
@@ -257,7 +259,7 @@ func (b *Broker) RenewSessionLock(ctx context.Context, path string, sl *SessionL
 	for _, r := range s.locked {
 		r.lockedUntil = s.lockedUntil
 	}
-	q.addTimerLocked(timeItem{at: s.lockedUntil, sess: s, tok: s.lock})
+	q.setSessionTimerLocked(s, s.lockedUntil) // the entry moves: one per session lock
 	sl.LockedUntil = nanosToTime(s.lockedUntil)
 	return sl.LockedUntil, nil
 }
@@ -298,8 +300,8 @@ func (b *Broker) CloseSession(path string, sl *SessionLock) error {
 // expireSessionLockLocked runs when a session lock's timer falls due. It
 // returns the messages that were locked under it and are now out of
 // deliveries, for the caller to dead-letter once it drops the mutex.
-func (q *queue) expireSessionLockLocked(s *session, tok LockToken, now int64) []*msgRec {
-	if s.lock != tok || s.lockedUntil > now || q.b.cfg.Faults.IgnoreLockExpiry {
+func (q *queue) expireSessionLockLocked(s *session, now int64) []*msgRec {
+	if s.lock == (LockToken{}) || q.b.cfg.Faults.IgnoreLockExpiry {
 		return nil
 	}
 	return q.unlockSessionLocked(s, true, now)
@@ -330,6 +332,7 @@ func (q *queue) unlockSessionLocked(s *session, expired bool, now int64) []*msgR
 		}
 	}
 	clear(s.locked)
+	q.dropSessionTimerLocked(s)
 	s.lock = LockToken{}
 	s.lockedUntil = 0
 	q.mu.sessions.changed(s)

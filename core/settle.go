@@ -109,11 +109,7 @@ func (q *queue) lockedLocked(tok LockToken, now int64) (*msgRec, error) {
 // consumeLockLocked takes r's lock away for a settlement planned in w,
 // which gives it back (holdLock) unless the settlement commits.
 func (q *queue) consumeLockLocked(w *write, r *msgRec, tok LockToken) {
-	delete(q.mu.locked, tok)
-	if s := q.sessionLocked(r); s != nil {
-		delete(s.locked, tok)
-	}
-	r.lock = LockToken{}
+	q.unlockLocked(r) // its timer entry goes with it (lock.go)
 	w.hold(holdLock, q, r, tok)
 }
 
@@ -271,7 +267,7 @@ func (b *Broker) RenewLock(ctx context.Context, path string, tok LockToken) (tim
 		return nanosToTime(s.lockedUntil), nil // renew the session lock instead
 	}
 	r.lockedUntil = now + int64(q.lockDuration())
-	q.addTimerLocked(timeItem{at: r.lockedUntil, rec: r, tok: tok})
+	q.setTimerLocked(r, r.lockedUntil) // the entry moves: one per lock
 	return nanosToTime(r.lockedUntil), nil
 }
 

@@ -204,20 +204,13 @@ func (q *queue) giveBackLocked(h *hold) {
 	r := h.r
 	switch h.kind {
 	case holdLock:
-		r.lock = h.tok
-		q.mu.locked[h.tok] = r
-		if s := q.sessionLocked(r); s != nil && s.lock != (LockToken{}) {
-			s.locked[h.tok] = r
-			return
-		}
-		// The timer entry may have been dropped meanwhile; a lock that
-		// expired during the write expires at once.
-		q.addTimerLocked(timeItem{at: r.lockedUntil, rec: r, tok: h.tok})
+		// A lock that expired during the write expires at once.
+		q.relockLocked(r, h.tok)
 	case holdAside:
 		q.returnLocked(r)
 	case holdScheduled:
 		q.mu.scheduled[r.seq] = r
-		q.addTimerLocked(timeItem{at: r.scheduledAt, rec: r})
+		q.setTimerLocked(r, r.scheduledAt)
 	}
 }
 
