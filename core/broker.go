@@ -19,6 +19,7 @@ type Config struct {
 	Clock     clock.Clock   // default clock.Real{}
 	Logger    *zap.Logger   // default zap.NewNop()
 	Namespace string        // namespace name, for messages and management
+	Limits    Limits        // memory bounds; zero values mean the defaults
 	// Faults deliberately break Service Bus semantics. They exist only so
 	// the conformance suite can prove that its scenarios can fail; never
 	// set them in production.
@@ -45,6 +46,7 @@ func (c *Config) validate() error {
 	if c.Namespace == "" {
 		c.Namespace = "omnibus"
 	}
+	c.Limits.setDefaults()
 	return nil
 }
 

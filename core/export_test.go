@@ -105,3 +105,16 @@ func BrokerTimerEntries(b *Broker) int {
 	defer b.timer.mu.Unlock()
 	return len(b.timer.h)
 }
+
+// DedupHistory returns how many message ids the duplicate detection of
+// the queue or topic at path remembers, and how many entries its
+// time-ordered list holds (ids of failed sends included until evicted).
+func DedupHistory(b *Broker, path string) (ids, entries int) {
+	e, err := b.lookup(ParseAddress(path))
+	if err != nil || e.in == nil {
+		return -1, -1
+	}
+	e.in.mu.Lock()
+	defer e.in.mu.Unlock()
+	return e.in.dedup.size()
+}
