@@ -112,12 +112,12 @@ func (q *queue) readAhead(n int) {
 		head = append(head, q.mu.avail.pop())
 	}
 	var want []taken
-	room := maxCachedBytes - q.cachedBytes.Load() // what the cache could keep
+	room := q.cacheRoomLocked() // what the cache could keep (cache.go)
 	for _, r := range head {
 		q.mu.avail.push(r)
-		if r.msg == nil && room > 0 {
+		if r.msg == nil && room >= cacheCost(r) {
 			want = append(want, taken{r: r, st: r.stateRec, seq: r.seq})
-			room -= int64(r.size)
+			room -= cacheCost(r)
 		}
 	}
 	q.mu.Unlock()
@@ -132,10 +132,8 @@ func (q *queue) readAhead(n int) {
 		if t.loaded == nil || r.idx < 0 || r.msg != nil || q.mu.closed {
 			continue // taken, or gone, meanwhile
 		}
-		if q.cachedBytes.Load() >= maxCachedBytes {
-			return
+		if !q.cacheLocked(r, t.loaded) {
+			return // the cache's budgets are spent (cache.go)
 		}
-		r.msg = t.loaded
-		q.cachedBytes.Add(int64(len(t.loaded.Body)))
 	}
 }

@@ -58,6 +58,7 @@ type Broker struct {
 	clk   clock.Clock
 	log   *zap.Logger
 	timer brokerTimer
+	cache bodyCache      // the hand-over cache's broker-wide account (cache.go)
 	idle  idleReaper     // AutoDeleteOnIdle (autodelete.go)
 	wg    sync.WaitGroup // background goroutines and tasks (see run)
 	tasks *gopool.Pool   // goroutines for them
@@ -89,6 +90,7 @@ type entity struct {
 		m map[int64]bodyRefs
 	}
 	lastUsed atomic.Int64 // unix nanos, for AutoDeleteOnIdle
+	quota    entityQuota  // queues and topics: size against MaxSizeInMegabytes (quota.go)
 }
 
 // New opens a broker on cfg.Store, recovering every entity and message it

@@ -369,10 +369,13 @@ func (c *checker) counts(q *queue, mem map[int64]memRec, got queueCounts) {
 		default:
 			want.active++
 		}
-		want.bytes += int64(m.r.size)
+		want.bytes += m.r.storedBytes() // what it counts towards the quota (quota.go)
 		if len(got.sessions) > 0 || (q.desc().RequiresSession && !q.isDeadLetter()) {
 			want.sessions[m.r.sessionID]++
 		}
+	}
+	for _, st := range got.states {
+		want.bytes += int64(len(st)) // session state counts too
 	}
 	if got.active != want.active || got.deferred != want.deferred || got.scheduled != want.scheduled || got.bytes != want.bytes {
 		c.addf("%s: counts active/deferred/scheduled/bytes are %d/%d/%d/%d, the records make %d/%d/%d/%d", q.path,

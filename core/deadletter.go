@@ -94,7 +94,7 @@ func (q *queue) deadLetterAgain(w *write, recs []*msgRec, props map[string]any) 
 	now := q.b.Now()
 	q.mu.Lock()
 	for i, r := range recs {
-		q.mu.bytes += int64(sts[i].size - r.size) // a stub's size differs
+		q.addBytesLocked(int64(sts[i].size - r.size)) // a stub's size differs
 		r.owner, r.size = sts[i].owner, sts[i].size
 		q.returnLocked(r)
 	}
@@ -123,7 +123,7 @@ func (q *queue) forwardDeadLetters(w *write, recs []*msgRec, msgs []*Message, d 
 	if err != nil {
 		return errf(CodeNotFound, "'%s' forwards dead letters to '%s', which does not exist", d.Path(), d.ForwardDeadLetteredMessagesTo)
 	}
-	p := &sendPlan{b: b, now: b.Now()}
+	p := &sendPlan{b: b, now: b.Now(), move: true} // a move: never refused for quota
 	p.on(w)
 	for i, r := range recs {
 		q.mu.Lock()

@@ -36,7 +36,7 @@ type queue struct {
 	// reference counted by shared.refs; all others belong to one message.
 	shared *entity
 
-	cachedBytes  atomic.Int64 // bytes of bodies held in msgRec.msg
+	cachedBytes  atomic.Int64 // cost of the messages held in msgRec.msg (cache.go)
 	readingAhead atomic.Bool  // a readAhead runs (bodies.go)
 
 	wake wakeEntry // the queue's place in the broker timer; guarded by b.timer.mu
@@ -55,15 +55,11 @@ type queue struct {
 		sessions   sessionIndex
 		activeN    int64 // avail + locked (Service Bus's ActiveMessageCount)
 		deferredN  int64
-		bytes      int64
+		bytes      int64 // what this (sub)queue counts towards its entity's quota (quota.go)
 		closed     bool
 		deleted    bool // the entity was deleted (closed too); see write.abort
 	}
 }
-
-// maxCachedBytes bounds the bodies a queue keeps in memory for hand-over
-// to receivers without a storage read. A backlog beyond it lives on disk.
-const maxCachedBytes = 8 << 20
 
 func newQueue(b *Broker, id uint64, ent *entity, path string) *queue {
 	q := &queue{b: b, id: id, ent: ent, path: path}
@@ -99,7 +95,7 @@ func (q *queue) insertLocked(r *msgRec, now int64) {
 		q.makeAvailLocked(r)
 		q.mu.activeN++
 	}
-	q.mu.bytes += int64(r.size)
+	q.addBytesLocked(r.storedBytes())
 	if s := q.sessionLocked(r); s != nil {
 		s.count++
 	}
@@ -133,18 +129,11 @@ func (q *queue) removeLocked(r *msgRec) {
 	default:
 		q.mu.activeN--
 	}
-	q.mu.bytes -= int64(r.size)
+	q.addBytesLocked(-r.storedBytes())
 	q.dropTimerLocked(r) // a cancelled scheduled message's activation
 	q.dropCacheLocked(r)
 	if s := q.sessionLocked(r); s != nil {
 		s.count--
 		q.pruneSessionLocked(s)
-	}
-}
-
-func (q *queue) dropCacheLocked(r *msgRec) {
-	if r.msg != nil {
-		q.cachedBytes.Add(-int64(len(r.msg.Body)))
-		r.msg = nil
 	}
 }

@@ -383,6 +383,13 @@ func (q *queue) close(deleted bool) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if !q.mu.closed {
+		// Its messages no longer count against its entity (a deleted
+		// subscription's against its topic), nor its bodies against the
+		// broker's cache budget.
+		q.dropBytesLocked()
+		q.closeCacheLocked()
+	}
 	q.mu.closed = true
 	q.mu.deleted = q.mu.deleted || deleted
 	for _, w := range q.mu.waiters {

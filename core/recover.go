@@ -210,6 +210,7 @@ func (q *queue) recoverSessionStates() error {
 		s := q.mu.sessions.get(string(k[9:]))
 		s.stateAt = int64(binary.BigEndian.Uint64(v))
 		s.state = append([]byte{}, v[8:]...)
+		q.addBytesLocked(int64(len(s.state))) // session state counts towards the quota
 		return true, nil
 	})
 }

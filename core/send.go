@@ -44,6 +44,7 @@ type pendingSend struct {
 	reserve  int64    // the reservation this send wrote, 0 if none
 	dedupIDs []string // message ids this send added to the history
 	places   []placement
+	quota    int64 // bytes reserved against the entity's quota (quota.go)
 }
 
 // placement is one record destined for one queue.
@@ -62,6 +63,7 @@ type sendPlan struct {
 	sends []*pendingSend
 	seqs  []int64 // per top-level message: assigned sequence number, 0 if dropped
 	owned bool    // the caller gave up the messages: keep them, no copy
+	move  bool    // a move within the broker (dead-letter forwarding): never refused for quota
 }
 
 // maxForwardHops bounds auto-forwarding chains, like Service Bus's limit.
@@ -224,7 +226,7 @@ func (p *sendPlan) add(e *entity, msgs []*Message, seqs []int64, hops int) error
 			return err
 		}
 	}
-	return nil
+	return p.reserve(e, d, ps)
 }
 
 func (p *sendPlan) forwardTarget(d *Entity, target string, hops int) (*entity, error) {
@@ -371,6 +373,7 @@ func (p *sendPlan) finish(failed bool) {
 // publish makes a durable send's records visible. Called with in.mu held,
 // which keeps publication in sequence order.
 func (ps *pendingSend) publish(now int64) {
+	defer ps.releaseQuota()
 	if ps.failed {
 		return
 	}
@@ -395,12 +398,9 @@ func (ps *pendingSend) publish(now int64) {
 				}
 				continue
 			}
-			if pl.r.msg != nil {
-				if q.cachedBytes.Load() < maxCachedBytes {
-					q.cachedBytes.Add(int64(len(pl.r.msg.Body)))
-				} else {
-					pl.r.msg = nil
-				}
+			if m := pl.r.msg; m != nil {
+				pl.r.msg = nil
+				q.cacheLocked(pl.r, m) // within the queue's and the broker's budgets (cache.go)
 			}
 			q.insertLocked(pl.r, now)
 		}

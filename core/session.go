@@ -377,6 +377,13 @@ func (b *Broker) SetSessionState(ctx context.Context, path string, sl *SessionLo
 	if err != nil {
 		return err
 	}
+	q.mu.Lock()
+	old := int64(len(s.state))
+	err = q.checkStateQuotaLocked(int64(len(state)) - old)
+	q.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	now := b.Now()
 	batch := storage.Batch{Sync: true}
 	key := nameKey(tabSession, q.id, sl.SessionID)
@@ -390,6 +397,7 @@ func (b *Broker) SetSessionState(ctx context.Context, path string, sl *SessionLo
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.addBytesLocked(int64(len(state)) - int64(len(s.state)))
 	if state == nil {
 		s.state = nil
 	} else {

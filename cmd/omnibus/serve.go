@@ -15,6 +15,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/amqpserver"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
+	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/httpgw"
 	"github.com/omnibusmq/omnibus/storage/pebblestore"
 )
@@ -58,6 +59,11 @@ func serve(args []string) error {
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "serve other machines even with the publicly known emulator key (protected mode off)")
 	// Debugging the core.
 	fs.BoolVar(&o.CheckConsistency, "check-consistency", false, "after recovery, compare memory with the store and log every difference (reads the whole store; see omnibus check)")
+	// The core's memory bounds (core.Limits).
+	fs.IntVar(&o.Limits.DedupHistoryMax, "dedup-history-max", core.DefaultDedupHistoryMax,
+		"most message ids one entity's duplicate detection remembers; past it the oldest are forgotten early")
+	cacheMB := fs.Int64("body-cache-mb", core.DefaultBodyCacheBytes>>20,
+		"MiB of message bodies all queues together keep in memory for hand-over to receivers")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
 	if err := parseWithEnv(fs, args); err != nil {
@@ -75,6 +81,10 @@ func serve(args []string) error {
 	case 0:
 		o.DiskReserve = -1 // none
 	}
+	if *cacheMB < 1 || o.Limits.DedupHistoryMax < 1 {
+		return &exitError{code: 2, err: fmt.Errorf("--body-cache-mb and --dedup-history-max must be at least 1")}
+	}
+	o.Limits.BodyCacheBytes = *cacheMB << 20
 	log, err := newLogger(*level)
 	if err != nil {
 		return err

@@ -75,6 +75,9 @@ type Options struct {
 	// CheckConsistency compares the recovered broker's memory with the
 	// store before the listeners start and logs what differs (check.go).
 	CheckConsistency bool
+
+	// The core's memory bounds (dedup history, body cache); zero fields mean the defaults.
+	Limits core.Limits
 }
 
 func (o *Options) setDefaults() {
@@ -142,7 +145,7 @@ func Start(opts Options) (a *App, err error) {
 		return a, err
 	}
 	a.Broker, err = core.New(core.Config{Store: a.store, Clock: opts.Clock, Logger: opts.Logger.Named("core"),
-		Namespace: a.Namespace, Faults: opts.Faults})
+		Namespace: a.Namespace, Faults: opts.Faults, Limits: opts.Limits})
 	if err != nil {
 		return a, fmt.Errorf("recovering the broker from %s: %w", a.storeName(), err)
 	}
