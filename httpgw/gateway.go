@@ -1,6 +1,7 @@
 package httpgw
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -130,6 +131,10 @@ type Gateway struct {
 	handler http.Handler
 	started time.Time // reported as the namespace's creation time
 	conns   *connLimiter
+	// stopping is cancelled when a server of the gateway begins its
+	// Shutdown: long polls then end at once instead of holding it up.
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 // New checks cfg and returns a Gateway.
@@ -139,6 +144,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, broker: cfg.Broker, log: cfg.Logger, conns: newConnLimiter(cfg.MaxConnections, cfg.Logger)}
 	g.started = g.now()
+	g.stopping, g.stop = context.WithCancel(context.Background())
 	g.handler = g.middleware(g.routes())
 	return g, nil
 }
@@ -149,11 +155,13 @@ func (g *Gateway) Handler() http.Handler { return g.handler }
 
 // Server returns an [http.Server] for the gateway on addr with the limits
 // the gateway expects: header size, read, write and idle timeouts, and the
-// connection accounting of [Gateway.Listener]. Serve it on a listener from
+// connection accounting of [Gateway.Listener]. Its Shutdown ends the
+// gateway's long polls at once (204, as if the wait had ended empty), so
+// they do not hold the shutdown up. Serve it on a listener from
 // [Gateway.Listener], which also does TLS; ListenAndServe skips the
 // connection cap.
 func (g *Gateway) Server(addr string) *http.Server {
-	return &http.Server{
+	srv := &http.Server{
 		Addr:              addr,
 		Handler:           g.handler,
 		MaxHeaderBytes:    MaxHeaderBytes,
@@ -164,6 +172,8 @@ func (g *Gateway) Server(addr string) *http.Server {
 		ConnState:         g.conns.connState,
 		ErrorLog:          zap.NewStdLog(g.log),
 	}
+	srv.RegisterOnShutdown(g.stop)
+	return srv
 }
 
 // Reserved path segments, matched case-insensitively (rest.md §1.1: SDKs

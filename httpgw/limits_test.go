@@ -2,6 +2,7 @@ package httpgw
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -30,6 +31,7 @@ const patience = 20 * time.Second
 type limitEnv struct {
 	*testEnv
 	addr string
+	srv  *http.Server
 }
 
 func newLimitEnv(t *testing.T, cfg Config, tlsConf *tls.Config) *limitEnv {
@@ -48,7 +50,7 @@ func newLimitEnv(t *testing.T, cfg Config, tlsConf *tls.Config) *limitEnv {
 	srv := e.gw.Server("")
 	go srv.Serve(e.gw.Listener(l, tlsConf))
 	t.Cleanup(func() { srv.Close() })
-	return &limitEnv{testEnv: e, addr: l.Addr().String()}
+	return &limitEnv{testEnv: e, addr: l.Addr().String(), srv: srv}
 }
 
 // dial opens a raw connection to the gateway; every read and write on it
@@ -406,5 +408,29 @@ func TestHealthReportsComponents(t *testing.T) {
 	want = `{"status":"degraded","components":[{"name":"amqp","status":"healthy"},{"name":"store","status":"degraded","reason":"storage: no space left"}]}`
 	if got := strings.TrimSpace(body(t, w)); w.Code != http.StatusServiceUnavailable || got != want {
 		t.Fatalf("degraded: %d %s", w.Code, got)
+	}
+}
+
+// TestShutdownEndsLongPolls: a server's Shutdown answers a waiting long
+// poll with 204 at once rather than waiting out its minute.
+func TestShutdownEndsLongPolls(t *testing.T) {
+	e := newLimitEnv(t, Config{MaxConnections: 10}, nil)
+	e.mustQueue(t, "q")
+	c := e.dial(t)
+	br := bufio.NewReader(c)
+	if _, err := io.WriteString(c, sendHead("/q/messages/head?timeout=60", testToken(), 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitConns(t, 0, 1) // the poll is in progress
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.srv.Shutdown(ctx) }()
+	resp, body := readResponse(t, br)
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("long poll at shutdown: %d %s", resp.StatusCode, body)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package httpgw
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -44,8 +45,13 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, mode core.Rece
 	// give the answer to a long poll the same time after the wait.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + g.cfg.WriteTimeout))
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	unhook := context.AfterFunc(g.stopping, cancel) // a shutdown ends the wait
 	msgs, err := g.broker.Receive(ctx, path, core.ReceiveOptions{Mode: mode, Max: 1})
+	unhook()
 	cancel()
+	if errors.Is(err, context.Canceled) && r.Context().Err() == nil && g.stopping.Err() != nil {
+		msgs, err = nil, nil // shutting down: the wait ended empty
+	}
 	if err != nil {
 		g.writeCoreError(w, r, runtimeAPI, err)
 		return
