@@ -341,11 +341,10 @@ func (e *limitEnv) waitConns(t *testing.T, waiting, open int) {
 // TestConnectionCapOverTLS: the cap sees through TLS; at the cap the
 // longest idle TLS connection makes room.
 func TestConnectionCapOverTLS(t *testing.T) {
-	cert, certPath, err := LoadOrCreateCertificate(t.TempDir(), nil)
+	cert, _, err := LoadOrCreateCertificate(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = certPath
 	e := newLimitEnv(t, Config{MaxConnections: 1}, &tls.Config{Certificates: []tls.Certificate{cert}})
 	roots := x509.NewCertPool()
 	leaf, err := x509.ParseCertificate(cert.Certificate[0])
@@ -367,6 +366,7 @@ func TestConnectionCapOverTLS(t *testing.T) {
 		return c, br
 	}
 	_, first := get()
+	e.waitConns(t, 1, 1) // idle: it can make room
 	get()
 	expectClosed(t, first, "the idle TLS connection")
 }
