@@ -1,0 +1,186 @@
+package raftstore
+
+import (
+	"math"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+)
+
+// appendWork is one item for the appender: a MsgStorageAppend, or a log
+// compaction the applier asked for.
+type appendWork struct {
+	m       pb.Message
+	compact *compactWork
+}
+
+// compactWork: snapshot the log at index (cs is the ConfState as of it)
+// and drop what lies behind the catch-up margin.
+type compactWork struct {
+	index uint64
+	cs    pb.ConfState
+}
+
+// runAppender writes the log. Every MsgStorageAppend queued while the
+// previous write was being fsynced goes into the next batch: one fsync
+// for all of them (group commit). Only then are the responses raft
+// attached released: a follower's acknowledgement to its leader, the
+// leader's own.
+func (n *Node) runAppender() {
+	defer close(n.appendDone)
+	defer n.recoverInto("raft log")
+	hs, _, _ := n.logs.mem.InitialState()
+	prev := hs
+	for {
+		select {
+		case <-n.stopc:
+			return
+		case <-n.appendQ.ready():
+		}
+		items := n.appendQ.takeAll()
+		for i := 0; i < len(items); {
+			switch {
+			case items[i].compact != nil:
+				n.compactLog(*items[i].compact)
+				i++
+			case items[i].m.Snapshot != nil && !raft.IsEmptySnap(*items[i].m.Snapshot):
+				if !n.appendSnapshot(items[i].m, &prev) {
+					return
+				}
+				i++
+			default:
+				j := i + 1
+				for j < len(items) && items[j].compact == nil &&
+					(items[j].m.Snapshot == nil || raft.IsEmptySnap(*items[j].m.Snapshot)) {
+					j++
+				}
+				if !n.appendRun(items[i:j], &prev) {
+					return
+				}
+				i = j
+			}
+		}
+	}
+}
+
+// appendRun writes a run of appends as one batch.
+func (n *Node) appendRun(items []appendWork, prev *pb.HardState) bool {
+	var ents []pb.Entry
+	var hs pb.HardState
+	for _, it := range items {
+		m := it.m
+		if len(m.Entries) > 0 {
+			first := m.Entries[0].Index
+			// A later append may overwrite the tail of an earlier one.
+			for len(ents) > 0 && ents[len(ents)-1].Index >= first {
+				ents = ents[:len(ents)-1]
+			}
+			ents = append(ents, m.Entries...)
+		}
+		if st := (pb.HardState{Term: m.Term, Vote: m.Vote, Commit: m.Commit}); !raft.IsEmptyHardState(st) {
+			hs = st
+		}
+	}
+	mustSync := len(ents) > 0 || (!raft.IsEmptyHardState(hs) && (hs.Term != prev.Term || hs.Vote != prev.Vote))
+	if !n.retry("log write", func() error { return n.logs.save(hs, ents, pb.Snapshot{}, mustSync) }) {
+		return false
+	}
+	if !raft.IsEmptyHardState(hs) {
+		*prev = hs
+	}
+	var bytes uint64
+	for i := range ents {
+		bytes += uint64(len(ents[i].Data))
+	}
+	n.logBytes.Add(bytes)
+	for _, it := range items {
+		n.release(it.m.Responses)
+	}
+	return true
+}
+
+// appendSnapshot installs a snapshot raft accepted (the applier swaps the
+// state database, after applying everything queued before it), then
+// records it in the log.
+func (n *Node) appendSnapshot(m pb.Message, prev *pb.HardState) bool {
+	done := make(chan error, 1)
+	n.applyQ.push(applyWork{install: &installWork{snap: *m.Snapshot, done: done}})
+	select {
+	case err := <-done:
+		if err != nil {
+			panic("raftstore: installing a snapshot: " + err.Error())
+		}
+	case <-n.stopc:
+		return false
+	}
+	hs := pb.HardState{Term: m.Term, Vote: m.Vote, Commit: m.Commit}
+	if !n.retry("log write", func() error { return n.logs.save(hs, m.Entries, *m.Snapshot, true) }) {
+		return false
+	}
+	if !raft.IsEmptyHardState(hs) {
+		*prev = hs
+	}
+	n.snapshotIndex.Store(m.Snapshot.Metadata.Index)
+	n.logBytes.Store(0)
+	n.release(m.Responses)
+	return true
+}
+
+// release delivers responses raft attached to a local write: to this
+// node through the loop's inbox, to peers through the transport.
+func (n *Node) release(resps []pb.Message) {
+	var out []pb.Message
+	for _, r := range resps {
+		if r.To == n.id {
+			n.inbox.push(func() { n.stepLocal(r) })
+			continue
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 || n.stalled.Load() {
+		return
+	}
+	for _, r := range out {
+		n.tr.send(r.To, []pb.Message{r})
+	}
+}
+
+// compactLog records a snapshot at c.index and drops the log behind a
+// catch-up margin (at most catchUpEntries entries and catchUpBytes bytes
+// are kept for followers a little behind).
+func (n *Node) compactLog(c compactWork) {
+	defer n.compactPending.Store(false)
+	mem := n.logs.mem
+	last, _ := mem.LastIndex()
+	snap, _ := mem.Snapshot()
+	index := min(c.index, last)
+	if index <= snap.Metadata.Index {
+		return
+	}
+	first, _ := mem.FirstIndex()
+	keepFrom := index + 1
+	lo := max(first, index+1-min(index, n.cfg.catchUp))
+	if ents, err := mem.Entries(lo, index+1, math.MaxUint64); err == nil {
+		var bytes uint64
+		for i := len(ents) - 1; i >= 0; i-- {
+			bytes += uint64(ents[i].Size())
+			if bytes > catchUpBytes {
+				break
+			}
+			keepFrom = ents[i].Index
+		}
+	}
+	if !n.retry("log compaction", func() error { return n.logs.compact(index, c.cs, keepFrom) }) {
+		return
+	}
+	var kept uint64
+	if ents, err := mem.Entries(keepFrom, last+1, math.MaxUint64); err == nil && keepFrom <= last {
+		for i := range ents {
+			kept += uint64(len(ents[i].Data))
+		}
+	}
+	n.snapshotIndex.Store(index)
+	n.logBytes.Store(kept)
+	n.log.Debug("log compacted", zap.Uint64("snapshot", index), zap.Uint64("keepFrom", keepFrom))
+}

@@ -1,0 +1,262 @@
+package raftstore
+
+import (
+	"fmt"
+	"os"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// applyWork is one item for the applier: a MsgStorageApply, or a
+// snapshot to install.
+type applyWork struct {
+	m       pb.Message
+	install *installWork
+}
+
+// installWork asks the applier to swap in a received checkpoint.
+type installWork struct {
+	snap pb.Snapshot
+	done chan error
+}
+
+// applierState is what only the applier touches (and Open, before it
+// starts).
+type applierState struct {
+	// applied/appliedTerm: the last entry handed to the state machine
+	// (published through Node.appliedPos); stateApplied/stateTerm: what
+	// the state database holds, which may be ahead after a snapshot
+	// whose checkpoint was taken later than its metadata: entries up to
+	// it are skipped.
+	applied, appliedTerm    uint64
+	stateApplied, stateTerm uint64
+	ops                     []storage.Op // reused
+}
+
+// runApplier applies committed entries. Consecutive MsgStorageApply
+// messages become one batch on the state database.
+func (n *Node) runApplier() {
+	defer close(n.applyDone)
+	defer n.recoverInto("state machine")
+	for {
+		select {
+		case <-n.stopc:
+			return
+		case <-n.applyQ.ready():
+		}
+		items := n.applyQ.takeAll()
+		for i := 0; i < len(items); {
+			if w := items[i].install; w != nil {
+				w.done <- n.installSnapshot(w.snap)
+				i++
+				continue
+			}
+			j := i + 1
+			for j < len(items) && items[j].install == nil {
+				j++
+			}
+			if !n.applyRun(items[i:j]) {
+				return
+			}
+			i = j
+		}
+		n.maybeCompact()
+	}
+}
+
+// applyRun applies the entries of a run of MsgStorageApply as one batch
+// with the applied index, then wakes the Apply calls they answer and
+// releases raft's responses. Entries the database already holds are
+// skipped; conf changes go to the loop (raft's RawNode is the loop's) in
+// order with the responses.
+func (n *Node) applyRun(items []applyWork) bool {
+	a := &n.apl
+	batch := storage.Batch{Ops: a.ops[:0]}
+	var ours []entryHeader
+	var last *pb.Entry
+	for _, it := range items {
+		for i := range it.m.Entries {
+			e := &it.m.Entries[i]
+			last = e
+			switch e.Type {
+			case pb.EntryNormal:
+				if len(e.Data) == 0 {
+					continue // a new leader's empty entry
+				}
+				before := len(batch.Ops)
+				h, ops, err := decodeEntry(e.Data, batch.Ops)
+				if err != nil {
+					// Every node decodes the same bytes: skipping is the
+					// one answer that keeps the replicas equal.
+					n.log.Error("skipping a log entry that does not decode", zap.Uint64("index", e.Index), zap.Error(err))
+					batch.Ops = batch.Ops[:before]
+					continue
+				}
+				batch.Ops = ops
+				if e.Index <= a.stateApplied {
+					batch.Ops = batch.Ops[:before]
+				}
+				if h.node == n.id && h.nonce == n.nonce {
+					ours = append(ours, h)
+				}
+			case pb.EntryConfChange, pb.EntryConfChangeV2:
+				cc, err := decodeConfChange(e)
+				if err != nil {
+					n.log.Error("skipping a conf change that does not decode", zap.Uint64("index", e.Index), zap.Error(err))
+					continue
+				}
+				n.inbox.push(func() { n.applyConfChange(cc) })
+			}
+		}
+	}
+	if last != nil && last.Index > a.stateApplied {
+		batch.Set(metaApplied, appliedRecord(last.Index, last.Term))
+		if !n.retry("apply", func() error { return n.state.apply(&batch) }) {
+			return false
+		}
+		a.stateApplied, a.stateTerm = last.Index, last.Term
+	}
+	clear(batch.Ops) // drop references into the entries
+	a.ops = batch.Ops[:0]
+	if last != nil {
+		a.applied, a.appliedTerm = last.Index, last.Term
+		n.setApplied(last.Index, last.Term)
+	}
+	if len(ours) > 0 {
+		n.answer(ours)
+	}
+	for _, it := range items {
+		n.release(it.m.Responses)
+	}
+	return true
+}
+
+func decodeConfChange(e *pb.Entry) (pb.ConfChangeI, error) {
+	if e.Type == pb.EntryConfChange {
+		var cc pb.ConfChange
+		err := cc.Unmarshal(e.Data)
+		return cc, err
+	}
+	var cc pb.ConfChangeV2
+	err := cc.Unmarshal(e.Data)
+	return cc, err
+}
+
+// applyConfChange (on the loop) applies a membership change to raft and
+// to the transport's peers.
+func (n *Node) applyConfChange(cc pb.ConfChangeI) {
+	l := &n.loop
+	l.confState = *l.rn.ApplyConfChange(cc)
+	addr := peerAddrOf(cc)
+	for _, c := range cc.AsV2().Changes {
+		switch c.Type {
+		case pb.ConfChangeAddNode, pb.ConfChangeAddLearnerNode:
+			if addr != "" && c.NodeID != n.id {
+				l.peers[c.NodeID] = addr
+				n.tr.setPeer(c.NodeID, addr)
+			}
+		case pb.ConfChangeRemoveNode:
+			delete(l.peers, c.NodeID)
+			if c.NodeID != n.id {
+				n.tr.removePeer(c.NodeID)
+			}
+		}
+	}
+	n.log.Info("membership changed", zap.Uint64s("voters", l.confState.Voters), zap.Uint64s("learners", l.confState.Learners))
+}
+
+// peerAddrOf reads the peer address a conf change carries in its context.
+func peerAddrOf(cc pb.ConfChangeI) string {
+	switch c := cc.(type) {
+	case pb.ConfChange:
+		return string(c.Context)
+	case pb.ConfChangeV2:
+		return string(c.Context)
+	}
+	return ""
+}
+
+// installSnapshot (on the applier) replaces the state database with the
+// checkpoint that came with snap.
+func (n *Node) installSnapshot(snap pb.Snapshot) error {
+	a := &n.apl
+	idx := snap.Metadata.Index
+	n.snapMu.Lock()
+	dir, ok := n.snapDirs[idx]
+	delete(n.snapDirs, idx)
+	for i, d := range n.snapDirs {
+		if i < idx {
+			removeAll(d)
+			delete(n.snapDirs, i)
+		}
+	}
+	n.snapMu.Unlock()
+	if !ok {
+		return fmt.Errorf("raft accepted snapshot %d, whose checkpoint never arrived", idx)
+	}
+	var applied, term uint64
+	if !n.retry("install snapshot", func() error {
+		var err error
+		applied, term, err = n.state.install(dir)
+		return err
+	}) {
+		return storage.ErrClosed
+	}
+	if applied < idx {
+		return fmt.Errorf("%w: snapshot %d came with a checkpoint at %d", storage.ErrCorrupt, idx, applied)
+	}
+	a.stateApplied, a.stateTerm = applied, term
+	a.applied, a.appliedTerm = idx, snap.Metadata.Term
+	n.setApplied(idx, snap.Metadata.Term)
+	n.snapshotsInstalled.Add(1)
+	cs := snap.Metadata.ConfState
+	n.inbox.push(func() { n.loop.confState = cs })
+	n.log.Info("installed a snapshot", zap.Uint64("index", idx), zap.Uint64("stateApplied", applied))
+	return nil
+}
+
+// maybeCompact (on the applier) asks for a log compaction once the log
+// has grown past SnapshotEntries or SnapshotBytes since the last
+// snapshot. The state database is synced first: the log it drops must be
+// in it, durably. The loop adds the ConfState as of the applied index
+// (it has run every conf change the applier sent before this request,
+// and none after) and hands the work to the appender.
+func (n *Node) maybeCompact() {
+	a := &n.apl
+	snap := n.snapshotIndex.Load()
+	if a.applied <= snap || n.compactPending.Load() ||
+		(a.applied-snap < n.cfg.SnapshotEntries && n.logBytes.Load() < n.cfg.SnapshotBytes) {
+		return
+	}
+	sync := &storage.Batch{Sync: true}
+	sync.Set(metaApplied, appliedRecord(a.stateApplied, a.stateTerm))
+	if !n.retry("sync before compaction", func() error { return n.state.apply(sync) }) {
+		return
+	}
+	n.compactPending.Store(true)
+	index := a.applied
+	n.inbox.push(func() {
+		n.appendQ.push(appendWork{compact: &compactWork{index: index, cs: n.loop.confState}})
+	})
+}
+
+// setApplied publishes the applied position.
+func (n *Node) setApplied(index, term uint64) {
+	n.appliedMu.Lock()
+	n.appliedIdx, n.appliedTerm = index, term
+	n.appliedMu.Unlock()
+	n.applied.Store(index)
+	n.inbox.push(func() {}) // the loop re-evaluates whether it may serve
+}
+
+// appliedPos is the applied index and its term.
+func (n *Node) appliedPos() (index, term uint64) {
+	n.appliedMu.Lock()
+	defer n.appliedMu.Unlock()
+	return n.appliedIdx, n.appliedTerm
+}
+
+func removeAll(dir string) { _ = os.RemoveAll(dir) }

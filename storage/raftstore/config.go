@@ -1,0 +1,196 @@
+package raftstore
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/storage/pebblestore"
+)
+
+// Defaults for [Config].
+const (
+	// DefaultTickInterval is the length of one Raft tick.
+	DefaultTickInterval = 100 * time.Millisecond
+	// DefaultElectionTicks is the election timeout in ticks (randomized by
+	// raft between it and twice it). With the default tick: 1 to 2 s.
+	DefaultElectionTicks = 10
+	// DefaultMaxPendingBytes bounds the batches queued for proposal; Apply
+	// waits while the queue is full.
+	DefaultMaxPendingBytes = 64 << 20
+	// DefaultMaxEntryBytes is how many bytes of batches one Raft entry
+	// gathers (a larger batch goes alone).
+	DefaultMaxEntryBytes = 4 << 20
+	// DefaultSnapshotEntries and DefaultSnapshotBytes say when the log is
+	// compacted: once it holds this many entries, or bytes, past the last
+	// snapshot.
+	DefaultSnapshotEntries = 10000
+	DefaultSnapshotBytes   = 64 << 20
+	// DefaultProxyWait is how long a follower holds a client connection
+	// while no leader is known, before closing it.
+	DefaultProxyWait = 10 * time.Second
+)
+
+// Bounds that are not configurable.
+const (
+	maxUncommittedBytes = 256 << 20 // raft's MaxUncommittedEntriesSize
+	maxFrameBytes       = 128 << 20 // one transport frame (a 100 MB message fits)
+	maxMsgBytes         = 1 << 20   // raft's MaxSizePerMsg for appends
+	sendQueueLen        = 4096      // messages queued per peer
+	catchUpEntries      = 1000      // entries kept behind a snapshot for slow followers
+	catchUpBytes        = 8 << 20   // and at most this many bytes of them
+	leaseWatchEvery     = 20 * time.Millisecond
+)
+
+// Config configures a [Node].
+type Config struct {
+	// ID is this node's id in the group, > 0. Ids are never reused.
+	ID uint64
+	// Peers maps the id of every initial member (this one included) to
+	// its peer transport address, host:port. Every member of a new group
+	// must be started with the same Peers.
+	Peers map[uint64]string
+	// Join starts a node that is not an initial member: it does not
+	// bootstrap and waits for the leader to add it.
+	Join bool
+	// Dir holds the node's raft log and state databases.
+	Dir string
+	// ListenAddr is where the peer transport listens; "" means
+	// Peers[ID]. ":0" picks a port (see Node.PeerAddr).
+	ListenAddr string
+	// Listener, when set, is the peer transport's listener, already
+	// open (ListenAddr is then ignored). The node closes it.
+	Listener net.Listener
+	// Logger receives the node's and raft's messages; nil means none.
+	Logger *zap.Logger
+	// Store are the options of both Pebble databases (Logger is set
+	// from Logger).
+	Store pebblestore.Options
+
+	// TickInterval and ElectionTicks set Raft's timing; zero means the
+	// defaults. The lease is ElectionTicks-3 ticks.
+	TickInterval  time.Duration
+	ElectionTicks int
+	// MaxPendingBytes, MaxEntryBytes, SnapshotEntries and SnapshotBytes:
+	// zero means the defaults above.
+	MaxPendingBytes int
+	MaxEntryBytes   int
+	SnapshotEntries uint64
+	SnapshotBytes   uint64
+
+	// transport replaces the HTTP/2 transport (tests use an in-memory
+	// network).
+	transport transport
+	// catchUp overrides catchUpEntries (tests).
+	catchUp uint64
+}
+
+func (c *Config) setDefaults() error {
+	if c.ID == 0 {
+		return errors.New("raftstore: node id must be > 0")
+	}
+	if c.Dir == "" {
+		return errors.New("raftstore: no directory")
+	}
+	if !c.Join {
+		if _, ok := c.Peers[c.ID]; !ok {
+			return fmt.Errorf("raftstore: node %d is not in its peer list", c.ID)
+		}
+	}
+	for id := range c.Peers {
+		if id == 0 {
+			return errors.New("raftstore: peer id 0")
+		}
+	}
+	if c.ListenAddr == "" {
+		c.ListenAddr = c.Peers[c.ID]
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = DefaultTickInterval
+	}
+	if c.ElectionTicks == 0 {
+		c.ElectionTicks = DefaultElectionTicks
+	}
+	if c.ElectionTicks < 5 {
+		return fmt.Errorf("raftstore: ElectionTicks %d: at least 5 (the lease is ElectionTicks-3 ticks)", c.ElectionTicks)
+	}
+	def := func(p *int, v int) {
+		if *p <= 0 {
+			*p = v
+		}
+	}
+	def(&c.MaxPendingBytes, DefaultMaxPendingBytes)
+	def(&c.MaxEntryBytes, DefaultMaxEntryBytes)
+	if c.SnapshotEntries == 0 {
+		c.SnapshotEntries = DefaultSnapshotEntries
+	}
+	if c.SnapshotBytes == 0 {
+		c.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if c.catchUp == 0 {
+		c.catchUp = catchUpEntries
+	}
+	return nil
+}
+
+// lease is how long after a quorum's acknowledgement the leader may still
+// act as the only leader: three ticks less than the shortest time in
+// which any other node could grant a vote ((ElectionTicks-1) ticks after
+// hearing from it).
+func (c *Config) lease() time.Duration {
+	return time.Duration(c.ElectionTicks-3) * c.TickInterval
+}
+
+// ParsePeers reads a peer list "1=host:port,2=host:port,...".
+func ParsePeers(s string) (map[uint64]string, error) {
+	peers := map[uint64]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		idStr, addr, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("peer %q: want id=host:port", part)
+		}
+		id, err := strconv.ParseUint(strings.TrimSpace(idStr), 10, 64)
+		if err != nil || id == 0 {
+			return nil, fmt.Errorf("peer %q: the id must be a number > 0", part)
+		}
+		addr = strings.TrimSpace(addr)
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("peer %q: %v", part, err)
+		}
+		if _, dup := peers[id]; dup {
+			return nil, fmt.Errorf("peer id %d listed twice", id)
+		}
+		peers[id] = addr
+	}
+	if len(peers) == 0 {
+		return nil, errors.New("no peers")
+	}
+	return peers, nil
+}
+
+// FormatPeers is the inverse of [ParsePeers], in id order.
+func FormatPeers(peers map[uint64]string) string {
+	ids := make([]uint64, 0, len(peers))
+	for id := range peers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("%d=%s", id, peers[id])
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,366 @@
+package raftstore
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// Node is one member of a Raft group. Open starts it; while it leads the
+// group it hands out a [Session], the store its broker runs on.
+type Node struct {
+	cfg   Config
+	log   *zap.Logger
+	id    uint64
+	nonce uint64    // drawn at each start: tells this process's entries apart
+	base  time.Time // origin of the node's monotonic clock (mono)
+	// voteHold: until then (mono), vote requests are dropped (see
+	// DESIGN.md: a restarted node must not vote within a lease).
+	voteHold int64
+
+	tr    transport
+	logs  *logStore   // written by the appender; its memory storage is safe for all
+	state *stateStore // written by the applier
+	loop  loopState   // owned by the loop goroutine
+	apl   applierState
+
+	recvc   chan *frame
+	snapc   chan snapIn
+	propc   chan struct{}          // a proposal was queued (capacity 1)
+	inbox   *workQueue[func()]     // work for the loop: local responses, reports
+	appendQ *workQueue[appendWork] // work for the appender
+	applyQ  *workQueue[applyWork]  // work for the applier
+	stopc   chan struct{}
+	// closed when the loop, the appender and the applier have exited
+	loopDone, appendDone, applyDone chan struct{}
+
+	// Published for other goroutines.
+	term, leader, applied, commit atomic.Uint64
+	leaseUntil                    atomic.Int64 // mono; 0 = no lease
+	leaseHigh                     atomic.Int64 // the latest leaseUntil ever held (mono)
+	becameLeader                  atomic.Int64 // mono of the last election won
+	snapshotsInstalled            atomic.Int64
+	snapshotIndex, logBytes       atomic.Uint64 // the log's latest snapshot, entry bytes since
+	compactPending                atomic.Bool   // a compaction is on its way to the appender
+	stalled                       atomic.Bool   // a write of this node's disk is failing
+
+	appliedMu               sync.Mutex // guards appliedIdx and appliedTerm
+	appliedIdx, appliedTerm uint64
+
+	snapMu   sync.Mutex        // guards snapDirs
+	snapDirs map[uint64]string // received checkpoints by snapshot index
+
+	echoMu sync.Mutex // guards echo
+	echo   echoState
+
+	mu sync.Mutex // guards the fields below
+	// changed is closed (and replaced) whenever sess, canServe, leader or
+	// closed change.
+	changed    chan struct{}
+	sess       *Session
+	canServe   bool
+	fenceAgain bool // a session ended: the loop must set a new fence index
+	queue      []*proposal
+	queueBytes int
+	space      chan struct{}        // closed (and replaced) when the queue shrinks
+	waiting    map[uint64]*proposal // by sequence number, proposed to raft
+	nextSeq    uint64
+	closed     bool
+	failed     error // the loop stopped on an error it cannot survive
+	clientInfo map[string]string
+}
+
+// echoState is the latest leader frame that reset this node's election
+// timer: echoed back to that leader in the next frame to it.
+type echoState struct {
+	lead, term uint64
+	sent       int64
+}
+
+// snapIn is a snapshot received by the transport, waiting for the loop.
+type snapIn struct {
+	m   pb.Message
+	dir string
+}
+
+// Open opens (creating if needed) the node's directory, starts its
+// transport and its loop. A new directory bootstraps the group from
+// cfg.Peers, unless cfg.Join.
+func Open(cfg Config) (*Node, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("raftstore: %w: %v", storage.ErrUnavailable, err)
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, id: cfg.ID, base: time.Now(),
+		recvc: make(chan *frame, 256), snapc: make(chan snapIn), propc: make(chan struct{}, 1),
+		inbox: newWorkQueue[func()](), appendQ: newWorkQueue[appendWork](), applyQ: newWorkQueue[applyWork](),
+		stopc: make(chan struct{}), loopDone: make(chan struct{}), appendDone: make(chan struct{}),
+		applyDone: make(chan struct{}), snapDirs: map[uint64]string{},
+		changed: make(chan struct{}), space: make(chan struct{}), waiting: map[uint64]*proposal{}, nextSeq: 1}
+	var nb [8]byte
+	_, _ = rand.Read(nb[:])
+	n.nonce = binary.LittleEndian.Uint64(nb[:])
+	n.voteHold = int64(time.Duration(cfg.ElectionTicks) * cfg.TickInterval)
+
+	sopts := cfg.Store
+	sopts.Logger = cfg.Logger.Named("pebble")
+	logs, fresh, err := openLogStore(filepath.Join(cfg.Dir, "raftlog"), cfg.ID, sopts)
+	if err != nil {
+		return nil, err
+	}
+	n.logs = logs
+	n.state, err = openStateStore(cfg.Dir, sopts)
+	if err != nil {
+		logs.close()
+		return nil, err
+	}
+	if err := n.initApplier(); err == nil {
+		err = n.initLoop(fresh)
+	}
+	if err != nil {
+		logs.close()
+		n.state.close()
+		return nil, err
+	}
+	n.tr = cfg.transport
+	if n.tr == nil {
+		n.tr = newHTTPTransport(cfg.ID, cfg.ListenAddr, cfg.Listener, n.log.Named("transport"))
+	}
+	for id, addr := range n.loop.peers {
+		if id != n.id {
+			n.tr.setPeer(id, addr)
+		}
+	}
+	if err := n.tr.start(n); err != nil {
+		logs.close()
+		n.state.close()
+		return nil, err
+	}
+	go n.run()
+	go n.runAppender()
+	go n.runApplier()
+	go n.watchLease()
+	return n, nil
+}
+
+// initApplier reads where the state database and the log stand.
+func (n *Node) initApplier() error {
+	a := &n.apl
+	snap, err := n.logs.mem.Snapshot()
+	if err != nil {
+		return err
+	}
+	n.snapshotIndex.Store(snap.Metadata.Index)
+	if a.stateApplied, a.stateTerm, err = n.state.applied(); err != nil {
+		return err
+	}
+	if a.stateApplied < snap.Metadata.Index {
+		return fmt.Errorf("raftstore: %w: the state database is at index %d, behind the log's snapshot at %d",
+			storage.ErrCorrupt, a.stateApplied, snap.Metadata.Index)
+	}
+	// Raft hands out again what follows the snapshot; the applier skips
+	// what the state database already holds.
+	a.applied, a.appliedTerm = snap.Metadata.Index, snap.Metadata.Term
+	n.setApplied(a.applied, a.appliedTerm)
+	return nil
+}
+
+// mono is the node's monotonic clock, in nanoseconds since Open.
+func (n *Node) mono() int64 { return int64(time.Since(n.base)) }
+
+// ID is the node's id.
+func (n *Node) ID() uint64 { return n.id }
+
+// PeerAddr is the address the peer transport listens on.
+func (n *Node) PeerAddr() string { return n.tr.addr() }
+
+// Leader is the id of the leader this node knows of, 0 if none.
+func (n *Node) Leader() uint64 { return n.leader.Load() }
+
+// Term is the node's current Raft term.
+func (n *Node) Term() uint64 { return n.term.Load() }
+
+// Changed returns a channel closed at the next change of leader, of the
+// node's ability to serve, or of its Session.
+func (n *Node) Changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.changed
+}
+
+// broadcastLocked wakes everyone waiting on Changed.
+func (n *Node) broadcastLocked() {
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// SetClientInfo publishes what this node tells its peers about itself
+// (the addresses of its client listeners, by name), so that followers
+// can proxy clients to it when it leads.
+func (n *Node) SetClientInfo(info map[string]string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.clientInfo = info
+}
+
+func (n *Node) clientInfoCopy() map[string]string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[string]string, len(n.clientInfo))
+	for k, v := range n.clientInfo {
+		out[k] = v
+	}
+	return out
+}
+
+// Close ends the node's Session (its calls then fail with
+// storage.ErrClosed), stops the loop and the transport and closes both
+// databases. A second Close returns storage.ErrClosed.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return storage.ErrClosed
+	}
+	n.closed = true
+	if n.sess != nil {
+		n.endSessionLocked(n.sess, storage.ErrClosed)
+	}
+	n.failQueueLocked(storage.ErrClosed)
+	n.broadcastLocked()
+	n.mu.Unlock()
+	close(n.stopc)
+	<-n.loopDone
+	<-n.appendDone
+	<-n.applyDone
+	return errors.Join(n.tr.close(), n.state.close(), n.logs.close())
+}
+
+// fail stops the node after an error it cannot survive (raft's
+// invariants broken by damaged data, say): the process goes on, the node
+// serves nothing and reports the error in its status.
+func (n *Node) fail(err error) {
+	n.log.Error("raft node stopped", zap.Error(err))
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.failed == nil {
+		n.failed = err
+	}
+	if n.sess != nil {
+		n.endSessionLocked(n.sess, fmt.Errorf("%w: raftstore: node failed: %v", storage.ErrUnavailable, err))
+	}
+	n.canServe = false
+	n.broadcastLocked()
+}
+
+// receive implements handler.
+func (n *Node) receive(f *frame) bool {
+	select {
+	case n.recvc <- f:
+		return true
+	case <-n.stopc:
+		return false
+	}
+}
+
+// receiveSnapshot implements handler.
+func (n *Node) receiveSnapshot(m pb.Message, dir string) error {
+	select {
+	case n.snapc <- snapIn{m: m, dir: dir}:
+		return nil
+	case <-n.stopc:
+		return storage.ErrClosed
+	}
+}
+
+// snapScratchPrefix starts the names of snapshot directories in transit.
+const snapScratchPrefix = "snap-"
+
+// newScratch implements handler.
+func (n *Node) newScratch(kind string) (string, error) {
+	return os.MkdirTemp(n.cfg.Dir, snapScratchPrefix+kind+"-")
+}
+
+// unreachable implements handler.
+func (n *Node) unreachable(id uint64) {
+	n.runOnLoop(func() { n.loop.rn.ReportUnreachable(id) })
+}
+
+// runOnLoop has fn run on the loop, soon. It never blocks.
+func (n *Node) runOnLoop(fn func()) { n.inbox.push(fn) }
+
+// retry runs fn until it succeeds, backing off, and logs while it fails.
+// A disk fault stalls the node instead of ending the process: while it
+// lasts the node sends nothing to its peers (a leader must not look
+// alive, and keep its lease, while it cannot commit) and serves nothing.
+// It returns false if the node stops first.
+func (n *Node) retry(what string, fn func() error) bool {
+	wait := 10 * time.Millisecond
+	for failures := 0; ; failures++ {
+		err := fn()
+		if err == nil {
+			if failures > 0 {
+				n.stalled.Store(false)
+				n.log.Info("raft node writes again", zap.String("what", what))
+			}
+			return true
+		}
+		if errors.Is(err, storage.ErrCorrupt) {
+			panic(err.Error())
+		}
+		if failures == 0 {
+			n.stalled.Store(true)
+			n.log.Warn("raft node cannot write; retrying", zap.String("what", what), zap.Error(err))
+		}
+		select {
+		case <-n.stopc:
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// stamp implements handler: the lease fields of a frame to peer f.to.
+func (n *Node) stamp(f *frame) {
+	f.sent = n.mono()
+	n.echoMu.Lock()
+	if n.echo.lead == f.to {
+		f.echoTerm, f.echoSent = n.echo.term, n.echo.sent
+	}
+	n.echoMu.Unlock()
+}
+
+// raftLogger adapts zap to raft's Logger. Raft's Fatal and Panic report
+// broken invariants: they panic, and the loop turns the panic into a
+// failed node instead of an ended process.
+type raftLogger struct{ s *zap.SugaredLogger }
+
+func (l raftLogger) Debug(v ...any)                   { l.s.Debug(v...) }
+func (l raftLogger) Debugf(format string, v ...any)   { l.s.Debugf(format, v...) }
+func (l raftLogger) Error(v ...any)                   { l.s.Error(v...) }
+func (l raftLogger) Errorf(format string, v ...any)   { l.s.Errorf(format, v...) }
+func (l raftLogger) Info(v ...any)                    { l.s.Info(v...) }
+func (l raftLogger) Infof(format string, v ...any)    { l.s.Infof(format, v...) }
+func (l raftLogger) Warning(v ...any)                 { l.s.Warn(v...) }
+func (l raftLogger) Warningf(format string, v ...any) { l.s.Warnf(format, v...) }
+func (l raftLogger) Fatal(v ...any)                   { panic(fmt.Sprint(v...)) }
+func (l raftLogger) Fatalf(format string, v ...any)   { panic(fmt.Sprintf(format, v...)) }
+func (l raftLogger) Panic(v ...any)                   { panic(fmt.Sprint(v...)) }
+func (l raftLogger) Panicf(format string, v ...any)   { panic(fmt.Sprintf(format, v...)) }
+
+var _ raft.Logger = raftLogger{}

@@ -1,0 +1,105 @@
+package raftstore
+
+import (
+	"sort"
+	"time"
+
+	"go.etcd.io/raft/v3"
+)
+
+// Status is what a node says about itself and, when it leads, about the
+// other members' replication.
+type Status struct {
+	ID        uint64 `json:"id"`
+	State     string `json:"state"` // StateLeader, StateFollower, ...
+	Term      uint64 `json:"term"`
+	Leader    uint64 `json:"leader"`
+	Commit    uint64 `json:"commit"`
+	Applied   uint64 `json:"applied"`
+	LastIndex uint64 `json:"lastIndex"`
+	// Snapshot is the index of the log's latest snapshot (compaction).
+	Snapshot uint64 `json:"snapshot"`
+	// SnapshotsInstalled counts the snapshots this node received and
+	// installed since it started.
+	SnapshotsInstalled int64 `json:"snapshotsInstalled,omitempty"`
+	// Serving: the node has a live Session (its broker runs).
+	Serving bool `json:"serving"`
+	// LeaseMillis is what remains of the leader's lease.
+	LeaseMillis int64             `json:"leaseMillis,omitempty"`
+	Members     []Member          `json:"members"`
+	Client      map[string]string `json:"client,omitempty"` // client listener addresses
+	Error       string            `json:"error,omitempty"`  // why the node stopped, if it did
+}
+
+// Member is one member of the group as this node sees it.
+type Member struct {
+	ID    uint64 `json:"id"`
+	Addr  string `json:"addr"`
+	Voter bool   `json:"voter"`
+	// Match is the leader's view of the member's log (leader only).
+	Match    uint64 `json:"match,omitempty"`
+	Progress string `json:"progress,omitempty"`
+}
+
+// Status reports the node's status. It asks the loop, and falls back to
+// what other goroutines can see if the loop does not answer within a
+// second (a loop stuck on its disk).
+func (n *Node) Status() Status {
+	ch := make(chan Status, 1)
+	n.runOnLoop(func() { ch <- n.loopStatus() })
+	select {
+	case st := <-ch:
+		return n.withShared(st)
+	case <-time.After(time.Second):
+	}
+	return n.withShared(Status{ID: n.id, State: "unknown (the node's loop is busy)", Term: n.term.Load(),
+		Leader: n.leader.Load(), Commit: n.commit.Load(), Applied: n.applied.Load()})
+}
+
+// status implements handler.
+func (n *Node) status() Status { return n.Status() }
+
+func (n *Node) withShared(st Status) Status {
+	n.mu.Lock()
+	st.Serving = n.sess != nil
+	if n.failed != nil {
+		st.Error = n.failed.Error()
+	}
+	n.mu.Unlock()
+	if left := n.leaseUntil.Load() - n.mono(); left > 0 && st.State == raft.StateLeader.String() {
+		st.LeaseMillis = min(left, int64(time.Hour)) / int64(time.Millisecond)
+	}
+	st.Client = n.clientInfoCopy()
+	st.SnapshotsInstalled = n.snapshotsInstalled.Load()
+	return st
+}
+
+// loopStatus is the loop's view.
+func (n *Node) loopStatus() Status {
+	l := &n.loop
+	rs := l.rn.Status()
+	st := Status{ID: n.id, State: rs.RaftState.String(), Term: rs.Term, Leader: rs.Lead,
+		Commit: rs.Commit, Snapshot: n.snapshotIndex.Load()}
+	st.Applied, _ = n.appliedPos()
+	st.LastIndex, _ = n.logs.mem.LastIndex()
+	seen := map[uint64]bool{}
+	add := func(id uint64, voter bool) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		m := Member{ID: id, Addr: l.peers[id], Voter: voter}
+		if pr, ok := rs.Progress[id]; ok {
+			m.Match, m.Progress = pr.Match, pr.State.String()
+		}
+		st.Members = append(st.Members, m)
+	}
+	for _, id := range l.confState.Voters {
+		add(id, true)
+	}
+	for _, id := range l.confState.Learners {
+		add(id, false)
+	}
+	sort.Slice(st.Members, func(i, j int) bool { return st.Members[i].ID < st.Members[j].ID })
+	return st
+}

@@ -1,0 +1,130 @@
+package raftstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// transport carries a node's frames to its peers and delivers theirs.
+// Sends never block the loop: a full queue drops messages, which raft
+// tolerates (it re-sends), and the peer is reported unreachable.
+type transport interface {
+	// start begins delivering what peers send to h.
+	start(h handler) error
+	// send queues msgs (all for peer to, none a MsgSnap).
+	send(to uint64, msgs []pb.Message)
+	// sendSnapshot sends the MsgSnap m with a checkpoint of the state
+	// database made by checkpoint into a fresh directory, in the
+	// background, then calls done with the outcome.
+	sendSnapshot(m pb.Message, checkpoint func(dir string) error, done func(ok bool))
+	// setPeer adds or updates a peer's address; removePeer drops it.
+	setPeer(id uint64, addr string)
+	removePeer(id uint64)
+	// addr is the address the transport listens on.
+	addr() string
+	close() error
+}
+
+// handler is the node as its transport sees it.
+type handler interface {
+	// receive delivers a frame from a peer; it may block (back-pressure
+	// on that peer's stream) and returns false once the node is closed.
+	receive(f *frame) bool
+	// receiveSnapshot delivers a MsgSnap whose checkpoint was written
+	// into dir (which the node takes over), from newScratch.
+	receiveSnapshot(m pb.Message, dir string) error
+	// newScratch returns a new empty directory for a snapshot in transit.
+	newScratch(kind string) (string, error)
+	// stamp fills the lease fields of a frame about to be written to
+	// peer to: the send time and the echo of to's latest frame.
+	stamp(f *frame)
+	// unreachable reports that messages to id could not be sent.
+	unreachable(id uint64)
+	// status is the node's status (served to `omnibus cluster status`).
+	status() Status
+}
+
+// frame is what goes over a peer stream: raft messages plus the fields the
+// lease needs (see DESIGN.md, "The lease").
+type frame struct {
+	from, to uint64
+	// sent is the sender's monotonic clock when the frame was written.
+	sent int64
+	// echoTerm and echoSent repeat, to the leader this frame goes to, the
+	// send time of the latest of its frames that reset the sender's
+	// election timer in term echoTerm. Zero when there is none.
+	echoTerm uint64
+	echoSent int64
+	msgs     []pb.Message
+}
+
+var errBadFrame = errors.New("raftstore: malformed frame")
+
+// appendFrame encodes f.
+func appendFrame(dst []byte, f *frame) ([]byte, error) {
+	dst = binary.AppendUvarint(dst, f.from)
+	dst = binary.AppendUvarint(dst, f.to)
+	dst = binary.AppendVarint(dst, f.sent)
+	dst = binary.AppendUvarint(dst, f.echoTerm)
+	dst = binary.AppendVarint(dst, f.echoSent)
+	dst = binary.AppendUvarint(dst, uint64(len(f.msgs)))
+	for i := range f.msgs {
+		n := f.msgs[i].Size()
+		dst = binary.AppendUvarint(dst, uint64(n))
+		start := len(dst)
+		dst = append(dst, make([]byte, n)...)
+		if _, err := f.msgs[i].MarshalTo(dst[start:]); err != nil {
+			return nil, fmt.Errorf("raftstore: encode message: %w", err)
+		}
+	}
+	return dst, nil
+}
+
+// parseFrame decodes a frame; its messages' entries point into data.
+func parseFrame(data []byte) (*frame, error) {
+	r := reader{b: data}
+	f := &frame{from: r.uvarint(), to: r.uvarint()}
+	f.sent = r.varint()
+	f.echoTerm = r.uvarint()
+	f.echoSent = r.varint()
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(data)) {
+		return nil, errBadFrame
+	}
+	f.msgs = make([]pb.Message, n)
+	for i := range f.msgs {
+		b := r.bytes()
+		if r.err != nil {
+			return nil, errBadFrame
+		}
+		if err := f.msgs[i].Unmarshal(b); err != nil {
+			return nil, fmt.Errorf("%w: %v", errBadFrame, err)
+		}
+	}
+	if len(r.b) != 0 {
+		return nil, errBadFrame
+	}
+	return f, nil
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errBadEntry
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// resetsTimer reports whether a follower that steps m from its leader
+// restarts its election timer (etcd raft's stepFollower).
+func resetsTimer(t pb.MessageType) bool {
+	return t == pb.MsgApp || t == pb.MsgHeartbeat || t == pb.MsgSnap
+}
