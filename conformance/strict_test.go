@@ -15,7 +15,7 @@ import (
 // returns a target for it with every feature on.
 func startOmnibus(t *testing.T, faults core.Faults) (*Target, func()) {
 	t.Helper()
-	a, err := app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Faults: faults})
+	a, err := app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", AMQPSAddr: "-", Faults: faults})
 	if err != nil {
 		t.Fatal(err)
 	}

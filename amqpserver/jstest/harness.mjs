@@ -320,7 +320,7 @@ export async function startOmnibus({ config = CONFIG } = {}) {
     "--config", configPath,
     "--amqp-addr", `127.0.0.1:${amqpPort}`,
     "--http-addr", `127.0.0.1:${httpPort}`,
-    "--https-addr", "-",
+    "--https-addr", "-", "--amqps-addr", "-",
     "--key-name", KEY_NAME,
     "--key", KEY,
   ];

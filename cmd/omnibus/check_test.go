@@ -14,7 +14,7 @@ import (
 // message's body is gone.
 func TestCheckCommand(t *testing.T) {
 	dir := t.TempDir()
-	a, err := app.Start(app.Options{DataDir: dir, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-"})
+	a, err := app.Start(app.Options{DataDir: dir, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func runConformance(args []string) error {
 
 // startInProcess starts an in-memory omnibus on loopback ports.
 func startInProcess(faults core.Faults) (*app.App, error) {
-	return app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Faults: faults})
+	return app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", AMQPSAddr: "-", Faults: faults})
 }
 
 // proveFailure shows the suite can fail where it claims to: one fault at

@@ -119,7 +119,7 @@ func TestKill9KeepsAcknowledgedMessages(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(killConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--data", filepath.Join(dir, "data"), "--config", cfg, "--amqp-addr", "127.0.0.1:0", "--http-addr", "-", "--https-addr", "-"}
+	args := []string{"--data", filepath.Join(dir, "data"), "--config", cfg, "--amqp-addr", "127.0.0.1:0", "--http-addr", "-", "--https-addr", "-", "--amqps-addr", "-"}
 	p := startBinary(t, bin, nil, args...)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -177,7 +177,7 @@ func TestEnvAndCleanShutdown(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
-	p := startBinary(t, bin, []string{"OMNIBUS_MEMORY=true", "OMNIBUS_AMQP_ADDR=127.0.0.1:0", "OMNIBUS_HTTP_ADDR=-", "OMNIBUS_HTTPS_ADDR=-"})
+	p := startBinary(t, bin, []string{"OMNIBUS_MEMORY=true", "OMNIBUS_AMQP_ADDR=127.0.0.1:0", "OMNIBUS_HTTP_ADDR=-", "OMNIBUS_HTTPS_ADDR=-", "OMNIBUS_AMQPS_ADDR=-"})
 	if p.amqp == "" {
 		t.Fatalf("no AMQP address in the ready line:\n%s", p.logs)
 	}
@@ -208,7 +208,7 @@ func TestProtectedModeSaysSoAtStart(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
-	base := []string{"OMNIBUS_MEMORY=true", "OMNIBUS_AMQP_ADDR=127.0.0.1:0", "OMNIBUS_HTTP_ADDR=-", "OMNIBUS_HTTPS_ADDR=-"}
+	base := []string{"OMNIBUS_MEMORY=true", "OMNIBUS_AMQP_ADDR=127.0.0.1:0", "OMNIBUS_HTTP_ADDR=-", "OMNIBUS_HTTPS_ADDR=-", "OMNIBUS_AMQPS_ADDR=-"}
 	for _, c := range []struct {
 		env       []string
 		protected bool
@@ -267,7 +267,7 @@ func TestDebugAddrServesProfiles(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
-	p := startBinary(t, bin, nil, "--memory", "--amqp-addr", "127.0.0.1:0", "--http-addr", "-", "--https-addr", "-",
+	p := startBinary(t, bin, nil, "--memory", "--amqp-addr", "127.0.0.1:0", "--http-addr", "-", "--https-addr", "-", "--amqps-addr", "-",
 		"--debug-addr", "127.0.0.1:0")
 	m := debugAddrRE.FindStringSubmatch(p.logs.String())
 	if m == nil {

@@ -28,10 +28,10 @@ func serve(args []string) error {
 	fs.StringVar(&o.DataDir, "data", app.DefaultDataDir, "data directory (Pebble store)")
 	fs.BoolVar(&o.Memory, "memory", false, "keep everything in memory; nothing is written to disk")
 	fs.StringVar(&o.AMQPAddr, "amqp-addr", app.DefaultAMQPAddr, "AMQP 1.0 listen address (\"-\" disables)")
+	fs.StringVar(&o.AMQPSAddr, "amqps-addr", app.DefaultAMQPSAddr, "AMQP 1.0 over TLS listen address, with the HTTPS certificate (\"-\" disables)")
 	fs.StringVar(&o.HTTPAddr, "http-addr", app.DefaultHTTPAddr, "HTTP listen address for REST, management and /health (\"-\" disables)")
 	fs.StringVar(&o.HTTPSAddr, "https-addr", app.DefaultHTTPSAddr, "HTTPS listen address (\"-\" disables)")
-	fs.StringVar(&o.TLSCert, "tls-cert", "", "HTTPS certificate PEM (default: self-signed, generated into the data directory)")
-	fs.StringVar(&o.TLSKey, "tls-key", "", "HTTPS private key PEM")
+	addTLSFlags(fs, &o)
 	fs.StringVar(&o.KeyName, "key-name", app.DefaultKeyName, "shared access key name (Manage rights)")
 	fs.StringVar(&o.Key, "key", app.DefaultKey, "shared access key")
 	// AMQP connection limits (amqpserver.Config).
@@ -113,6 +113,9 @@ func serve(args []string) error {
 	if addr := a.AMQPAddr(); addr != nil {
 		fields = append(fields, zap.Stringer("amqp", addr))
 	}
+	if addr := a.AMQPSAddr(); addr != nil {
+		fields = append(fields, zap.Stringer("amqps", addr))
+	}
 	if addr := a.HTTPAddr(); addr != nil {
 		fields = append(fields, zap.Stringer("http", addr))
 	}
@@ -129,7 +132,16 @@ func serve(args []string) error {
 		fields = append(fields, zap.Stringer("debug", d.Addr()))
 	}
 	log.Info("omnibus is ready", fields...)
-	log.Info("connect with", zap.String("connectionString", a.ConnectionString()))
+	if a.AMQPAddr() != nil {
+		log.Info("connect with", zap.String("connectionString", a.ConnectionString()))
+	}
+	if cs := a.TLSConnectionString(); cs != "" {
+		fields := []zap.Field{zap.String("connectionString", cs)}
+		if a.CAPath != "" {
+			fields = append(fields, zap.String("trust", a.CAPath))
+		}
+		log.Info("connect over TLS with", fields...)
+	}
 
 	got := <-sig
 	log.Info("shutting down", zap.Stringer("signal", got))

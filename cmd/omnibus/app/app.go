@@ -28,6 +28,7 @@ import (
 const (
 	DefaultDataDir   = "./omnibus-data"
 	DefaultAMQPAddr  = ":5672"
+	DefaultAMQPSAddr = ":5671"
 	DefaultHTTPAddr  = ":5300"
 	DefaultHTTPSAddr = ":5443"
 	DefaultKeyName   = "RootManageSharedAccessKey"
@@ -37,14 +38,21 @@ const (
 // Options configure an [App]. Zero values mean the defaults above; set
 // an address to "-" to disable that listener.
 type Options struct {
-	DataDir        string
-	Memory         bool   // in-memory store: nothing written to disk
-	ConfigPath     string // emulator Config.json; "" for none
-	AMQPAddr       string
-	HTTPAddr       string
-	HTTPSAddr      string
-	TLSCert        string // PEM files for HTTPS; empty: generate into DataDir
-	TLSKey         string
+	DataDir    string
+	Memory     bool   // in-memory store: nothing written to disk
+	ConfigPath string // emulator Config.json; "" for none
+	AMQPAddr   string
+	AMQPSAddr  string // AMQP over TLS, with the HTTPS certificate
+	HTTPAddr   string
+	HTTPSAddr  string
+	TLSCert    string // PEM files for HTTPS and AMQPS; empty: generate (see TLSDir)
+	TLSKey     string
+	// TLSDir keeps the generated local CA and server certificate; empty:
+	// DataDir (with Memory, $TMPDIR/omnibus-tls).
+	TLSDir string
+	// TLSHosts are host names and IP addresses the generated certificate
+	// names besides localhost, 127.0.0.1 and ::1.
+	TLSHosts       []string
 	KeyName        string
 	Key            string
 	MaxConnections int // AMQP connections; 0 = default (5000), < 0 = no cap
@@ -88,6 +96,7 @@ func (o *Options) setDefaults() {
 	}
 	def(&o.DataDir, DefaultDataDir)
 	def(&o.AMQPAddr, DefaultAMQPAddr)
+	def(&o.AMQPSAddr, DefaultAMQPSAddr)
 	def(&o.HTTPAddr, DefaultHTTPAddr)
 	def(&o.HTTPSAddr, DefaultHTTPSAddr)
 	def(&o.KeyName, DefaultKeyName)
@@ -108,11 +117,12 @@ type App struct {
 	Broker    *core.Broker
 	Auth      *sas.Validator
 	Namespace string
-	// CertPath is the generated HTTPS certificate's file, when one was
-	// generated (clients add it to their trusted roots).
-	CertPath  string
+	// CAPath is the local CA's certificate, when the TLS certificate was
+	// generated: the file clients add to their trusted roots.
+	CAPath    string
 	fronts    []front
 	amqpAddr  net.Addr
+	amqpsAddr net.Addr
 	httpAddr  net.Addr
 	httpsAddr net.Addr
 	started   time.Time
@@ -273,19 +283,40 @@ func syncRules(ctx context.Context, b *core.Broker, path string, want []core.Rul
 // ConnectionString returns the connection string clients use, in the
 // emulator's form (UseDevelopmentEmulator=true: plain AMQP, no TLS).
 func (a *App) ConnectionString() string {
-	host := "localhost"
-	endpoint := "sb://" + host
-	if a.amqpAddr != nil {
-		if _, port, err := net.SplitHostPort(a.amqpAddr.String()); err == nil && port != "5672" {
+	return a.connectionString(a.amqpAddr, "5672", ";UseDevelopmentEmulator=true;")
+}
+
+// TLSConnectionString returns the ordinary connection string, the one a
+// cloud namespace has: the SDKs dial AMQPS (TLS), so they must trust the
+// certificate (CAPath when it was generated). Empty when AMQPS is off.
+func (a *App) TLSConnectionString() string {
+	if a.amqpsAddr == nil {
+		return ""
+	}
+	return a.connectionString(a.amqpsAddr, "5671", ";")
+}
+
+// connectionString names localhost and addr's port, unless it is the
+// port the SDKs dial by default.
+func (a *App) connectionString(addr net.Addr, defaultPort, tail string) string {
+	endpoint := "sb://localhost"
+	if addr != nil {
+		if _, port, err := net.SplitHostPort(addr.String()); err == nil && port != defaultPort {
 			endpoint += ":" + port
 		}
 	}
+	if tail == ";" {
+		endpoint += "/"
+	}
 	return "Endpoint=" + endpoint + ";SharedAccessKeyName=" + a.opts.KeyName +
-		";SharedAccessKey=" + a.opts.Key + ";UseDevelopmentEmulator=true;"
+		";SharedAccessKey=" + a.opts.Key + tail
 }
 
 // AMQPAddr is the AMQP listener's address (nil when disabled).
 func (a *App) AMQPAddr() net.Addr { return a.amqpAddr }
+
+// AMQPSAddr is the AMQP-over-TLS listener's address (nil when disabled).
+func (a *App) AMQPSAddr() net.Addr { return a.amqpsAddr }
 
 // HTTPAddr is the plain HTTP listener's address (nil when disabled).
 func (a *App) HTTPAddr() net.Addr { return a.httpAddr }

@@ -32,7 +32,7 @@ func startTest(t *testing.T, dir string) *App {
 		t.Fatal(err)
 	}
 	a, err := Start(Options{DataDir: dir, ConfigPath: cfg, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		HTTPSAddr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
+		HTTPSAddr: "127.0.0.1:0", AMQPSAddr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -108,8 +108,8 @@ func TestRestartKeepsMessages(t *testing.T) {
 	if _, err := a.Broker.GetEntity("events/Subscriptions/all"); err != nil {
 		t.Errorf("config subscription missing after restart: %v", err)
 	}
-	if a.CertPath == "" || !strings.HasPrefix(a.CertPath, dir) {
-		t.Errorf("generated certificate %q not in the data directory", a.CertPath)
+	if a.CAPath == "" || !strings.HasPrefix(a.CAPath, dir) {
+		t.Errorf("generated CA %q not in the data directory", a.CAPath)
 	}
 }
 
@@ -119,19 +119,19 @@ func TestStartRejectsBadConfig(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Start(Options{Memory: true, ConfigPath: cfg, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-"})
+	_, err := Start(Options{Memory: true, ConfigPath: cfg, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-"})
 	if err == nil || !strings.Contains(err.Error(), `queue "orders": LockDuration`) {
 		t.Fatalf("Start with LockDuration 10m: %v", err)
 	}
 }
 
 func TestStartReportsPortInUse(t *testing.T) {
-	a, err := Start(Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "-", HTTPSAddr: "-"})
+	a, err := Start(Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Shutdown(context.Background())
-	_, err = Start(Options{Memory: true, AMQPAddr: a.AMQPAddr().String(), HTTPAddr: "-", HTTPSAddr: "-"})
+	_, err = Start(Options{Memory: true, AMQPAddr: a.AMQPAddr().String(), HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-"})
 	if err == nil || !strings.Contains(err.Error(), "AMQP listener") {
 		t.Fatalf("second Start on a used port: %v", err)
 	}
@@ -147,7 +147,7 @@ func TestConfigForwardToLaterEntity(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, err := Start(Options{Memory: true, ConfigPath: cfg, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-"})
+	a, err := Start(Options{Memory: true, ConfigPath: cfg, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-"})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

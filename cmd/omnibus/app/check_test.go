@@ -18,7 +18,7 @@ import (
 // message, and --check-consistency logs the same at start.
 func TestCheckDataDirectory(t *testing.T) {
 	dir := t.TempDir()
-	a, err := Start(Options{DataDir: dir, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-"})
+	a, err := Start(Options{DataDir: dir, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestCheckDataDirectory(t *testing.T) {
 	}
 
 	obs, logs := observer.New(zap.WarnLevel)
-	a, err = Start(Options{DataDir: dir, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", CheckConsistency: true, Logger: zap.New(obs)})
+	a, err = Start(Options{DataDir: dir, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-", CheckConsistency: true, Logger: zap.New(obs)})
 	if err != nil {
 		t.Fatal(err)
 	}

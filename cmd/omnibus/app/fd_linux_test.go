@@ -36,7 +36,7 @@ func TestListenersSurviveFDExhaustion(t *testing.T) {
 		}
 		return
 	}
-	a, err := Start(Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-",
+	a, err := Start(Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", AMQPSAddr: "-",
 		Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)

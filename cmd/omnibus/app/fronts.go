@@ -17,17 +17,25 @@ import (
 	"github.com/omnibusmq/omnibus/storage"
 )
 
-// startFronts starts the AMQP listener and the HTTP(S) gateway on the
-// configured addresses. Listening happens here, synchronously, so a port
-// in use is reported by Start and the addresses are known on return.
+// startFronts starts the AMQP listeners (plain and TLS, one server) and
+// the HTTP(S) gateway on the configured addresses. Listening happens
+// here, synchronously, so a port in use is reported by Start and the
+// addresses are known on return.
 func (a *App) startFronts() error {
 	o := a.opts
 	protect := newProtection(o)
 	if msg := protect.describe(); msg != "" {
 		a.log.Info(msg)
 	}
+	var cert tls.Certificate
+	if !disabled(o.AMQPSAddr) || !disabled(o.HTTPSAddr) {
+		var err error
+		if cert, err = a.certificate(); err != nil {
+			return err
+		}
+	}
 	var comps []httpgw.Component // what /health reports on: each listener, then the store
-	if !disabled(o.AMQPAddr) {
+	if !disabled(o.AMQPAddr) || !disabled(o.AMQPSAddr) {
 		cfg := amqpserver.Config{Broker: a.Broker, Logger: o.Logger.Named("amqp"),
 			Auth: a.Auth, MaxConnections: o.MaxConnections, MaxPendingConnections: o.MaxPendingConnections,
 			AuthTimeout: o.AuthTimeout, Limits: o.AMQPLimits}
@@ -38,18 +46,19 @@ func (a *App) startFronts() error {
 		if err != nil {
 			return err
 		}
-		l, err := net.Listen("tcp", o.AMQPAddr)
-		if err != nil {
-			return fmt.Errorf("AMQP listener: %w", err)
-		}
-		a.amqpAddr = l.Addr()
-		comps = append(comps, httpgw.Component{Name: "amqp", Health: srv.Health})
-		go func() {
-			if err := srv.Serve(l); err != nil && !errors.Is(err, amqpserver.ErrServerClosed) {
-				a.log.Error("AMQP server stopped", zap.Error(err))
-			}
-		}()
 		a.fronts = append(a.fronts, amqpFront{srv})
+		// One server behind both listeners: its health covers both.
+		comps = append(comps, httpgw.Component{Name: "amqp", Health: srv.Health})
+		if !disabled(o.AMQPAddr) {
+			if a.amqpAddr, err = a.serveAMQP(srv, o.AMQPAddr, nil); err != nil {
+				return fmt.Errorf("AMQP listener: %w", err)
+			}
+		}
+		if !disabled(o.AMQPSAddr) {
+			if a.amqpsAddr, err = a.serveAMQP(srv, o.AMQPSAddr, serverTLS(cert)); err != nil {
+				return fmt.Errorf("AMQPS listener: %w", err)
+			}
+		}
 	}
 	if disabled(o.HTTPAddr) && disabled(o.HTTPSAddr) {
 		return nil
@@ -79,17 +88,39 @@ func (a *App) startFronts() error {
 		a.httpAddr = addr
 	}
 	if httpsHealth != nil {
-		cert, err := a.certificate()
-		if err != nil {
-			return err
-		}
-		addr, err := a.serveHTTP(gw, o.HTTPSAddr, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, httpsHealth)
+		addr, err := a.serveHTTP(gw, o.HTTPSAddr, serverTLS(cert), httpsHealth)
 		if err != nil {
 			return fmt.Errorf("HTTPS listener: %w", err)
 		}
 		a.httpsAddr = addr
 	}
 	return nil
+}
+
+// serverTLS is the TLS configuration of the AMQPS and HTTPS listeners.
+// Each listener gets its own (HTTP/2 would add to NextProtos).
+func serverTLS(cert tls.Certificate) *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+}
+
+// serveAMQP serves srv on a new listener on addr, over TLS when tlsConf
+// is set: the TLS handshake then runs within the AMQP handshake's time
+// limit, and a failed one closes only that connection.
+func (a *App) serveAMQP(srv *amqpserver.Server, addr string, tlsConf *tls.Config) (net.Addr, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	bound := l.Addr()
+	if tlsConf != nil {
+		l = tls.NewListener(l, tlsConf)
+	}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, amqpserver.ErrServerClosed) {
+			a.log.Error("AMQP server stopped", zap.Stringer("listener", bound), zap.Error(err))
+		}
+	}()
+	return bound, nil
 }
 
 func (a *App) serveHTTP(gw *httpgw.Gateway, addr string, tlsConf *tls.Config, h *listenerHealth) (net.Addr, error) {
@@ -129,9 +160,9 @@ func (a *App) storeComponent() httpgw.Component {
 	return httpgw.Component{Name: "store", Health: health}
 }
 
-// certificate returns the HTTPS certificate: the configured PEM files, or
-// a self-signed one kept in the data directory (a temporary directory
-// with --memory, which writes nothing to the data directory).
+// certificate returns the certificate of the HTTPS and AMQPS listeners:
+// the configured PEM files, or one issued by the local CA kept in TLSDir
+// (see httpgw.LoadOrCreateCertificates), whose CA file it logs.
 func (a *App) certificate() (tls.Certificate, error) {
 	o := a.opts
 	if o.TLSCert != "" || o.TLSKey != "" {
@@ -141,17 +172,32 @@ func (a *App) certificate() (tls.Certificate, error) {
 		}
 		return c, nil
 	}
-	dir := o.DataDir
-	if o.Memory {
-		dir = filepath.Join(os.TempDir(), "omnibus-tls")
-	}
-	c, path, err := httpgw.LoadOrCreateCertificate(dir, nil)
+	f, err := httpgw.LoadOrCreateCertificates(TLSDir(o), o.TLSHosts)
 	if err != nil {
-		return c, fmt.Errorf("HTTPS certificate: %w", err)
+		return tls.Certificate{}, fmt.Errorf("TLS certificate: %w", err)
 	}
-	a.CertPath = path
-	a.log.Info("HTTPS uses a self-signed certificate; trust it in clients", zap.String("certificate", path))
-	return c, nil
+	a.CAPath = f.CAPath
+	if f.NewCA {
+		a.log.Warn("generated a new local CA for HTTPS and AMQPS: clients must trust it (see `omnibus cert`)", zap.String("ca", f.CAPath))
+	} else {
+		a.log.Info("HTTPS and AMQPS use a certificate of the local CA; clients trust the CA", zap.String("ca", f.CAPath))
+	}
+	return f.Certificate, nil
+}
+
+// TLSDir is where o keeps the generated TLS certificate: Options.TLSDir,
+// else the data directory, or with Memory (which writes nothing there) a
+// directory in the system's temporary one, shared by such runs.
+func TLSDir(o Options) string {
+	switch {
+	case o.TLSDir != "":
+		return o.TLSDir
+	case o.Memory:
+		return filepath.Join(os.TempDir(), "omnibus-tls")
+	case o.DataDir == "":
+		return DefaultDataDir
+	}
+	return o.DataDir
 }
 
 type amqpFront struct{ s *amqpserver.Server }

@@ -88,7 +88,7 @@ func (k *keepAlive) waitHealth(t *testing.T, what string, cond func(int, healthB
 // and the store, all healthy. (fd_linux_test.go makes them fail.)
 func TestHealthListsEveryListenerAndTheStore(t *testing.T) {
 	a, err := Start(Options{DataDir: t.TempDir(), AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		HTTPSAddr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
+		HTTPSAddr: "127.0.0.1:0", AMQPSAddr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func TestProtectedModeOverRealSockets(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.opts
-			o.Memory, o.AMQPAddr, o.HTTPAddr, o.HTTPSAddr, o.Logger = true, ":0", ":0", "-", zaptest.NewLogger(t)
+			o.Memory, o.AMQPAddr, o.HTTPAddr, o.HTTPSAddr, o.AMQPSAddr, o.Logger = true, ":0", ":0", "-", "-", zaptest.NewLogger(t)
 			a, err := Start(o)
 			if err != nil {
 				t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 func startQuotaApp(t *testing.T) *App {
 	t.Helper()
 	a, err := Start(Options{DataDir: t.TempDir(), AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		HTTPSAddr: "-", Logger: zaptest.NewLogger(t)})
+		HTTPSAddr: "-", AMQPSAddr: "-", Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -23,7 +23,7 @@ func newTestOmnibus(t testing.TB) (amqpURL, httpURL string) {
 // startTestOmnibus is newTestOmnibus returning the broker itself.
 func startTestOmnibus(t testing.TB) *app.App {
 	t.Helper()
-	a, err := app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-"})
+	a, err := app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", AMQPSAddr: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestFreePortsDistinct(t *testing.T) {
 }
 
 func TestWaitOpen(t *testing.T) {
-	a, err := app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "-", HTTPSAddr: "-"})
+	a, err := app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
