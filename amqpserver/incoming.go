@@ -52,7 +52,13 @@ type partial struct {
 	id      uint32
 	settled bool
 	format  uint32
-	buf     []byte
+	// buf is the whole delivery once its last frame arrived. Until then
+	// the payloads of its frames wait in chunks (each frame is a fresh
+	// slice from the reader), so a large message is copied once, into a
+	// buffer of its exact size, instead of through a growing one.
+	buf    []byte
+	chunks [][]byte
+	size   int // bytes of the delivery so far
 	// oversize is set once the delivery went beyond maxSize: it has been
 	// rejected, and its bytes, and those of its later frames, are dropped.
 	oversize bool
@@ -128,7 +134,7 @@ func (s *session) handleTransfer(t *frames.Transfer) error {
 	}
 	if !p.oversize {
 		c := s.c
-		size := uint64(len(p.buf)) + uint64(len(t.Payload))
+		size := uint64(p.size) + uint64(len(t.Payload))
 		switch {
 		case size > in.maxSize:
 			l.refuseOversize(p, size)
@@ -137,11 +143,13 @@ func (s *session) handleTransfer(t *frames.Transfer) error {
 				"The connection holds %d bytes of unfinished messages, the most it may hold (%d); finish or abort deliveries before starting others.",
 				c.inPartial, c.partialCap()))
 			return nil
-		case len(p.buf) == 0 && !t.More:
+		case p.size == 0 && !t.More:
 			p.buf = t.Payload // single-frame delivery: no copy
-			c.inBytes += len(p.buf)
+			p.size = len(p.buf)
+			c.inBytes += p.size
 		default:
-			p.buf = append(p.buf, t.Payload...)
+			p.chunks = append(p.chunks, t.Payload)
+			p.size += len(t.Payload)
 			c.inBytes += len(t.Payload)
 			if t.More {
 				c.inPartial += len(t.Payload)
@@ -155,9 +163,26 @@ func (s *session) handleTransfer(t *frames.Transfer) error {
 	in.cur = nil
 	s.c.inPartial -= p.assembling
 	p.assembling = 0
+	p.join()
 	l.delivered(p)
 	l.grantCredit()
 	return nil
+}
+
+// join makes buf the whole delivery from its chunks.
+func (p *partial) join() {
+	switch len(p.chunks) {
+	case 0:
+		return
+	case 1:
+		p.buf = p.chunks[0]
+	default:
+		p.buf = make([]byte, 0, p.size)
+		for _, ch := range p.chunks {
+			p.buf = append(p.buf, ch...)
+		}
+	}
+	p.chunks = nil
 }
 
 // refuseOversize rejects delivery p as soon as its frames add up to more
@@ -167,8 +192,8 @@ func (s *session) handleTransfer(t *frames.Transfer) error {
 func (l *link) refuseOversize(p *partial, size uint64) {
 	c := l.s.c
 	c.inPartial -= p.assembling
-	c.received(len(p.buf))
-	p.oversize, p.buf, p.assembling = true, nil, 0
+	c.received(p.size)
+	p.oversize, p.buf, p.chunks, p.size, p.assembling = true, nil, nil, 0, 0
 	l.settleIncoming(p, &frames.Rejected{Error: errorf(frames.CondMessageSizeExceeded,
 		"The received message (delivery-id:%d, size:%d bytes) exceeds the limit (%d bytes) currently allowed on the link.",
 		p.id, size, l.in.maxSize)})
@@ -181,7 +206,7 @@ func (l *link) dropPartial() {
 	if p := in.cur; p != nil {
 		c := l.s.c
 		c.inPartial -= p.assembling
-		c.received(len(p.buf))
+		c.received(p.size)
 	}
 	in.cur = nil
 }
