@@ -158,7 +158,11 @@ func (l *link) pull() {
 	o := l.out
 	s := l.s
 	c := s.c
-	if l.detached || !l.attached || o.pulling || o.settling > 0 || o.waiting {
+	if l.detached || !l.attached || o.pulling || o.settling > 0 {
+		return
+	}
+	if o.waiting {
+		l.blocked() // a drain need not wait for the room
 		return
 	}
 	if o.credit == 0 {

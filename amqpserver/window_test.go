@@ -311,14 +311,16 @@ func (p *rawPeer) openWindow(nextIncoming, window uint32) {
 	p.writeFrame(0, &frames.Flow{NextIncomingID: &nextIncoming, IncomingWindow: window, OutgoingWindow: 100})
 }
 
-// TestDrainWithClosedWindow drains a link whose session window is closed:
-// nothing can go, so the drain ends at once with the credit used up.
+// TestDrainWithClosedWindow drains a link whose session window is closed
+// (the link already waits for room): nothing can go, so the drain ends at
+// once with the credit used up.
 func TestDrainWithClosedWindow(t *testing.T) {
 	ts := newTestServer(t, nil)
 	ts.sendN(t, "q", 3, 10)
 	p := ts.rawDial(t)
 	p.open()
 	p.attachRawReceiver("q", 0, frames.ReceiverSettleModeSecond)
+	p.grant(0, 0, 0, 5)
 	zero, five, h := uint32(0), uint32(5), uint32(0)
 	p.writeFrame(0, &frames.Flow{NextIncomingID: &zero, IncomingWindow: 0, OutgoingWindow: 100,
 		Handle: &h, DeliveryCount: &zero, LinkCredit: &five, Drain: true})
