@@ -1,0 +1,139 @@
+package amqpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	"github.com/Azure/go-amqp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/coretest"
+	"github.com/omnibusmq/omnibus/core/sas"
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// A full disk as the official Go SDK sees it: a send fails with
+// com.microsoft:server-busy, which the SDK retries with back-off (the
+// broker stored nothing, so a retry makes no duplicate); once space
+// returns within its retries the send goes through, once.
+func TestSDKSendOnAFullDisk(t *testing.T) {
+	env, fs := coretest.NewFault(t)
+	addr := serveFaultBroker(t, env)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	cs := "Endpoint=sb://" + addr + ";SharedAccessKeyName=" + testKeyName + ";SharedAccessKey=" + testKey + ";UseDevelopmentEmulator=true"
+	client, err := azservicebus.NewClientFromConnectionString(cs, &azservicebus.ClientOptions{
+		RetryOptions: azservicebus.RetryOptions{MaxRetries: 3, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close(context.Background())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	snd, err := client.NewSender("q", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := fmt.Errorf("test disk: %w", storage.ErrNoSpace)
+	fs.FailApplies(0, -1, full)
+	err = snd.SendMessage(ctx, &azservicebus.Message{Body: []byte("refused")}, nil)
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Condition != "com.microsoft:server-busy" {
+		t.Fatalf("send on a full disk: %v, want com.microsoft:server-busy", err)
+	}
+	if n := fs.Failed.Load(); n != 4 {
+		t.Errorf("%d writes refused, want 4 (the send and the SDK's 3 retries)", n)
+	}
+	// Space returns after two more attempts: the SDK's own retries get
+	// the send through.
+	fs.FailApplies(0, 2, full)
+	if err := snd.SendMessage(ctx, &azservicebus.Message{Body: []byte("after")}, nil); err != nil {
+		t.Fatalf("send while space returns: %v", err)
+	}
+	fs.Heal()
+	rcv, err := client.NewReceiverForQueue("q", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := receiveOne(t, rcv); string(got.Body) != "after" {
+		t.Fatalf("received %q, want the one message sent after the fault", got.Body)
+	}
+	if c := env.MustCounts(t, "q"); c.Total != 0 {
+		t.Fatalf("counts %+v after receiving the one message: a refused send was stored", c)
+	}
+	if err := env.Broker.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A completion the store refuses is rejected with server-busy in
+// rcv-settle-mode second (as the SDKs settle), and the message keeps its
+// lock: completing it again once space returns works.
+//
+// (The Go SDK retries a rejected settlement by settling the same go-amqp
+// message again, which go-amqp treats as already settled and reports as
+// success without asking the broker; the message then comes back when its
+// lock expires: at-least-once, nothing lost.)
+func TestCompletionOnAFullDiskKeepsTheLock(t *testing.T) {
+	env, fs := coretest.NewFault(t)
+	ts := &testServer{Env: env, addr: serveFaultBroker(t, env)}
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	env.MustSend(t, "q", coretest.Text("x"))
+	r, err := ts.session(t).NewReceiver(t.Context(), "q", &amqp.ReceiverOptions{SettlementMode: amqp.ReceiverSettleModeSecond.Ptr(), Credit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.Receive(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.FailApplies(0, -1, fmt.Errorf("test disk: %w", storage.ErrNoSpace))
+	err = r.AcceptMessage(t.Context(), m)
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Condition != "com.microsoft:server-busy" {
+		t.Fatalf("complete on a full disk: %v, want com.microsoft:server-busy", err)
+	}
+	if c := env.MustCounts(t, "q"); c.Active != 1 {
+		t.Fatalf("counts %+v after a refused completion", c)
+	}
+	fs.Heal()
+	tok, _ := deliveryTagToLockToken(m.DeliveryTag)
+	env.MustSettle(t, "q", tok, core.Outcome{Kind: core.Complete})
+	if c := env.MustCounts(t, "q"); c.Total != 0 {
+		t.Fatalf("counts %+v after completing with the kept lock", c)
+	}
+}
+
+// serveFaultBroker serves env's broker on a loopback port until the test
+// ends.
+func serveFaultBroker(t *testing.T, env *coretest.Env) string {
+	t.Helper()
+	v, err := sas.NewValidator(sas.Config{Rules: []sas.Rule{{KeyName: testKeyName, Key: testKey, Rights: sas.Manage}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Broker: env.Broker, Logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), Auth: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	})
+	return l.Addr().String()
+}
