@@ -67,7 +67,7 @@ func (e *entity) dropRefs(b *Broker, seqs []int64) {
 	e.refs.Unlock()
 	if len(orphans.Ops) > 0 {
 		if err := b.store.Apply(&orphans); err != nil {
-			b.log.Warn("deleting shared message bodies no subscription needs any more failed; they stay on disk as garbage (Broker.Check lists them)",
+			b.warnStorage("deleting shared message bodies no subscription needs any more failed; they stay on disk as garbage (Broker.Check lists them)",
 				zap.Int("bodies", len(orphans.Ops)), zap.Error(err))
 		}
 	}

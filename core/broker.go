@@ -72,6 +72,11 @@ type Broker struct {
 	// manage serialises entity create/update/delete so that persistence
 	// and the in-memory registry change in the same order.
 	manage sync.Mutex
+
+	warned struct { // throttles storage-failure warnings (storeerr.go)
+		sync.Mutex // guards m; taken alone
+		m          map[string]*warnState
+	}
 }
 
 // entity is a queue, topic or subscription at run time.

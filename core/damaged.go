@@ -60,7 +60,7 @@ func (q *queue) bodyForMove(r *msgRec) (m *Message, stubbed bool, err error) {
 		if !damaged(err) {
 			return nil, false, err
 		}
-		q.b.log.Warn("a message body cannot be read; the message goes to the dead-letter subqueue",
+		q.b.warnStorage("a message body cannot be read; the message goes to the dead-letter subqueue",
 			zap.String("entity", q.path), zap.Int64("seq", seq), zap.Error(err))
 		return stubBody(q, seq, st, raw, err), true, nil
 	}
@@ -119,7 +119,7 @@ func (q *queue) quarantine(got []taken, out []*Message, mode ReceiveMode) ([]tak
 		return got, out, nil
 	}
 	if err := q.deadLetter(w, recs, ReasonBodyUnreadable, "", nil); err != nil {
-		q.b.log.Warn("moving messages whose body cannot be read to the dead-letter subqueue failed; they stay in their queue",
+		q.b.warnStorage("moving messages whose body cannot be read to the dead-letter subqueue failed; they stay in their queue",
 			zap.String("entity", q.path), zap.Error(err))
 		return got, out, err
 	}

@@ -52,7 +52,7 @@ func (q *queue) expireLoop() {
 		err := q.expire(w, recs)
 		w.abort()
 		if err != nil {
-			q.b.log.Warn("expiring messages failed; they stay stored and expire again later", zap.String("entity", q.path), zap.Error(err))
+			q.b.warnStorage("expiring messages failed; they stay stored and expire again later", zap.String("entity", q.path), zap.Error(err))
 			q.mu.Lock()
 			q.mu.expiryBusy = false
 			q.mu.Unlock()
@@ -152,7 +152,7 @@ func (q *queue) tick(now int64) {
 			batch.Set(seqKey(tabState, q.id, r.seq), states[i])
 		}
 		if err := q.b.store.Apply(&batch); err != nil {
-			q.b.log.Warn("recording scheduled activation failed", zap.String("entity", q.path), zap.Error(err))
+			q.b.warnStorage("recording scheduled activation failed", zap.String("entity", q.path), zap.Error(err))
 		}
 	}
 	if len(outOfDeliveries) > 0 {
@@ -170,7 +170,7 @@ func (q *queue) deadLetterAside(recs []*msgRec, reason, description string) {
 		w.hold(holdAside, q, r, LockToken{})
 	}
 	if err := q.deadLetter(w, recs, reason, description, nil); err != nil && !q.b.closed() {
-		q.b.log.Warn("dead-lettering messages failed; they stay in their queue", zap.String("entity", q.path),
+		q.b.warnStorage("dead-lettering messages failed; they stay in their queue", zap.String("entity", q.path),
 			zap.String("reason", reason), zap.Error(err))
 	}
 }

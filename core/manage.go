@@ -329,7 +329,7 @@ func (b *Broker) releaseSharedBodies(qs ...*queue) {
 		}
 	}
 	if err := w.commit(); err != nil {
-		b.log.Warn("deleting the shared bodies of a deleted subscription failed; they stay on disk as garbage (Broker.Check lists them)", zap.Error(err))
+		b.warnStorage("deleting the shared bodies of a deleted subscription failed; they stay on disk as garbage (Broker.Check lists them)", zap.Error(err))
 	}
 }
 

@@ -285,7 +285,7 @@ func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
 	}
 	if mode == PeekLock {
 		if err := w.commit(); err != nil && !q.b.closed() {
-			q.b.log.Warn("recording delivery counts failed; they are kept in memory and written with the next change of each message",
+			q.b.warnStorage("recording delivery counts failed; they are kept in memory and written with the next change of each message",
 				zap.String("entity", q.path), zap.Error(err))
 		}
 		return out, nil

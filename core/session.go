@@ -291,7 +291,7 @@ func (b *Broker) CloseSession(path string, sl *SessionLock) error {
 	q.mu.Unlock()
 	if len(batch.Ops) > 0 {
 		if err := b.store.Apply(&batch); err != nil {
-			b.log.Warn("recording the delivery counts of a closed session failed", zap.String("entity", q.path), zap.Error(err))
+			b.warnStorage("recording the delivery counts of a closed session failed", zap.String("entity", q.path), zap.Error(err))
 		}
 	}
 	return nil

@@ -2,6 +2,9 @@ package core
 
 import (
 	"errors"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/storage"
 )
@@ -53,4 +56,40 @@ func damaged(err error) bool {
 // state), returning the store's error as a core error.
 func (b *Broker) apply(batch *storage.Batch) error {
 	return storeError(b.store.Apply(batch))
+}
+
+// warnInterval is how often one kind of storage-failure warning is
+// logged at most: a disk that refuses every write must not flood the log
+// with one line per message.
+const warnInterval = 10 * time.Second
+
+// warnStorage logs a warning about a storage failure the broker worked
+// around, at most once per warnInterval for each msg (a constant), with
+// the number of times it happened since it was last logged.
+func (b *Broker) warnStorage(msg string, fields ...zap.Field) {
+	now := b.clk.Now()
+	b.warned.Lock()
+	if b.warned.m == nil {
+		b.warned.m = make(map[string]*warnState)
+	}
+	s := b.warned.m[msg]
+	if s == nil {
+		s = &warnState{}
+		b.warned.m[msg] = s
+	}
+	s.n++
+	if !s.last.IsZero() && now.Sub(s.last) < warnInterval {
+		b.warned.Unlock()
+		return
+	}
+	n := s.n
+	s.last, s.n = now, 0
+	b.warned.Unlock()
+	b.log.Warn(msg, append(fields, zap.Int("times", n))...)
+}
+
+// warnState is the throttle of one warning.
+type warnState struct {
+	last time.Time
+	n    int
 }

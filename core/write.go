@@ -249,7 +249,7 @@ func (w *write) deleteOrphans(b *storage.Batch) {
 		return
 	}
 	if err := w.b.store.Apply(b); err != nil {
-		w.b.log.Warn("deleting shared message bodies no subscription needs any more failed; they stay on disk as garbage (Broker.Check lists them)",
+		w.b.warnStorage("deleting shared message bodies no subscription needs any more failed; they stay on disk as garbage (Broker.Check lists them)",
 			zap.Int("bodies", len(b.Ops)), zap.Error(err))
 	}
 }

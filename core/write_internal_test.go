@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/omnibusmq/omnibus/core/clock"
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -130,5 +135,26 @@ func TestStoreErrorCodes(t *testing.T) {
 	}
 	if storeError(nil) != nil {
 		t.Error("storeError(nil) is not nil")
+	}
+}
+
+// A disk that refuses every write does not flood the log: each kind of
+// storage warning is logged at most once per warnInterval, with a count.
+func TestStorageWarningsAreThrottled(t *testing.T) {
+	obs, logs := observer.New(zap.WarnLevel)
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	b := &Broker{clk: clk, log: zap.New(obs)}
+	for range 100 {
+		b.warnStorage("recording delivery counts failed")
+	}
+	b.warnStorage("another kind")
+	clk.Advance(warnInterval)
+	b.warnStorage("recording delivery counts failed")
+	got := logs.FilterMessage("recording delivery counts failed").All()
+	if len(got) != 2 || got[0].ContextMap()["times"] != int64(1) || got[1].ContextMap()["times"] != int64(100) {
+		t.Fatalf("logged %d times: %v", len(got), got)
+	}
+	if logs.FilterMessage("another kind").Len() != 1 {
+		t.Error("a different warning was throttled with the first")
 	}
 }
