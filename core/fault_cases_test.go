@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -275,6 +276,24 @@ func faultCases() []faultCase {
 			},
 			op: func(t *testing.T, e *coretest.Env, s any) error {
 				return e.Broker.CancelScheduled(t.Context(), "t", []int64{s.(int64)})
+			},
+			want: map[string][]string{},
+		},
+		{
+			// 20 messages × 3 subscriptions sharing each body: one write
+			// releases many references, several to the same body.
+			name: "cancel-scheduled-topic-many",
+			setup: func(t *testing.T, e *coretest.Env) any {
+				var msgs []*core.Message
+				for i := range 20 {
+					m := coretest.Text(fmt.Sprint("later", i))
+					m.ScheduledEnqueueTime = coretest.Epoch.Add(time.Hour)
+					msgs = append(msgs, m)
+				}
+				return e.MustSend(t, "t", msgs...)
+			},
+			op: func(t *testing.T, e *coretest.Env, s any) error {
+				return e.Broker.CancelScheduled(t.Context(), "t", s.([]int64))
 			},
 			want: map[string][]string{},
 		},

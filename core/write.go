@@ -28,11 +28,12 @@ import (
 // succeeded, whatever path the writer left by; commit settles the body
 // references either way. There is no other undo in the core.
 type write struct {
-	b     *Broker
-	batch storage.Batch
-	holds []hold
-	refs  []bodyRelease
-	take  struct { // records a receive took; untaken if the write fails
+	b      *Broker
+	batch  storage.Batch
+	holds  []hold
+	refs   []bodyRelease
+	refIdx map[refKey]refSum // sums of refs by body, once there are many (refsOf)
+	take   struct {          // records a receive took; untaken if the write fails
 		q    *queue
 		got  []taken
 		mode ReceiveMode
@@ -99,17 +100,59 @@ func (w *write) holdTaken(q *queue, got []taken, mode ReceiveMode) {
 // releaseRef drops q's reference to the shared body of message seq and
 // deletes the body in this write when it was the last one.
 func (w *write) releaseRef(q *queue, seq int64) {
-	mine := int32(0) // releases of the same body earlier in this write
-	for _, rr := range w.refs {
-		if rr.seq == seq && rr.q.shared == q.shared {
-			mine++
-		}
-	}
+	k := refKey{q.shared, seq}
+	mine := w.refsOf(k).n // releases of the same body earlier in this write
 	del := q.shared.beginRelease(seq, mine)
 	if del {
 		w.batch.Delete(seqKey(tabBody, q.shared.id, seq))
 	}
 	w.refs = append(w.refs, bodyRelease{q: q, seq: seq, deleted: del})
+	if w.refIdx != nil {
+		c := w.refIdx[k]
+		c.n++
+		c.deleted = c.deleted || del
+		w.refIdx[k] = c
+	}
+}
+
+// refKey names a shared body.
+type refKey struct {
+	topic *entity
+	seq   int64
+}
+
+// refSum is what a write did to one shared body: how many references it
+// released, and whether it deletes the body.
+type refSum struct {
+	n       int32
+	deleted bool
+}
+
+// refsOf sums the write's releases of one body. A write that releases
+// many (a large CompleteMany) keeps an index instead of scanning.
+func (w *write) refsOf(k refKey) refSum {
+	const indexFrom = 16
+	if w.refIdx == nil && len(w.refs) >= indexFrom {
+		w.refIdx = make(map[refKey]refSum, 2*len(w.refs))
+		for _, rr := range w.refs {
+			rk := refKey{rr.q.shared, rr.seq}
+			c := w.refIdx[rk]
+			c.n++
+			c.deleted = c.deleted || rr.deleted
+			w.refIdx[rk] = c
+		}
+	}
+	if w.refIdx != nil {
+		return w.refIdx[k]
+	}
+	var c refSum
+	for _, rr := range w.refs {
+		if rr.seq == k.seq && rr.q.shared == k.topic {
+			c.n++
+			c.deleted = c.deleted || rr.deleted
+		}
+	}
+	return c
 }
 
 // deleteRecords adds the deletion of a message's records of q: its state
@@ -233,12 +276,7 @@ func (w *write) endRefs() {
 // deletesBody reports whether the write's batch deletes the shared body
 // rr refers to.
 func (w *write) deletesBody(rr bodyRelease) bool {
-	for _, x := range w.refs {
-		if x.deleted && x.seq == rr.seq && x.q.shared == rr.q.shared {
-			return true
-		}
-	}
-	return false
+	return w.refsOf(refKey{rr.q.shared, rr.seq}).deleted
 }
 
 // deleteOrphans deletes shared bodies no copy needs any more, in a batch
