@@ -31,7 +31,7 @@ func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs
 		i  int
 	}
 	now := b.Now()
-	w := b.newWrite(durable)
+	w := b.newSettleWrite(durable)
 	defer w.abort()
 	got := make([]done, 0, len(toks))
 	q.mu.Lock()

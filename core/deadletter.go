@@ -124,7 +124,6 @@ func (q *queue) forwardDeadLetters(w *write, recs []*msgRec, msgs []*Message, d 
 		return errf(CodeNotFound, "'%s' forwards dead letters to '%s', which does not exist", d.Path(), d.ForwardDeadLetteredMessagesTo)
 	}
 	p := &sendPlan{b: b, now: b.Now(), move: true} // a move: never refused for quota
-	p.on(w)
 	for i, r := range recs {
 		q.mu.Lock()
 		owner, shared := r.owner, q.sharedBody(r)
@@ -136,6 +135,8 @@ func (q *queue) forwardDeadLetters(w *write, recs []*msgRec, msgs []*Message, d 
 		p.finish(true)
 		return err
 	}
+	// The send's records ride in the move's batch: one write.
+	w.batch.Ops = append(w.batch.Ops, p.batch.Ops...)
 	err = w.commit()
 	p.finish(err != nil)
 	if err != nil {

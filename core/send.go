@@ -57,9 +57,7 @@ type placement struct {
 type sendPlan struct {
 	b     *Broker
 	now   int64
-	w     *write         // the write: own, or a dead-letter move's
-	batch *storage.Batch // w's batch
-	own   write
+	batch storage.Batch
 	sends []*pendingSend
 	seqs  []int64 // per top-level message: assigned sequence number, 0 if dropped
 	owned bool    // the caller gave up the messages: keep them, no copy
@@ -133,27 +131,20 @@ func (b *Broker) planSend(path string, msgs []*Message, owned bool) (*sendPlan, 
 	if err != nil {
 		return nil, err
 	}
-	p := &sendPlan{b: b, now: b.Now(), owned: owned}
-	p.own.init(b, true)
-	p.on(&p.own)
+	p := &sendPlan{b: b, now: b.Now(), batch: storage.Batch{Sync: true}, owned: owned}
 	p.seqs = make([]int64, len(msgs))
 	if err := p.add(e, msgs, p.seqs, 0); err != nil {
 		p.finish(true)
-		p.w.abort()
 		return nil, err
 	}
 	return p, nil
 }
 
-// on makes w the write the plan adds its records to.
-func (p *sendPlan) on(w *write) {
-	p.w = w
-	p.batch = &w.batch
-}
-
-// commit makes a planned send durable and publishes it.
+// commit makes a planned send durable and publishes it. A send holds no
+// reservation (a write's, write.go): nothing in memory changes before
+// finish publishes it, and a failed one publishes nothing.
 func (p *sendPlan) commit() error {
-	err := p.w.commit()
+	err := p.b.apply(&p.batch)
 	p.finish(err != nil)
 	return err
 }

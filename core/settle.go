@@ -53,7 +53,7 @@ func (b *Broker) Settle(ctx context.Context, path string, tok LockToken, o Outco
 		return errf(CodeBadRequest, "unknown outcome %d", o.Kind)
 	}
 	now := b.Now()
-	w := b.newWrite(true)
+	w := b.newSettleWrite(true)
 	defer w.abort()
 	q.mu.Lock()
 	r, err := q.lockedLocked(tok, now)

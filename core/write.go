@@ -39,9 +39,12 @@ type write struct {
 		mode ReceiveMode
 	}
 	done bool // committed or aborted
+}
 
-	// Room for the common case of one hold and one reference, so that a
-	// single settlement allocates nothing beyond the write itself.
+// settleWrite is a write with room for one hold and one reference, so
+// that a single settlement allocates nothing beyond the write itself.
+type settleWrite struct {
+	write
 	holdBuf [1]hold
 	refBuf  [1]bodyRelease
 }
@@ -73,16 +76,15 @@ type bodyRelease struct {
 // newWrite returns an empty write; with sync its batch is durable when
 // commit returns.
 func (b *Broker) newWrite(sync bool) *write {
-	w := &write{}
-	w.init(b, sync)
-	return w
+	return &write{b: b, batch: storage.Batch{Sync: sync}}
 }
 
-func (w *write) init(b *Broker, sync bool) {
-	w.b = b
-	w.batch.Sync = sync
-	w.holds = w.holdBuf[:0]
-	w.refs = w.refBuf[:0]
+// newSettleWrite is newWrite for settlements (Settle, CompleteMany): one
+// message's needs come with the write.
+func (b *Broker) newSettleWrite(sync bool) *write {
+	sw := &settleWrite{write: write{b: b, batch: storage.Batch{Sync: sync}}}
+	sw.holds, sw.refs = sw.holdBuf[:0], sw.refBuf[:0]
+	return &sw.write
 }
 
 // hold records a reservation of r, which the caller has taken out of q's
