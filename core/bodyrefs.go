@@ -1,8 +1,6 @@
 package core
 
 import (
-	"go.uber.org/zap"
-
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -19,8 +17,8 @@ import (
 // reference, unless another write releasing a copy of the same body is
 // still in flight: its failure would bring its copy back, so the deletion
 // then falls to whichever of them finishes last, in a batch of its own
-// (write.deleteOrphans). A body deleted that way is garbage if the process
-// dies first; Broker.Check reports such bodies.
+// (orphans.go). A body deleted that way is garbage if the process dies
+// first; Broker.Check reports such bodies.
 
 // bodyRefs counts the references to one shared body: n subscription
 // copies point at it, and releasing of them are being removed or moved
@@ -65,12 +63,7 @@ func (e *entity) dropRefs(b *Broker, seqs []int64) {
 		e.refs.m[seq] = c
 	}
 	e.refs.Unlock()
-	if len(orphans.Ops) > 0 {
-		if err := b.store.Apply(&orphans); err != nil {
-			b.warnStorage("deleting shared message bodies no subscription needs any more failed; they stay on disk as garbage (Broker.Check lists them)",
-				zap.Int("bodies", len(orphans.Ops)), zap.Error(err))
-		}
-	}
+	b.deleteOrphans(&orphans)
 }
 
 // beginRelease drops one reference to a shared body, for a write that

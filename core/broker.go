@@ -73,6 +73,11 @@ type Broker struct {
 	// and the in-memory registry change in the same order.
 	manage sync.Mutex
 
+	orphans struct { // body deletions the store refused, retried (orphans.go)
+		sync.Mutex // guards keys; taken alone
+		keys       [][]byte
+		n          atomic.Int32 // len(keys), read without the mutex
+	}
 	warned struct { // throttles storage-failure warnings (storeerr.go)
 		sync.Mutex // guards m; taken alone
 		m          map[string]*warnState

@@ -485,9 +485,10 @@ func (c *checker) refs(t *entity) {
 // orphans reports bodies no state record points at: garbage (a crash or
 // a failed write between a copy's removal and its body's).
 func (c *checker) orphans() {
+	pending := c.b.pendingOrphans() // known, to be deleted
 	var keys []bodyKey
 	for k := range c.present {
-		if c.needed[k] == 0 {
+		if c.needed[k] == 0 && !pending[string(seqKey(tabBody, k.owner, k.seq))] {
 			keys = append(keys, k)
 		}
 	}

@@ -97,11 +97,7 @@ func (q *queue) quarantine(got []taken, out []*Message, mode ReceiveMode) ([]tak
 			if r.lock != t.lock {
 				continue // its lock expired meanwhile; whoever takes it next meets the damage
 			}
-			delete(q.mu.locked, r.lock)
-			if s := q.sessionLocked(r); s != nil {
-				delete(s.locked, r.lock)
-			}
-			r.lock = LockToken{}
+			q.unlockLocked(r) // its timer entry goes with it (lock.go)
 		} else {
 			q.insertLocked(r, now)
 			if r.state != StateDeferred {

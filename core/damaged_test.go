@@ -126,6 +126,9 @@ func TestUnreadableBodyIsDeadLetteredAndTheQueueFlows(t *testing.T) {
 					overwrite(t, fs, key, nil)
 				}
 				wantFlow(t, receiveAll(t, env, "q", mode), 10, 4)
+				if n := core.TimerEntries(env.Broker, "q"); n != 0 {
+					t.Errorf("%d timer entries left: the quarantined message's lock left its entry behind", n)
+				}
 				fs.Heal()
 				checkQuarantined(t, env, "q", 4, left)
 				mustCheck(t, env, "after draining the dead-letter subqueue")

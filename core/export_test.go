@@ -118,3 +118,7 @@ func DedupHistory(b *Broker, path string) (ids, entries int) {
 	defer e.in.mu.Unlock()
 	return e.in.dedup.size()
 }
+
+// PendingOrphans returns how many shared-body deletions the store refused
+// and the broker keeps for a retry.
+func PendingOrphans(b *Broker) int { return int(b.orphans.n.Load()) }

@@ -3,6 +3,7 @@ package core_test
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/omnibusmq/omnibus/core"
@@ -96,6 +97,9 @@ func TestConcurrentSettlementsUnderFaults(t *testing.T) {
 		t.Errorf("%d dead letters in c, want %d", len(dead), n)
 	}
 	mustCheck(t, env, "after draining the dead letters")
+	if n := core.PendingOrphans(env.Broker); n != 0 {
+		t.Errorf("%d shared bodies still wait for deletion after writes committed", n)
+	}
 	for _, s := range subs {
 		if c := env.MustCounts(t, "t/Subscriptions/"+s); c.Total != 0 {
 			t.Errorf("%s still counts %+v", s, c)
@@ -145,4 +149,50 @@ func TestSharedBodySurvivesAFailureAfterTheLastRelease(t *testing.T) {
 	}
 	env.MustSettle(t, subA, ma.LockToken, core.Outcome{Kind: core.Complete})
 	mustCheck(t, env, "after a completed again (no body left)")
+}
+
+// Two completions of one body's copies overlap and both commit: the last
+// to end deletes the body apart. When the store refuses that deletion the
+// body is kept on a list (Check knows it) and deleted after the next
+// write that commits.
+func TestOrphanBodyDeletionIsRetried(t *testing.T) {
+	env, fs := coretest.NewFault(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindTopic, Name: "t"})
+	env.MustCreate(t, core.Entity{Kind: core.KindSubscription, Topic: "t", Name: "a"})
+	env.MustCreate(t, core.Entity{Kind: core.KindSubscription, Topic: "t", Name: "b"})
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	env.MustSend(t, "t", coretest.Text("x"))
+	ma := env.MustReceive(t, subA, core.PeekLock, 1)[0]
+	mb := env.MustReceive(t, subB, core.PeekLock, 1)[0]
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	fs.OnApply(func(*storage.Batch) error {
+		switch calls.Add(1) {
+		case 1: // a's completion: held until b's is done
+			close(entered)
+			<-release
+		case 3: // the body's deletion apart, by a, the last to end
+			return fmt.Errorf("test disk: %w", storage.ErrUnavailable)
+		}
+		return nil
+	})
+	aDone := make(chan error, 1)
+	go func() { aDone <- env.Broker.Settle(t.Context(), subA, ma.LockToken, core.Outcome{Kind: core.Complete}) }()
+	<-entered
+	env.MustSettle(t, subB, mb.LockToken, core.Outcome{Kind: core.Complete})
+	close(release)
+	if err := <-aDone; err != nil {
+		t.Fatalf("a's completion: %v", err)
+	}
+	fs.Heal()
+	if n := core.PendingOrphans(env.Broker); n != 1 {
+		t.Fatalf("%d body deletions pending, want 1", n)
+	}
+	mustCheck(t, env, "with the deletion pending")
+	env.MustSend(t, "q", coretest.Text("next write"))
+	if n := core.PendingOrphans(env.Broker); n != 0 {
+		t.Fatalf("%d body deletions still pending after a write committed", n)
+	}
+	mustCheck(t, env, "after the retry")
 }

@@ -146,6 +146,9 @@ func (b *Broker) planSend(path string, msgs []*Message, owned bool) (*sendPlan, 
 func (p *sendPlan) commit() error {
 	err := p.b.apply(&p.batch)
 	p.finish(err != nil)
+	if err == nil {
+		p.b.retryOrphans()
+	}
 	return err
 }
 

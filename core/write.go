@@ -1,8 +1,6 @@
 package core
 
 import (
-	"go.uber.org/zap"
-
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -179,6 +177,7 @@ func (w *write) commit() error {
 		}
 	}
 	w.done = true
+	w.b.retryOrphans() // earlier refusals first: the disk took this write
 	w.endRefs()
 	return nil
 }
@@ -241,7 +240,7 @@ func (w *write) abort() {
 		}
 		q.mu.Unlock()
 	}
-	w.deleteOrphans(&orphans)
+	w.b.deleteOrphans(&orphans)
 }
 
 // giveBackLocked undoes one reservation.
@@ -272,24 +271,11 @@ func (w *write) endRefs() {
 			orphans.Delete(seqKey(tabBody, rr.q.shared.id, rr.seq))
 		}
 	}
-	w.deleteOrphans(&orphans)
+	w.b.deleteOrphans(&orphans)
 }
 
 // deletesBody reports whether the write's batch deletes the shared body
 // rr refers to.
 func (w *write) deletesBody(rr bodyRelease) bool {
 	return w.refsOf(refKey{rr.q.shared, rr.seq}).deleted
-}
-
-// deleteOrphans deletes shared bodies no copy needs any more, in a batch
-// of their own. It need not wait for fsync; a body whose deletion is lost
-// (a crash, a failed write) is garbage that Broker.Check reports.
-func (w *write) deleteOrphans(b *storage.Batch) {
-	if len(b.Ops) == 0 {
-		return
-	}
-	if err := w.b.store.Apply(b); err != nil {
-		w.b.warnStorage("deleting shared message bodies no subscription needs any more failed; they stay on disk as garbage (Broker.Check lists them)",
-			zap.Int("bodies", len(b.Ops)), zap.Error(err))
-	}
 }
