@@ -32,6 +32,9 @@ func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs
 	}
 	now := b.Now()
 	w := b.newSettleWrite(durable)
+	if len(toks) > 1 {
+		w.holds = make([]hold, 0, len(toks)) // one per lock: no regrowing
+	}
 	defer w.abort()
 	got := make([]done, 0, len(toks))
 	q.mu.Lock()
