@@ -1,12 +1,14 @@
 package amqpserver
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
+	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 )
 
@@ -112,6 +114,12 @@ func (c *conn) stateReplyAMQPHeader() (stateFunc, error) {
 func (c *conn) stateOpen() (stateFunc, error) {
 	fr, err := c.rd.ReadFrame()
 	if err != nil {
+		// An open that cannot be read still gets our open, then the
+		// close that says why, as any later frame would.
+		if cond := unreadableFrame(err); cond != "" {
+			c.writeNow(c.ourOpen())
+			c.writeNow(&frames.Close{Error: errorf(cond, "%v", err)})
+		}
 		return nil, err
 	}
 	open, ok := fr.Body.(*frames.Open)
@@ -145,6 +153,18 @@ func (c *conn) stateOpen() (stateFunc, error) {
 	c.log.Debug("connection open", zap.String("container", open.ContainerID), zap.String("hostname", open.Hostname),
 		zap.Uint32("max-frame", open.MaxFrameSize), zap.Duration("idle", c.peerIdle))
 	return nil, nil
+}
+
+// unreadableFrame returns the condition that closes a connection whose
+// frame failed to read with err, or "" when err is the socket's.
+func unreadableFrame(err error) encoding.Symbol {
+	switch {
+	case errors.Is(err, frames.ErrFrameTooLarge):
+		return frames.CondFrameSizeTooSmall
+	case errors.Is(err, frames.ErrFrameTooSmall), errors.Is(err, frames.ErrMalformed):
+		return frames.CondDecodeError
+	}
+	return ""
 }
 
 func (c *conn) ourOpen() *frames.Open {
