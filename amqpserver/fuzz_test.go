@@ -566,3 +566,109 @@ func writeCorpus(t *testing.T, dir, prefix string, seeds [][]byte) {
 	}
 	t.Logf("wrote %d seeds to %s", len(seeds), dir)
 }
+
+// nestedNullArrays encodes an array of k arrays of count nulls each: nine
+// bytes per inner array, which once cost 64 KiB each to decode.
+func nestedNullArrays(k, count int) encoding.Raw {
+	be := binary.BigEndian.AppendUint32
+	p := append(be(be([]byte{encoding.TypeCodeArray32}, uint32(5+9*k)), uint32(k)), encoding.TypeCodeArray32)
+	for range k {
+		p = append(be(be(p, 5), uint32(count)), encoding.TypeCodeNull)
+	}
+	return p
+}
+
+// TestHostileValuesAnswerDecodeError sends issue 14's kind of input over a
+// real socket: values whose decoding used to cost thousands of times their
+// size. A frame of them closes its connection with amqp:decode-error, a
+// message of them is rejected with it, and the server stays usable.
+func TestHostileValuesAnswerDecodeError(t *testing.T) {
+	ts := newTestServer(t, nil)
+	bomb := func(size int) encoding.Map {
+		return encoding.Map{{Key: encoding.Symbol("a"), Value: nestedNullArrays(size/9, 4096)}}
+	}
+
+	anonymous := func() *rawPeer {
+		p := ts.rawDial(t)
+		p.writeHeader(frames.SASLHeader)
+		p.readHeader()
+		p.readFrame() // mechanisms
+		p.writeFrame(0, &frames.SASLInit{Mechanism: "ANONYMOUS"})
+		if o, ok := p.readFrame().(*frames.SASLOutcome); !ok || o.Code != frames.SASLOK {
+			t.Fatalf("SASL outcome %+v", o)
+		}
+		p.writeHeader(frames.AMQPHeader)
+		p.readHeader()
+		return p
+	}
+
+	// Beyond the 16 KiB allowed before a token, an open is not even read.
+	p := anonymous()
+	p.writeFrame(0, &frames.Open{ContainerID: "hostile", Properties: bomb(20000)})
+	p.readFrame() // the server's open
+	if e := p.expectClose(); e == nil || e.Condition != frames.CondFrameSizeTooSmall {
+		t.Fatalf("close %+v, want amqp:frame-size-too-small", e)
+	}
+
+	// Right after SASL ANONYMOUS, within those 16 KiB: an open whose
+	// properties would have taken 116 MB.
+	p = anonymous()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	p.writeFrame(0, &frames.Open{ContainerID: "hostile", Properties: bomb(15000)})
+	p.readFrame() // the server's open
+	if e := p.expectClose(); e == nil || e.Condition != frames.CondDecodeError {
+		t.Fatalf("close %+v, want amqp:decode-error", e)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; !raceEnabled && got > 8<<20 {
+		t.Errorf("the server allocated %d bytes for a 15 KB frame", got)
+	}
+
+	// Logged in, with 64 KiB frames: an attach whose properties nest them.
+	p = ts.rawDial(t)
+	p.open()
+	p.writeFrame(0, beginFrame())
+	p.readFrame()
+	a := senderAttach("q")
+	a.Properties = bomb(63000)
+	p.writeFrame(0, a)
+	if e := p.expectClose(); e == nil || e.Condition != frames.CondDecodeError {
+		t.Fatalf("close %+v, want amqp:decode-error", e)
+	}
+
+	// A message whose application properties nest them is rejected; the
+	// link goes on, and the next message is stored.
+	p = ts.rawDial(t)
+	p.open()
+	p.writeFrame(0, beginFrame())
+	p.readFrame()
+	p.writeFrame(0, senderAttach("q"))
+	p.readFrame() // attach
+	p.readFrame() // flow with credit
+	var msg buffer.Buffer
+	if err := (&frames.Message{ApplicationProperties: encoding.Map{{Key: "a", Value: nestedNullArrays(6000, 4096)}}, Data: [][]byte{{1}}}).MarshalAMQP(&msg); err != nil {
+		t.Fatal(err)
+	}
+	id, format := uint32(0), uint32(0)
+	payload := msg.Bytes()
+	p.writeFrame(0, &frames.Transfer{Handle: 0, DeliveryID: &id, DeliveryTag: []byte{1}, MessageFormat: &format, More: true, Payload: payload[:len(payload)/2]})
+	p.writeFrame(0, &frames.Transfer{Handle: 0, Payload: payload[len(payload)/2:]})
+	d, ok := p.readFrame().(*frames.Disposition)
+	if !ok {
+		t.Fatalf("got %T, want a disposition", d)
+	}
+	if rej, ok := d.State.(*frames.Rejected); !ok || rej.Error == nil || rej.Error.Condition != frames.CondDecodeError {
+		t.Fatalf("state %+v, want rejected with amqp:decode-error", d.State)
+	}
+	id = 1
+	p.writeFrame(0, &frames.Transfer{Handle: 0, DeliveryID: &id, DeliveryTag: []byte{2}, MessageFormat: &format, Payload: dataSection(t, 10)})
+	if d, ok := p.readFrame().(*frames.Disposition); !ok {
+		t.Fatalf("got %T, want a disposition", d)
+	} else if _, ok := d.State.(*frames.Accepted); !ok {
+		t.Fatalf("state %+v, want accepted", d.State)
+	}
+	if c := ts.MustCounts(t, "q"); c.Active != 1 {
+		t.Errorf("queue holds %d messages, want 1", c.Active)
+	}
+}
