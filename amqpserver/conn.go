@@ -16,6 +16,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/amqpserver/wsconn"
 )
 
 var connIDs atomic.Uint64
@@ -299,6 +300,9 @@ func (c *conn) readFailed(err error) error {
 		c.write(0, &frames.Close{Error: errorf(frames.CondFrameSizeTooSmall, "%v", err)})
 	case errors.Is(err, frames.ErrFrameTooSmall), errors.Is(err, frames.ErrMalformed):
 		c.write(0, &frames.Close{Error: errorf(frames.CondDecodeError, "%v", err)})
+	case errors.Is(err, wsconn.ErrNotBinary):
+		c.write(0, &frames.Close{Error: errorf(frames.CondDecodeError,
+			"AMQP over WebSockets travels in binary messages; a message of another type arrived.")})
 	default:
 		return err
 	}

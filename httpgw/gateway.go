@@ -68,6 +68,12 @@ type Config struct {
 	// itself: listeners, the store. None: /health answers healthy while the
 	// gateway serves.
 	Components []Component
+	// WebSocket, when set, serves AMQP over WebSockets at
+	// /$servicebus/websocket (and with a trailing slash), where the SDKs
+	// open it; it is amqpserver's handler, which upgrades the request.
+	// Without it that path answers 404, and so does an upgrade to any
+	// other path in any case.
+	WebSocket http.Handler
 }
 
 // Defaults for the zero values of [Config]'s limits.
@@ -196,6 +202,12 @@ const (
 func (g *Gateway) routes() http.Handler {
 	r := mux.NewRouter()
 	r.SkipClean(true) // entity names are matched as sent; middleware trims slashes
+
+	// AMQP over WebSockets (websocket.go); the middleware trims a trailing
+	// slash. A WebSocket upgrade anywhere else is a client pointed at the
+	// wrong path, not an entity request.
+	r.Path(webSocketPath).Methods(http.MethodGet).Handler(g.webSocket())
+	r.Use(g.webSocketElsewhere)
 
 	// Health and namespace (no entity).
 	r.Path("/health").Methods(http.MethodGet).HandlerFunc(g.health)

@@ -24,6 +24,7 @@ const noToken sas.Rights = 0
 // serves without an entry here fails TestEveryRouteNeedsItsRight.
 var serviceBusRights = map[string]sas.Rights{
 	"GET /health":                      noToken,
+	"GET /$servicebus/websocket":       noToken, // AMQP authenticates
 	"GET /{_ns:(?i:\\$namespaceinfo)}": sas.Manage,
 
 	"POST /{entity:.+}/{_messages:(?i:messages)}/{_head:(?i:head)}":   sas.Listen,

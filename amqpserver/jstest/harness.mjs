@@ -92,6 +92,10 @@ export const CONFIG = {
           queue("sessions-state", { RequiresSession: true, LockDuration: "PT5S" }),
           queue("sessions-empty", { RequiresSession: true }),
           queue("sessions-locked", { RequiresSession: true }),
+          queue("tls-amqps"),
+          queue("tls-untrusted"),
+          queue("tls-ws"),
+          queue("tls-ws-ca"),
         ],
         Topics: [
           {
@@ -242,7 +246,7 @@ for (const sig of ["SIGINT", "SIGTERM"]) {
  * A running broker: connection strings, ports, its output so far, and stop().
  */
 export class Omnibus {
-  constructor(child, amqpPort, httpPort, dir) {
+  constructor(child, amqpPort, httpPort, dir, tls) {
     this.child = child;
     this.pid = child.pid;
     this.amqpPort = amqpPort;
@@ -250,6 +254,18 @@ export class Omnibus {
     this.dir = dir;
     this.output = "";
     this.exited = false;
+    /** With startOmnibus({ tls: true }): the AMQPS and HTTPS ports and the CA to trust. */
+    this.amqpsPort = tls?.amqpsPort;
+    this.httpsPort = tls?.httpsPort;
+    this.caPath = tls ? path.join(dir, "omnibus-ca.pem") : undefined;
+  }
+
+  /**
+   * The ordinary connection string (no UseDevelopmentEmulator): the SDK
+   * dials AMQPS on its port, or, with webSocketOptions, wss:// on it.
+   */
+  tlsConnectionString(port = this.amqpsPort) {
+    return `Endpoint=sb://localhost:${port}/;SharedAccessKeyName=${KEY_NAME};SharedAccessKey=${KEY}`;
   }
 
   /** AMQP connection string in the emulator's form. */
@@ -307,26 +323,30 @@ export class Omnibus {
  * waits until it logs "omnibus is ready" and its AMQP port accepts
  * connections. Set OMNIBUS_JSTEST_LOG=1 to copy the broker's log to stderr.
  */
-export async function startOmnibus({ config = CONFIG } = {}) {
+export async function startOmnibus({ config = CONFIG, tls = false } = {}) {
   const bin = await buildOmnibus();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "omnibus-jstest-run-"));
   const configPath = path.join(dir, "Config.json");
   fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
   const amqpPort = await freePort();
   const httpPort = await freePort();
+  const tlsPorts = tls ? { amqpsPort: await freePort(), httpsPort: await freePort() } : undefined;
   const args = [
     "--memory",
     "--data", dir,
     "--config", configPath,
     "--amqp-addr", `127.0.0.1:${amqpPort}`,
     "--http-addr", `127.0.0.1:${httpPort}`,
-    "--https-addr", "-", "--amqps-addr", "-",
     "--key-name", KEY_NAME,
     "--key", KEY,
+    // TLS listeners, with the local CA in the run's directory.
+    ...(tls
+      ? ["--amqps-addr", `127.0.0.1:${tlsPorts.amqpsPort}`, "--https-addr", `127.0.0.1:${tlsPorts.httpsPort}`, "--tls-dir", dir]
+      : ["--https-addr", "-", "--amqps-addr", "-"]),
   ];
   const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir });
   running.set(child, dir);
-  const ob = new Omnibus(child, amqpPort, httpPort, dir);
+  const ob = new Omnibus(child, amqpPort, httpPort, dir, tlsPorts);
   const echo = process.env.OMNIBUS_JSTEST_LOG === "1";
 
   const ready = new Promise((resolve, reject) => {

@@ -16,11 +16,12 @@ export const TEST_TIMEOUT_MS = 30_000;
 export const RETRY = { maxRetries: 1, retryDelayInMs: 200, maxRetryDelayInMs: 500, timeoutInMs: 10_000 };
 
 /**
- * Starts a broker before the file's tests and stops it afterwards. Returns
+ * Starts a broker before the file's tests and stops it afterwards (with
+ * tls, also its AMQPS and HTTPS listeners: see startOmnibus). Returns
  * an object whose fields (broker, client) are filled in by the before hook;
  * env.ready resolves once they are.
  */
-export function useBroker() {
+export function useBroker({ tls = false } = {}) {
   const env = { broker: undefined, client: undefined, clients: [], ready: undefined };
   // node 20 may run a file's top-level before hooks side by side: further
   // hooks that need the broker await env.ready.
@@ -29,7 +30,7 @@ export function useBroker() {
   env.ready.catch(() => {});
   before(async () => {
     try {
-      env.broker = await startOmnibus();
+      env.broker = await startOmnibus({ tls });
       env.client = newClient(env);
       resolveReady(env);
     } catch (err) {

@@ -35,7 +35,10 @@ func (a *App) startFronts() error {
 		}
 	}
 	var comps []httpgw.Component // what /health reports on: each listener, then the store
-	if !disabled(o.AMQPAddr) || !disabled(o.AMQPSAddr) {
+	var webSocket http.Handler   // AMQP over WebSockets on the HTTP(S) listeners
+	// The AMQP server serves its own listeners and AMQP over WebSockets on
+	// the HTTP ones.
+	if !disabled(o.AMQPAddr) || !disabled(o.AMQPSAddr) || !disabled(o.HTTPAddr) || !disabled(o.HTTPSAddr) {
 		cfg := amqpserver.Config{Broker: a.Broker, Logger: o.Logger.Named("amqp"),
 			Auth: a.Auth, MaxConnections: o.MaxConnections, MaxPendingConnections: o.MaxPendingConnections,
 			AuthTimeout: o.AuthTimeout, Limits: o.AMQPLimits}
@@ -47,8 +50,11 @@ func (a *App) startFronts() error {
 			return err
 		}
 		a.fronts = append(a.fronts, amqpFront{srv})
-		// One server behind both listeners: its health covers both.
-		comps = append(comps, httpgw.Component{Name: "amqp", Health: srv.Health})
+		webSocket = srv.WebSocketHandler()
+		if !disabled(o.AMQPAddr) || !disabled(o.AMQPSAddr) {
+			// One server behind both listeners: its health covers both.
+			comps = append(comps, httpgw.Component{Name: "amqp", Health: srv.Health})
+		}
 		if !disabled(o.AMQPAddr) {
 			if a.amqpAddr, err = a.serveAMQP(srv, o.AMQPAddr, nil); err != nil {
 				return fmt.Errorf("AMQP listener: %w", err)
@@ -72,7 +78,7 @@ func (a *App) startFronts() error {
 	}
 	cfg := httpgw.Config{Broker: a.Broker, Logger: o.Logger.Named("http"), Auth: a.Auth, Namespace: a.Namespace,
 		ReadTimeout: o.HTTPReadTimeout, WriteTimeout: o.HTTPWriteTimeout, IdleTimeout: o.HTTPIdleTimeout,
-		MaxConnections: o.HTTPMaxConnections, Components: append(comps, a.storeComponent())}
+		MaxConnections: o.HTTPMaxConnections, Components: append(comps, a.storeComponent()), WebSocket: webSocket}
 	if protect.on {
 		cfg.Admit = protect.admit
 	}
