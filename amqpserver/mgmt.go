@@ -29,7 +29,8 @@ import (
 // errorCondition and correlation-id = the request's message-id.
 //
 // Operations are in mgmt_messages.go (message locks, peek, schedule,
-// deferred messages), mgmt_sessions.go and mgmt_rules.go.
+// deferred messages), mgmt_delete.go (batch delete), mgmt_sessions.go and
+// mgmt_rules.go.
 
 // Management operation names (application property "operation").
 const (
@@ -76,6 +77,7 @@ var mgmtOps = map[string]mgmtOp{
 	opAddRule:           {sas.Manage, (*mgmtNode).mgmtAddRule},
 	opRemoveRule:        {sas.Manage, (*mgmtNode).mgmtRemoveRule},
 	opEnumerateRules:    {sas.Listen, (*mgmtNode).mgmtEnumerateRules},
+	opBatchDelete:       {sas.Listen, (*mgmtNode).mgmtBatchDelete},
 }
 
 // mgmtRequest is a decoded management request.
