@@ -2,6 +2,7 @@ package amqpserver
 
 import (
 	"context"
+	"time"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/core"
@@ -19,6 +20,13 @@ const opBatchDelete = "com.microsoft:batch-delete-messages"
 // receiver's link defaults to its session) → message-count (int): how
 // many were deleted, 0 included. The SDKs' purge loops call again while
 // a full batch comes back.
+//
+// An AMQP timestamp is precise to the millisecond, and the SDKs default
+// the cutoff to the client's clock at the call: a message sent a moment
+// earlier, in the same millisecond, would be enqueued "after" the
+// truncated cutoff and survive a purge right after a send. The cutoff
+// therefore covers its whole millisecond: what every client sees as
+// enqueued at or before it is deleted.
 func (s *mgmtNode) mgmtBatchDelete(ctx context.Context, r *mgmtRequest) (encoding.Map, int32, error) {
 	if v, _ := r.field("message-count"); v == nil {
 		return nil, 0, badf("The field 'message-count' is missing.")
@@ -33,6 +41,9 @@ func (s *mgmtNode) mgmtBatchDelete(ctx context.Context, r *mgmtRequest) (encodin
 	before, err := r.timestamp("enqueued-time-utc")
 	if err != nil {
 		return nil, 0, err
+	}
+	if !before.IsZero() {
+		before = before.Add(time.Millisecond)
 	}
 	sid, err := r.str("session-id", false)
 	if err != nil {

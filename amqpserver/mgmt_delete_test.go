@@ -41,11 +41,16 @@ func TestMgmtBatchDelete(t *testing.T) {
 	h.env.MustSend(t, "q", coretest.Text("old-1"), coretest.Text("old-2"))
 	h.env.Clock.Advance(time.Minute)
 	cutoff := h.env.Clock.Now()
+	// The wire's cutoff is a millisecond: a message enqueued within it
+	// counts as before it (a purge right after a send must take it).
+	h.env.Clock.Advance(500 * time.Microsecond)
+	h.env.MustSend(t, "q", coretest.Text("same-ms"))
+	h.env.Clock.Advance(time.Millisecond)
 	h.env.MustSend(t, "q", coretest.Text("new"))
 	h.env.Clock.Advance(time.Minute)
 
-	if n := deletedCount(t, h.call(t, "q", opBatchDelete, deleteBody(int32(500), cutoff, ""))); n != 2 {
-		t.Fatalf("deleted %d before the cutoff, want 2", n)
+	if n := deletedCount(t, h.call(t, "q", opBatchDelete, deleteBody(int32(500), cutoff, ""))); n != 3 {
+		t.Fatalf("deleted %d up to the cutoff's millisecond, want 3", n)
 	}
 	if n := deletedCount(t, h.call(t, "q", opBatchDelete, deleteBody(int32(500), cutoff, ""))); n != 0 {
 		t.Fatalf("nothing left before the cutoff, yet deleted %d (an empty batch is 200 with 0)", n)
