@@ -9,7 +9,9 @@ endif
 GO        ?= go
 PKGS      := ./...
 FUZZTIME  ?= 10s
-JSDIRS    := $(patsubst %/package.json,%,$(wildcard amqpserver/jstest/package.json httpgw/jstest/package.json))
+# Every JS test package: amqpserver/jstest (the stable SDK), jstest-beta (the
+# SDK beta's newer operations), httpgw/jstest, and any further jstest-* dir.
+JSDIRS    := $(patsubst %/package.json,%,$(wildcard amqpserver/jstest*/package.json httpgw/jstest*/package.json))
 
 .DEFAULT_GOAL := help
 
