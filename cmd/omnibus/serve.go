@@ -64,6 +64,7 @@ func serve(args []string) error {
 		"most message ids one entity's duplicate detection remembers; past it the oldest are forgotten early")
 	cacheMB := fs.Int64("body-cache-mb", core.DefaultBodyCacheBytes>>20,
 		"MiB of message bodies all queues together keep in memory for hand-over to receivers")
+	cf := addClusterFlags(fs) // a replicated cluster node (cluster.go)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
 	if err := parseWithEnv(fs, args); err != nil {
@@ -91,6 +92,10 @@ func serve(args []string) error {
 	}
 	defer log.Sync()
 	o.Logger = log
+	start, err := cf.starter(o)
+	if err != nil {
+		return err
+	}
 
 	defer startGCTuning()()
 
@@ -99,12 +104,12 @@ func serve(args []string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	log.Info("omnibus is starting", zap.String("data", storeName(o)))
-	start := time.Now()
-	a, err := startOrSignal(o, sig, log)
+	began := time.Now()
+	a, err := startOrSignal(start, sig, log)
 	if err != nil {
 		return err
 	}
-	fields := []zap.Field{zap.Duration("startup", time.Since(start))}
+	fields := []zap.Field{zap.Duration("startup", time.Since(began))}
 	if o.Memory {
 		fields = append(fields, zap.String("store", "memory (nothing persists)"))
 	} else {
@@ -137,8 +142,8 @@ func serve(args []string) error {
 	}
 	if cs := a.TLSConnectionString(); cs != "" {
 		fields := []zap.Field{zap.String("connectionString", cs)}
-		if a.CAPath != "" {
-			fields = append(fields, zap.String("trust", a.CAPath))
+		if ca := caPath(a); ca != "" {
+			fields = append(fields, zap.String("trust", ca))
 		}
 		log.Info("connect over TLS with", fields...)
 	}
@@ -166,14 +171,14 @@ func storeName(o app.Options) string {
 // it gives the start a few seconds to finish (and shuts it down cleanly),
 // else returns without it, so that a start stuck on its disk never keeps
 // the process from exiting.
-func startOrSignal(o app.Options, sig <-chan os.Signal, log *zap.Logger) (*app.App, error) {
+func startOrSignal(start func() (server, error), sig <-chan os.Signal, log *zap.Logger) (server, error) {
 	type result struct {
-		a   *app.App
+		a   server
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		a, err := app.Start(o)
+		a, err := start()
 		done <- result{a, err}
 	}()
 	select {

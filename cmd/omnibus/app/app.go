@@ -86,6 +86,14 @@ type Options struct {
 
 	// The core's memory bounds (dedup history, body cache); zero fields mean the defaults.
 	Limits core.Limits
+
+	// Store, when set, is the store to run on instead of opening one (a
+	// cluster node's Session, see cluster.go); Shutdown closes it.
+	Store storage.Store
+	// Listen, when set, gives the fronts their listeners ("amqp", "http",
+	// "https") instead of net.Listen (a cluster hands them the
+	// connections it accepts, see cluster_listen.go).
+	Listen func(front, addr string) (net.Listener, error)
 }
 
 func (o *Options) setDefaults() {
@@ -193,6 +201,9 @@ func loadConfig(path string) (*emuconfig.Config, error) {
 }
 
 func openStore(o Options) (storage.Store, error) {
+	if o.Store != nil {
+		return o.Store, nil
+	}
 	if o.Memory {
 		return memstore.New(), nil
 	}
@@ -208,6 +219,9 @@ func openStore(o Options) (storage.Store, error) {
 }
 
 func (a *App) storeName() string {
+	if a.opts.Store != nil {
+		return "the cluster's store"
+	}
 	if a.opts.Memory {
 		return "memory"
 	}

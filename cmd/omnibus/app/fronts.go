@@ -113,7 +113,11 @@ func serverTLS(cert tls.Certificate) *tls.Config {
 // is set: the TLS handshake then runs within the AMQP handshake's time
 // limit, and a failed one closes only that connection.
 func (a *App) serveAMQP(srv *amqpserver.Server, addr string, tlsConf *tls.Config) (net.Addr, error) {
-	l, err := net.Listen("tcp", addr)
+	front := "amqp"
+	if tlsConf != nil {
+		front = "amqps"
+	}
+	l, err := a.listen(front, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +135,11 @@ func (a *App) serveAMQP(srv *amqpserver.Server, addr string, tlsConf *tls.Config
 
 func (a *App) serveHTTP(gw *httpgw.Gateway, addr string, tlsConf *tls.Config, h *listenerHealth) (net.Addr, error) {
 	srv := gw.Server(addr)
-	l, err := net.Listen("tcp", addr)
+	front := "http"
+	if tlsConf != nil {
+		front = "https"
+	}
+	l, err := a.listen(front, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +154,14 @@ func (a *App) serveHTTP(gw *httpgw.Gateway, addr string, tlsConf *tls.Config, h 
 	}()
 	a.fronts = append(a.fronts, httpFront{srv})
 	return l.Addr(), nil
+}
+
+// listen opens a front's listener: Options.Listen's, or a new one.
+func (a *App) listen(front, addr string) (net.Listener, error) {
+	if a.opts.Listen != nil {
+		return a.opts.Listen(front, addr)
+	}
+	return net.Listen("tcp", addr)
 }
 
 // listenerHealth returns the health of a new listener, reported on

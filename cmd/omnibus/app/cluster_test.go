@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	"go.uber.org/zap/zaptest"
+)
+
+// freeAddr returns a loopback address nothing listened on a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startTestCluster starts three cluster nodes in this process.
+func startTestCluster(t *testing.T) map[uint64]*Cluster {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "Config.json")
+	if err := os.WriteFile(cfg, []byte(testConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	peers := map[uint64]string{}
+	for id := uint64(1); id <= 3; id++ {
+		peers[id] = freeAddr(t)
+	}
+	nodes := map[uint64]*Cluster{}
+	for id := range peers {
+		c, err := StartCluster(Options{DataDir: filepath.Join(t.TempDir(), fmt.Sprint(id)), ConfigPath: cfg,
+			AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Logger: zaptest.NewLogger(t).Named(fmt.Sprint("n", id))},
+			ClusterOptions{NodeID: id, Peers: peers, TickInterval: 50 * time.Millisecond, ElectionTicks: 30})
+		if err != nil {
+			t.Fatalf("StartCluster %d: %v", id, err)
+		}
+		nodes[id] = c
+	}
+	t.Cleanup(func() {
+		for _, c := range nodes {
+			c.Shutdown(context.Background())
+		}
+	})
+	return nodes
+}
+
+// waitLeader waits for one of nodes to serve and returns its id.
+func waitLeader(t *testing.T, nodes map[uint64]*Cluster) uint64 {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		for id, c := range nodes {
+			if c.Serving() {
+				return id
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no node served within a minute")
+	return 0
+}
+
+// TestClusterServesThroughAnyNode: the official SDK sends through one
+// follower and receives through the other (both proxy to the leader);
+// after the leader stops, a new one serves what was sent, through the
+// same addresses.
+func TestClusterServesThroughAnyNode(t *testing.T) {
+	nodes := startTestCluster(t)
+	leader := waitLeader(t, nodes)
+	var followers []*Cluster
+	for id, c := range nodes {
+		if id != leader {
+			followers = append(followers, c)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	send := func(c *Cluster, bodies ...string) {
+		t.Helper()
+		cl, err := azservicebus.NewClientFromConnectionString(c.ConnectionString(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close(ctx)
+		s, err := cl.NewSender("orders", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bodies {
+			if err := s.SendMessage(ctx, &azservicebus.Message{Body: []byte(b)}, nil); err != nil {
+				t.Fatalf("send %s: %v", b, err)
+			}
+		}
+	}
+	receive := func(c *Cluster, n int) []string {
+		t.Helper()
+		cl, err := azservicebus.NewClientFromConnectionString(c.ConnectionString(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close(ctx)
+		r, err := cl.NewReceiverForQueue("orders", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for len(got) < n {
+			msgs, err := r.ReceiveMessages(ctx, n-len(got), nil)
+			if err != nil {
+				t.Fatalf("receive: %v", err)
+			}
+			for _, m := range msgs {
+				if err := r.CompleteMessage(ctx, m, nil); err != nil {
+					t.Fatalf("complete: %v", err)
+				}
+				got = append(got, string(m.Body))
+			}
+		}
+		return got
+	}
+	send(followers[0], "one", "two")
+	if got := receive(followers[1], 1); got[0] != "one" {
+		t.Fatalf("received %q first, want one", got)
+	}
+
+	if err := nodes[leader].Shutdown(ctx); err != nil {
+		t.Fatalf("stopping the leader: %v", err)
+	}
+	delete(nodes, leader)
+	next := waitLeader(t, nodes)
+	t.Logf("leader %d stopped; %d leads", leader, next)
+	for _, c := range nodes {
+		send(c, "three")
+	}
+	got := receive(followers[0], 3)
+	want := map[string]bool{"two": true, "three": true}
+	for _, b := range got {
+		if !want[b] {
+			t.Fatalf("received %q after failover, want two and three (twice): %q", b, got)
+		}
+	}
+}
