@@ -97,18 +97,18 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cl = &Cluster{opts: o, copts: c, log: o.Logger.Named("cluster"), front: map[string]*publicFront{},
+	c0 := &Cluster{opts: o, copts: c, log: o.Logger.Named("cluster"), front: map[string]*publicFront{},
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			cancel()
-			cl.closeFronts()
-			if cl.node != nil {
-				cl.node.Close()
+			c0.closeFronts()
+			if c0.node != nil {
+				c0.node.Close()
 			}
-			cl = nil
 		}
 	}()
+	cl = c0
 	addrs := map[string]string{"amqp": o.AMQPAddr, "amqps": o.AMQPSAddr, "http": o.HTTPAddr, "https": o.HTTPSAddr}
 	for _, name := range frontNames {
 		if disabled(addrs[name]) {

@@ -38,7 +38,7 @@ func startTestCluster(t *testing.T) map[uint64]*Cluster {
 	nodes := map[uint64]*Cluster{}
 	for id := range peers {
 		c, err := StartCluster(Options{DataDir: filepath.Join(t.TempDir(), fmt.Sprint(id)), ConfigPath: cfg,
-			AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Logger: zaptest.NewLogger(t).Named(fmt.Sprint("n", id))},
+			AMQPAddr: "127.0.0.1:0", AMQPSAddr: "-", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Logger: zaptest.NewLogger(t).Named(fmt.Sprint("n", id))},
 			ClusterOptions{NodeID: id, Peers: peers, TickInterval: 50 * time.Millisecond, ElectionTicks: 30})
 		if err != nil {
 			t.Fatalf("StartCluster %d: %v", id, err)
