@@ -56,7 +56,7 @@
 //     peek-locked, reserves their window room and removes them (durably)
 //     before sending them, so it never removes more than it can write at
 //     once. Transfers are written frame by frame while the bytes waiting
-//     for the socket stay under 4 MiB. The delivery tag is the lock token
+//     for the socket stay under 2 MiB. The delivery tag is the lock token
 //     in .NET GUID byte order. Drain uses up the credit and answers
 //     flow(drain=true, link-credit=0). Credit is an unsigned 32-bit number
 //     (§2.6.7, serial-number arithmetic).

@@ -10,7 +10,7 @@ import (
 // for all of its frames (outgoing.go), so the window never holds back a
 // message we have locked or removed. And our own output: a session's
 // deliveries are written frame by frame only while the bytes waiting for
-// the socket stay under maxOutbox; the rest waits here, in order, and is
+// the socket stay under maxDeliveryOutput; the rest waits here, in order, and is
 // written as the socket drains (conn.unstall).
 
 // transferOverhead is room for the frame header and the transfer
@@ -166,10 +166,17 @@ func (c *conn) wakeBuffer() {
 	}
 }
 
+// maxDeliveryOutput is how many bytes may wait for the socket before
+// transfers stop being written: half of maxOutbox, so the frames that are
+// not transfers (dispositions, flows, heartbeats) always find room and
+// never make the connection goroutine wait for a client that is slow to
+// read (writer.go, enqueue).
+const maxDeliveryOutput = maxOutbox / 2
+
 // outputFull reports whether the bytes waiting for the socket have
-// reached maxOutbox.
+// reached maxDeliveryOutput.
 func (c *conn) outputFull() bool {
-	return int64(c.pending.Len())+c.ob.size.Load() >= maxOutbox
+	return int64(c.pending.Len())+c.ob.size.Load() >= maxDeliveryOutput
 }
 
 // stall records that s waits for the writer to drain.

@@ -336,3 +336,34 @@ func TestDrainWithClosedWindow(t *testing.T) {
 		t.Errorf("delivery counts %v after a drain with the window closed, want all 3 untouched", got)
 	}
 }
+
+// TestSlowReaderStillSends fills the server's output to a client that
+// stops reading, then has that client send: its sends are still taken
+// and stored, since transfers leave the socket's buffer room for the
+// other frames and the connection goroutine never waits for the writer.
+func TestSlowReaderStillSends(t *testing.T) {
+	const n = 20000
+	ts := newTestServer(t, func(c *Config) { c.Limits.MaxUnsettledPerLink = n })
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q2"})
+	ts.sendN(t, "q", n, 1024)
+	p := ts.rawDial(t)
+	p.open()
+	p.attachRawReceiver("q", 1<<20, frames.ReceiverSettleModeSecond)
+	p.grant(0, 1<<20, 0, n)
+	ts.waitFor(t, "the server to wait for the socket", func(c *conn) bool { return len(c.stalled) > 0 })
+
+	a := senderAttach("q2")
+	a.Handle = 1
+	burst := []frames.Body{a}
+	for i := range uint32(100) {
+		burst = append(burst, transferFrame(1, i, true, false, dataSection(t, 100)))
+	}
+	p.writeFrames(0, burst...)
+	deadline := time.Now().Add(20 * time.Second)
+	for ts.MustCounts(t, "q2").Active != 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 100 sends stored while the client did not read", ts.MustCounts(t, "q2").Active)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
