@@ -28,9 +28,22 @@
 //
 // Each stored message has two records (record.go): an immutable body and a
 // small state record. Memory holds only an index entry per message
-// (msgRec, a few dozen bytes), so a backlog lives on disk; recovery scans
-// the state records only. A topic stores a body once and one state record
-// per matching subscription.
+// (msgRec and its heap slot, about 130 bytes), so a backlog lives on disk;
+// recovery scans the state records only. A topic stores a body once and
+// one state record per matching subscription.
+//
+// # Bounds
+//
+// What memory holds beyond the index is bounded by what exists now, not
+// by the rate things come and go: the hand-over cache (cache.go) by a
+// per-queue share and a broker-wide budget (Limits.BodyCacheBytes); timer
+// entries (timer.go) by the locks and scheduled messages held; the
+// duplicate-detection history (dedup.go) by its window and
+// Limits.DedupHistoryMax. The index itself is bounded by the entities'
+// quotas (quota.go): a send that would take its queue or topic over
+// MaxSizeInMegabytes is refused, each message counting its size plus
+// MessageOverhead, so no entity stores more than MaxSizeInMegabytes /
+// (size + MessageOverhead) messages.
 //
 // A message record is in exactly one place of its queue: avail (a heap by
 // sequence number, or its session's heap), locked, deferred, or
