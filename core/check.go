@@ -243,6 +243,9 @@ func (c *checker) snapshot(q *queue) (map[int64]memRec, queueCounts) {
 	mem := make(map[int64]memRec)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	for _, f := range q.timerFindingsLocked() { // timer.go
+		c.addf("%s: %s", q.path, f)
+	}
 	add := func(r *msgRec, where string) {
 		if prev, ok := mem[r.seq]; ok {
 			c.addf("%s: message %d is in memory twice (%s and %s)", q.path, r.seq, prev.where, where)

@@ -122,3 +122,23 @@ func DedupHistory(b *Broker, path string) (ids, entries int) {
 // PendingOrphans returns how many shared-body deletions the store refused
 // and the broker keeps for a retry.
 func PendingOrphans(b *Broker) int { return int(b.orphans.n.Load()) }
+
+// BreakTimers damages the timers of the queue at path the two ways a
+// bug could: the first available message gets a timer entry it has no
+// lock for (a leak), and the first locked one loses its entry (a lock
+// that would never expire).
+func BreakTimers(b *Broker, path string) {
+	q, err := b.queueFor(path)
+	if err != nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r := q.mu.avail.peek(); r != nil {
+		q.mu.timers.push(timeItem{at: 1, rec: r})
+	}
+	for _, r := range q.mu.locked {
+		q.dropTimerLocked(r)
+		break
+	}
+}

@@ -3,6 +3,7 @@ package core_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +197,23 @@ func TestScheduledTimerEntries(t *testing.T) {
 	}
 	if got := core.BrokerTimerEntries(br); got != 0 {
 		t.Errorf("deleted queue still in the broker timer (%d entries)", got)
+	}
+}
+
+// The consistency checker notices a leaked timer entry and a lock
+// without one.
+func TestCheckFindsTimerFaults(t *testing.T) {
+	env := coretest.New(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	env.MustSend(t, "q", coretest.Text("a"), coretest.Text("b"))
+	env.MustReceive(t, "q", core.PeekLock, 1)
+	if err := env.Broker.Check(); err != nil {
+		t.Fatalf("a sound queue: %v", err)
+	}
+	core.BreakTimers(env.Broker, "q")
+	err := env.Broker.Check()
+	if err == nil || !strings.Contains(err.Error(), "a timer entry for neither a lock nor its schedule") ||
+		!strings.Contains(err.Error(), "is locked without a timer entry") {
+		t.Errorf("check after breaking the timers: %v", err)
 	}
 }
