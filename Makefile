@@ -43,7 +43,7 @@ jstest: jsdeps ## official JavaScript SDK tests against a broker started by the 
 # package-lock.json (a copy of the one installed from is kept beside it);
 # node and npm come from Debian's packages when absent, as on a fresh CI
 # machine.
-jsdeps: ## install what the JS SDK tests need: node and npm (apt) if absent, `npm ci` where node_modules is missing or stale
+jsdeps: browserdeps ## install what the JS SDK tests need: node and npm (apt) if absent, `npm ci` where node_modules is missing or stale
 	@for d in $(JSDIRS); do \
 	  if cmp -s $$d/package-lock.json $$d/node_modules/.omnibus-installed-lock.json; then continue; fi; \
 	  if ! command -v npm >/dev/null 2>&1; then \
@@ -55,6 +55,17 @@ jsdeps: ## install what the JS SDK tests need: node and npm (apt) if absent, `np
 	  echo "== npm ci in $$d"; \
 	  (cd $$d && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.omnibus-installed-lock.json) || exit 1; \
 	done
+
+# The browser test (amqpserver/jstest-browser) drives Debian's Chromium and
+# trusts omnibus's CA through an NSS database made with certutil; no browser
+# is ever downloaded by npm.
+browserdeps: ## install Debian's chromium and libnss3-tools (certutil) for the browser test, if absent
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/certutil ]; then \
+	  echo "== installing chromium and libnss3-tools (apt-get)"; \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium libnss3-tools >/dev/null || \
+	    { echo "make browserdeps: chromium or certutil is missing and apt-get could not install them"; exit 1; }; \
+	fi
 
 lint: ## gofmt, go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -83,4 +94,4 @@ compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server i
 
 check: test ## alias of test
 
-.PHONY: help build run test gotest allocs short jstest jsdeps lint fuzz conformance soak bench check
+.PHONY: help build run test gotest allocs short jstest jsdeps browserdeps lint fuzz conformance soak bench check
