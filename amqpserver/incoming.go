@@ -1,6 +1,7 @@
 package amqpserver
 
 import (
+	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/core"
 )
@@ -67,15 +68,26 @@ type partial struct {
 	assembling int
 }
 
+// propMaxBatchSize is the sender-attach property that tells the SDKs how
+// large a batch may be (the Go SDK since v1.11 sizes batches from it,
+// before max-message-size).
+const propMaxBatchSize = encoding.Symbol("com.microsoft:max-message-batch-size")
+
+// maxBatchSize is Service Bus's limit on a batch (Premium's; a
+// large-message entity takes messages up to 100 MB, but batches only up
+// to this).
+const maxBatchSize = 1 << 20
+
 // attachSender attaches a link the client sends messages on. The maximum
-// message size is the entity's, capped by the server's.
+// message size is the entity's, capped by the server's; the batch size
+// the attach announces is the same, at most maxBatchSize.
 func (l *link) attachSender(a *frames.Attach) {
 	srv := l.s.c.srv
 	l.in.maxSize = srv.cfg.MaxMessageSize
 	if e, err := srv.b.GetEntity(l.entity); err == nil && e.MaxMessageSizeInKilobytes > 0 {
 		l.in.maxSize = min(l.in.maxSize, uint64(e.MaxMessageSizeInKilobytes)*1024)
 	}
-	l.attach(a, nil)
+	l.attach(a, encoding.Map{{Key: propMaxBatchSize, Value: min(l.in.maxSize, maxBatchSize)}})
 }
 
 // grantCredit tops the link credit up to creditWindow when it is low and
@@ -347,21 +359,25 @@ func (l *link) sendsDone(parts []*partial, err error) {
 	l.grantCredit()
 }
 
-// settleIncoming answers an unsettled delivery with state. In
-// rcv-settle-mode second the disposition is not settled: the client
-// settles it.
+// settleIncoming answers an unsettled delivery with state, settled, as
+// Service Bus answers every client's transfers whatever rcv-settle-mode
+// its sender asked for: uamqp completes a send only on a settled
+// disposition, and go-amqp and rhea take one in either mode. (The attach
+// still echoes the mode asked for: go-amqp fails an attach that does not.)
+// A client in mode second that settles the delivery afterwards is ignored
+// (handleDisposition).
 func (l *link) settleIncoming(p *partial, state frames.DeliveryState) {
 	if p.settled || !l.s.live() {
 		return
 	}
-	if _, ok := state.(*frames.Accepted); ok && l.rcv == frames.ReceiverSettleModeFirst {
+	if _, ok := state.(*frames.Accepted); ok {
 		l.s.queueAck(frames.RoleReceiver, p.id)
 		return
 	}
 	l.s.c.write(l.s.ch, &frames.Disposition{
 		Role:    frames.RoleReceiver,
 		First:   p.id,
-		Settled: l.rcv == frames.ReceiverSettleModeFirst,
+		Settled: true,
 		State:   state,
 	})
 }

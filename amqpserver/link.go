@@ -34,7 +34,8 @@ type link struct {
 	handle uint32 // the peer's handle; ours is the same number
 	kind   nodeKind
 	// address is the node the link is attached to: the entity path, "$cbs"
-	// or "<entity>/$management".
+	// or "<entity>/$management" (see linkPath). The attach is answered
+	// with the terminus exactly as the client sent it.
 	address string
 	entity  string // entity path (for $management links, without the suffix)
 	// peerTarget is the client's target address on a link the client
@@ -80,14 +81,14 @@ func (s *session) handleAttach(a *frames.Attach) error {
 			l.refuse(a, errorf(frames.CondNotImplemented, "Attach without a target (coordinator links are not supported)."))
 			return nil
 		}
-		l.address = a.Target.Address
+		l.address = linkPath(a.Target.Address)
 		l.in = &inLink{maxSize: s.c.srv.cfg.MaxMessageSize}
 	} else {
 		if a.Source == nil {
 			l.refuse(a, errorf(frames.CondInvalidField, "Attach of a receiver without a source."))
 			return nil
 		}
-		l.address = a.Source.Address
+		l.address = linkPath(a.Source.Address)
 		if a.Target != nil {
 			l.peerTarget = a.Target.Address
 		}
@@ -127,6 +128,19 @@ func (s *session) handleAttach(a *frames.Attach) error {
 		}
 	}
 	return nil
+}
+
+// linkPath is the node a link address names. An address given as a URL,
+// "amqps://host[:port]/orders" as uamqp sends, names the node by its
+// path: scheme and authority are dropped, as Service Bus does and as the
+// $cbs audience is read (audiencePath). Other addresses are kept.
+func linkPath(addr string) string {
+	scheme, rest, ok := strings.Cut(addr, "://")
+	if !ok || scheme == "" || strings.ContainsAny(scheme, "/$") {
+		return addr
+	}
+	_, path, _ := strings.Cut(rest, "/")
+	return path
 }
 
 // classify splits an address into its node kind and entity path.

@@ -10,18 +10,22 @@ import (
 )
 
 // SASL mechanisms the server offers, ANONYMOUS first: the Service Bus SDKs
-// only use it (amqp.md §1.2), and clients pick the first one they support.
+// use it (amqp.md §1.2), and clients pick the first one they support.
+// MSSBCBS is Service Bus's own name for "a token follows on $cbs", which
+// uamqp (Python's SDK, older .NET and Event Hubs clients) insists on.
 const (
 	mechAnonymous encoding.Symbol = "ANONYMOUS"
 	mechPlain     encoding.Symbol = "PLAIN"
+	mechMSSBCBS   encoding.Symbol = "MSSBCBS"
 )
 
-var saslMechanisms = []encoding.Symbol{mechAnonymous, mechPlain}
+var saslMechanisms = []encoding.Symbol{mechAnonymous, mechPlain, mechMSSBCBS}
 
 // authenticate applies a sasl-init to the connection's rights.
 //
-//   - ANONYMOUS: any initial response; the connection must then put a
-//     $cbs token before attaching to an entity (decisions.md).
+//   - ANONYMOUS, and MSSBCBS which means the same: any initial response;
+//     the connection must then put a $cbs token before attaching to an
+//     entity (decisions.md).
 //   - PLAIN (RFC 4616, "authzid NUL authcid NUL passwd"): authcid is a
 //     key name and passwd its key; the connection gets that rule's rights
 //     on every entity the rule covers.
@@ -31,7 +35,7 @@ var saslMechanisms = []encoding.Symbol{mechAnonymous, mechPlain}
 func (c *conn) authenticate(init *frames.SASLInit) error {
 	v := c.srv.cfg.Auth
 	switch init.Mechanism {
-	case mechAnonymous:
+	case mechAnonymous, mechMSSBCBS:
 		if v == nil {
 			c.auth.allowAll()
 		}
