@@ -24,10 +24,10 @@ build: ## build the omnibus binary into ./bin
 run: ## run the broker with its defaults (data in ./omnibus-data, AMQP :5672, HTTP :5300)
 	$(GO) run ./cmd/omnibus
 
-test: jsdeps lint gotest allocs jstest conformance ## everything CI runs (installing what the JS tests need first): lint, Go tests with -race, allocation counts, JS SDK tests, conformance
+test: jsdeps pydeps lint gotest allocs jstest conformance ## everything CI runs (installing what the JS and Python SDK tests need first): lint, Go tests with -race, allocation counts, JS SDK tests, conformance
 	@echo "make test: all green"
 
-gotest: ## Go tests, with the race detector
+gotest: pydeps ## Go tests, with the race detector (TestPythonSDK runs the Python SDK's tests in amqpserver/pytest)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 allocs: ## allocation-count tests, without -race (whose runtime allocates on its own, so they skip there)
@@ -67,6 +67,17 @@ browserdeps: ## install Debian's chromium and libnss3-tools (certutil) for the b
 	    { echo "make browserdeps: chromium or certutil is missing and apt-get could not install them"; exit 1; }; \
 	fi
 
+# The Python SDK tests (amqpserver/pytest, run by amqpserver's TestPythonSDK)
+# use Debian's python3-azure (azure-servicebus 7.8 on uamqp 1.5), which only
+# /usr/bin/python3 imports.
+pydeps: ## install what the Python SDK tests need: Debian's python3-azure (apt) if /usr/bin/python3 cannot import it
+	@if ! /usr/bin/python3 -c 'import azure.servicebus, uamqp' >/dev/null 2>&1; then \
+	  echo "== installing python3-azure (apt-get)"; \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && $$sudo apt-get install -y -qq python3-azure >/dev/null || \
+	    { echo "make pydeps: apt-get could not install python3-azure"; exit 1; }; \
+	fi
+
 lint: ## gofmt, go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
@@ -94,4 +105,4 @@ compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server i
 
 check: test ## alias of test
 
-.PHONY: help build run test gotest allocs short jstest jsdeps browserdeps lint fuzz conformance soak bench check
+.PHONY: help build run test gotest allocs short jstest jsdeps browserdeps pydeps lint fuzz conformance soak bench check

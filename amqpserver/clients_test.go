@@ -3,6 +3,7 @@ package amqpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -205,5 +206,60 @@ func TestMaxMessageBatchSize(t *testing.T) {
 			t.Errorf("%s: %d messages stored, want %d", entity, c.Active, n)
 		}
 		snd.Close(ctx)
+	}
+}
+
+// TestManagementAfterSettlement: uamqp defers a message (a disposition
+// the client settles itself, not waiting for an answer) and at once asks
+// $management for it by sequence number; the request must find it
+// deferred, as the frames arrived in that order.
+func TestManagementAfterSettlement(t *testing.T) {
+	ts := newTestServer(t, nil)
+	s := ts.session(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	r, err := s.NewReceiver(ctx, "q", &amqp.ReceiverOptions{Credit: 100,
+		SettlementMode: amqp.ReceiverSettleModeFirst.Ptr(), RequestedSenderSettleMode: amqp.SenderSettleModeUnsettled.Ptr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const node = "q/$management"
+	replyTo := node + "-reply-to-test"
+	mgmt := mustSender(t, s, node)
+	replies, err := s.NewReceiver(ctx, node, &amqp.ReceiverOptions{TargetAddress: replyTo, Credit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 30
+	for i := range n {
+		ts.MustSend(t, "q", &core.Message{Body: []byte{byte(i)}})
+	}
+	for i := range n {
+		m, err := r.Receive(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, _ := m.Annotations["x-opt-sequence-number"].(int64)
+		// Settled by the client in mode first: go-amqp does not wait.
+		if err := r.ModifyMessage(ctx, m, &amqp.ModifyMessageOptions{UndeliverableHere: true}); err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprint("req-", i)
+		req := &amqp.Message{
+			Value:                 map[string]any{"sequence-numbers": []int64{seq}, "receiver-settle-mode": uint32(1)},
+			Properties:            &amqp.MessageProperties{MessageID: id, ReplyTo: &replyTo},
+			ApplicationProperties: map[string]any{"operation": "com.microsoft:receive-by-sequence-number"},
+		}
+		if err := mgmt.Send(ctx, req, &amqp.SendOptions{Settled: true}); err != nil {
+			t.Fatal(err)
+		}
+		reply, err := replies.Receive(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := reply.ApplicationProperties["statusCode"].(int32); st != 200 {
+			t.Fatalf("receive-by-sequence-number %d right after its defer: status %v %v", seq, reply.ApplicationProperties["statusCode"],
+				reply.ApplicationProperties["statusDescription"])
+		}
 	}
 }

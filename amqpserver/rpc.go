@@ -37,14 +37,24 @@ func (l *link) managementRequest(p *partial) {
 	// Requests in flight count against the request link's credit
 	// (maxInflight), which bounds the helpers one link can keep busy.
 	l.in.inflight++
-	c.goWork(func() {
-		reply := c.srv.handleManagement(c.ctx, c, entity, rights, req, linkSession)
-		c.post(func() {
-			l.in.inflight--
-			l.grantCredit()
-			if s.live() {
-				c.routeReply(s, entity+mgmtSuffix, req, reply)
-			}
+	// The request takes effect after the sends and settlements that came
+	// before it on the connection (owed.go): uamqp defers a message and
+	// asks for it by sequence number without waiting for the defer's
+	// answer, and must find it deferred.
+	c.submitPending()
+	c.afterOwed(func() {
+		if c.ctx.Err() != nil {
+			return // the connection ended while the request waited
+		}
+		c.goWork(func() {
+			reply := c.srv.handleManagement(c.ctx, c, entity, rights, req, linkSession)
+			c.post(func() {
+				l.in.inflight--
+				l.grantCredit()
+				if s.live() {
+					c.routeReply(s, entity+mgmtSuffix, req, reply)
+				}
+			})
 		})
 	})
 }
