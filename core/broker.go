@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -20,6 +21,10 @@ type Config struct {
 	Logger    *zap.Logger   // default zap.NewNop()
 	Namespace string        // namespace name, for messages and management
 	Limits    Limits        // memory bounds; zero values mean the defaults
+	// TxnTimeout is how long a transaction may stay open after its first
+	// operation before it is rolled back (txn.go); zero means
+	// [DefaultTxnTimeout], Service Bus's two minutes.
+	TxnTimeout time.Duration
 	// Faults deliberately break Service Bus semantics. They exist only so
 	// the conformance suite can prove that its scenarios can fail; never
 	// set them in production.
@@ -47,6 +52,9 @@ func (c *Config) validate() error {
 		c.Namespace = "omnibus"
 	}
 	c.Limits.setDefaults()
+	if c.TxnTimeout <= 0 {
+		c.TxnTimeout = DefaultTxnTimeout
+	}
 	return nil
 }
 

@@ -8,9 +8,15 @@ package core
 // memory changes only once it committed. A message whose body cannot be
 // read moves with a stub body and ReasonBodyUnreadable (damaged.go).
 func (q *queue) deadLetter(w *write, recs []*msgRec, reason, description string, props map[string]any) error {
+	sd, err := q.planDeadLetter(w, recs, reason, description, props)
+	return w.settle(&sd, err)
+}
+
+// planDeadLetter plans what deadLetter does into w.
+func (q *queue) planDeadLetter(w *write, recs []*msgRec, reason, description string, props map[string]any) (settled, error) {
 	w.batch.Sync = true
 	if q.isDeadLetter() {
-		return q.deadLetterAgain(w, recs, props)
+		return q.planDeadLetterAgain(w, recs, props)
 	}
 	d := q.desc()
 	msgs := make([]*Message, len(recs))
@@ -18,7 +24,7 @@ func (q *queue) deadLetter(w *write, recs []*msgRec, reason, description string,
 	for i, r := range recs {
 		m, stub, err := q.bodyForMove(r)
 		if err != nil {
-			return err
+			return settled{}, err
 		}
 		if !stub {
 			mergeProps(m, props)
@@ -31,7 +37,7 @@ func (q *queue) deadLetter(w *write, recs []*msgRec, reason, description string,
 		msgs[i], stubs[i] = m, stub
 	}
 	if d.ForwardDeadLetteredMessagesTo != "" {
-		return q.forwardDeadLetters(w, recs, msgs, d)
+		return q.planForwardDeadLetters(w, recs, msgs, d)
 	}
 	moved := make([]*msgRec, len(recs))
 	for i, r := range recs {
@@ -41,7 +47,7 @@ func (q *queue) deadLetter(w *write, recs []*msgRec, reason, description string,
 		q.mu.Unlock()
 		body, err := encodeBody(nil, msgs[i])
 		if err != nil {
-			return err
+			return settled{}, err
 		}
 		nr := &msgRec{seq: r.seq, idx: -1, stateRec: st}
 		nr.state = StateActive
@@ -59,24 +65,13 @@ func (q *queue) deadLetter(w *write, recs []*msgRec, reason, description string,
 		w.batch.Set(seqKey(tabState, q.dead.id, r.seq), nr.encode(nil))
 		moved[i] = nr
 	}
-	if err := w.commit(); err != nil {
-		return err
-	}
-	q.forget(recs)
-	now := q.b.Now()
-	q.dead.mu.Lock()
-	for _, nr := range moved {
-		q.dead.insertLocked(nr, now)
-	}
-	q.dead.serveWaitersLocked(now)
-	q.dead.mu.Unlock()
-	return nil
+	return settled{q: q, kind: settledDeadLettered, recs: recs, moved: moved}, nil
 }
 
-// deadLetterAgain handles a dead-letter of messages already in a
+// planDeadLetterAgain plans a dead-letter of messages already in a
 // dead-letter subqueue: Service Bus keeps them where they are and only
 // merges the properties. A damaged body is replaced by its stub.
-func (q *queue) deadLetterAgain(w *write, recs []*msgRec, props map[string]any) error {
+func (q *queue) planDeadLetterAgain(w *write, recs []*msgRec, props map[string]any) (settled, error) {
 	sts := make([]stateRec, len(recs))
 	for i, r := range recs {
 		q.mu.Lock()
@@ -84,23 +79,11 @@ func (q *queue) deadLetterAgain(w *write, recs []*msgRec, props map[string]any) 
 		q.mu.Unlock()
 		st, err := q.planRewrite(w, r, st, true, func(m *Message) { mergeProps(m, props) })
 		if err != nil {
-			return err
+			return settled{}, err
 		}
 		sts[i] = st
 	}
-	if err := w.commit(); err != nil {
-		return err
-	}
-	now := q.b.Now()
-	q.mu.Lock()
-	for i, r := range recs {
-		q.addBytesLocked(int64(sts[i].size - r.size)) // a stub's size differs
-		r.owner, r.size = sts[i].owner, sts[i].size
-		q.returnLocked(r)
-	}
-	q.serveWaitersLocked(now)
-	q.mu.Unlock()
-	return nil
+	return settled{q: q, kind: settledKept, recs: recs, sts: sts}, nil
 }
 
 // forget drops moved-away records from q's structures and counts.
@@ -115,13 +98,14 @@ func (q *queue) forget(recs []*msgRec) {
 	}
 }
 
-// forwardDeadLetters sends dead-lettered messages to the configured
-// entity instead of the subqueue, removing them here in the same write.
-func (q *queue) forwardDeadLetters(w *write, recs []*msgRec, msgs []*Message, d *Entity) error {
+// planForwardDeadLetters plans sending dead-lettered messages to the
+// configured entity instead of the subqueue, removing them here in the
+// same write.
+func (q *queue) planForwardDeadLetters(w *write, recs []*msgRec, msgs []*Message, d *Entity) (settled, error) {
 	b := q.b
 	t, err := b.lookup(ParseAddress(d.ForwardDeadLetteredMessagesTo))
 	if err != nil {
-		return errf(CodeNotFound, "'%s' forwards dead letters to '%s', which does not exist", d.Path(), d.ForwardDeadLetteredMessagesTo)
+		return settled{}, errf(CodeNotFound, "'%s' forwards dead letters to '%s', which does not exist", d.Path(), d.ForwardDeadLetteredMessagesTo)
 	}
 	p := &sendPlan{b: b, now: b.Now(), move: true} // a move: never refused for quota
 	for i, r := range recs {
@@ -133,15 +117,9 @@ func (q *queue) forwardDeadLetters(w *write, recs []*msgRec, msgs []*Message, d 
 	}
 	if err := p.add(t, msgs, nil, 1); err != nil {
 		p.finish(true)
-		return err
+		return settled{}, err
 	}
 	// The send's records ride in the move's batch: one write.
 	w.batch.Ops = append(w.batch.Ops, p.batch.Ops...)
-	err = w.commit()
-	p.finish(err != nil)
-	if err != nil {
-		return err
-	}
-	q.forget(recs)
-	return nil
+	return settled{q: q, kind: settledForwarded, recs: recs, fwd: p}, nil
 }

@@ -18,6 +18,7 @@
 //	AcceptSession / RenewSessionLock / CloseSession / Get|SetSessionState / ListSessions
 //	CreateEntity / UpdateEntity / DeleteEntity / GetEntity / ListEntities / Counts
 //	AddRule / RemoveRule / ListRules
+//	BeginTxn() *Txn; Txn.Send / Settle / RenewLock / Commit / Rollback
 //
 // Paths are entity paths as both protocols write them: "q",
 // "q/$DeadLetterQueue", "t/Subscriptions/s", "t/Subscriptions/s/$DeadLetterQueue"
@@ -90,6 +91,12 @@
 // The only exceptions are writes that merely follow memory and whose
 // loss changes nothing a client can see: scheduled activation, delivery
 // counts, a closed session's delivery counts.
+//
+// A settlement is planned into a write and applied once it committed
+// (settled.go). A transaction (txn.go) is one write that collects many:
+// its settlements and sends are checked when made, kept, and planned into
+// a single write at commit; until then it holds no reservation, and the
+// messages it settles stay locked with their locks running.
 //
 // # Storage faults
 //

@@ -123,11 +123,7 @@ func (b *Broker) SendAsync(path string, msgs []*Message, done func(seqs []int64,
 // planSend assigns sequence numbers and builds the batch of a send. With
 // owned, the broker keeps msgs as they are rather than copies.
 func (b *Broker) planSend(path string, msgs []*Message, owned bool) (*sendPlan, error) {
-	a := ParseAddress(path)
-	if a.DeadLetter || a.Sub != "" {
-		return nil, errf(CodeBadRequest, "cannot send to '%s': send to its queue or topic", a.String())
-	}
-	e, err := b.lookup(a)
+	e, err := b.sendTarget(path)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +134,15 @@ func (b *Broker) planSend(path string, msgs []*Message, owned bool) (*sendPlan, 
 		return nil, err
 	}
 	return p, nil
+}
+
+// sendTarget resolves the queue or topic a send to path goes to.
+func (b *Broker) sendTarget(path string) (*entity, error) {
+	a := ParseAddress(path)
+	if a.DeadLetter || a.Sub != "" {
+		return nil, errf(CodeBadRequest, "cannot send to '%s': send to its queue or topic", a.String())
+	}
+	return b.lookup(a)
 }
 
 // commit makes a planned send durable and publishes it. A send holds no

@@ -67,16 +67,18 @@ func (b *Broker) Settle(ctx context.Context, path string, tok LockToken, o Outco
 	st := r.stateRec
 	q.mu.Unlock()
 
+	var sd settled
 	switch o.Kind {
 	case Complete:
-		return q.complete(w, r, st)
+		sd = q.planComplete(w, r, st)
 	case Defer:
-		return q.deferMsg(w, r, st, o)
+		sd, err = q.planDefer(w, r, st, o)
 	case Abandon, Release:
-		return q.abandon(w, r, st, o, now)
+		sd, err = q.planAbandon(w, r, st, o, now)
 	default:
-		return q.deadLetter(w, []*msgRec{r}, o.DeadLetterReason, o.DeadLetterDescription, o.Properties)
+		sd, err = q.planDeadLetter(w, []*msgRec{r}, o.DeadLetterReason, o.DeadLetterDescription, o.Properties)
 	}
+	return w.settle(&sd, err)
 }
 
 // lockedLocked finds the record locked by tok, checking the lock is live.
@@ -113,96 +115,63 @@ func (q *queue) consumeLockLocked(w *write, r *msgRec, tok LockToken) {
 	w.hold(holdLock, q, r, tok)
 }
 
-func (q *queue) complete(w *write, r *msgRec, st stateRec) error {
+// planComplete plans the removal of r, whose lock w holds.
+func (q *queue) planComplete(w *write, r *msgRec, st stateRec) settled {
 	w.deleteRecords(q, r.seq, st.owner, q.sharedBody(r))
-	if err := w.commit(); err != nil {
-		return err
-	}
-	q.mu.Lock()
-	if st.state == StateDeferred {
-		delete(q.mu.deferred, r.seq)
-	}
-	q.removeLocked(r)
-	q.mu.Unlock()
-	return nil
+	return settled{q: q, kind: settledRemoved, r: r, st: st}
 }
 
-// abandon unlocks r. Release also takes back the delivery count. A
-// message out of deliveries goes to the dead-letter subqueue, an expired
-// one expires.
-func (q *queue) abandon(w *write, r *msgRec, st stateRec, o Outcome, now int64) error {
+// planAbandon plans giving r back. Release also takes back the delivery
+// count. A message out of deliveries goes to the dead-letter subqueue; an
+// expired one expires once the settlement is applied.
+func (q *queue) planAbandon(w *write, r *msgRec, st stateRec, o Outcome, now int64) (settled, error) {
 	d := q.desc()
 	if o.Kind == Release {
 		st.deliveryCount--
 	} else if !q.isDeadLetter() && st.deliveryCount >= d.MaxDeliveryCount {
-		return q.deadLetter(w, []*msgRec{r}, ReasonMaxDeliveryCount,
+		return q.planDeadLetter(w, []*msgRec{r}, ReasonMaxDeliveryCount,
 			maxDeliveryDescription(d.MaxDeliveryCount), o.Properties)
 	}
 	if len(o.Properties) > 0 {
 		var err error
 		if st, err = q.planRewrite(w, r, st, false, func(m *Message) { mergeProps(m, o.Properties) }); err != nil {
-			return q.settleDamaged(w, r, err)
+			return q.planDamaged(w, r, err)
 		}
 	} else if o.Kind == Release {
 		// Like any delivery count, not waited for.
 		w.batch.Sync = false
 		w.batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
 	}
-	if err := w.commit(); err != nil {
-		return err
-	}
-	q.mu.Lock()
-	r.deliveryCount, r.owner = st.deliveryCount, st.owner
-	if q.pastExpiry(r, now) && !q.isDeadLetter() && r.state != StateDeferred {
-		q.mu.expiring = append(q.mu.expiring, r)
-		q.mu.Unlock()
-		q.kickExpiry()
-		return nil
-	}
-	q.returnLocked(r)
-	q.serveWaitersLocked(now)
-	q.mu.Unlock()
-	return nil
+	return settled{q: q, kind: settledReturned, r: r, st: st, now: now}, nil
 }
 
-// settleDamaged handles a settlement that had to rewrite a body it could
-// not read: the message goes to the dead-letter subqueue, which counts as
-// the settlement. Other errors are returned as they are.
-func (q *queue) settleDamaged(w *write, r *msgRec, err error) error {
+// planDamaged plans a settlement that had to rewrite a body it could not
+// read: the message goes to the dead-letter subqueue, which counts as the
+// settlement. Other errors are returned as they are.
+func (q *queue) planDamaged(w *write, r *msgRec, err error) (settled, error) {
 	if !damaged(err) {
-		return err
+		return settled{}, err
 	}
-	return q.deadLetter(w, []*msgRec{r}, ReasonBodyUnreadable, "", nil)
+	return q.planDeadLetter(w, []*msgRec{r}, ReasonBodyUnreadable, "", nil)
 }
 
 func maxDeliveryDescription(n int32) string {
 	return "Message could not be consumed after " + strconv.Itoa(int(n)) + " delivery attempts."
 }
 
-func (q *queue) deferMsg(w *write, r *msgRec, st stateRec, o Outcome) error {
+// planDefer plans setting r aside as deferred.
+func (q *queue) planDefer(w *write, r *msgRec, st stateRec, o Outcome) (settled, error) {
 	wasDeferred := st.state == StateDeferred
 	st.state = StateDeferred
 	if len(o.Properties) > 0 {
 		var err error
 		if st, err = q.planRewrite(w, r, st, false, func(m *Message) { mergeProps(m, o.Properties) }); err != nil {
-			return q.settleDamaged(w, r, err)
+			return q.planDamaged(w, r, err)
 		}
 	} else {
 		w.batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
 	}
-	if err := w.commit(); err != nil {
-		return err
-	}
-	q.mu.Lock()
-	r.owner = st.owner
-	if !wasDeferred {
-		q.mu.activeN--
-		r.state = StateDeferred
-		q.mu.deferred[r.seq] = r
-		q.mu.deferredN++
-	}
-	q.mu.Unlock()
-	return nil
+	return settled{q: q, kind: settledDeferred, r: r, st: st, wasDeferred: wasDeferred}, nil
 }
 
 // planRewrite adds to w the rewrite of r's body with change applied, and

@@ -1,0 +1,296 @@
+package core
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Transactions.
+//
+// A Txn is a write that collects many operations and commits once: its
+// sends and settlements are checked when they are made and kept in the
+// transaction; Commit plans all of them into one write (write.go) — the
+// locks it settles consumed as any settlement consumes them, its messages
+// given sequence numbers — and applies that write with one synced batch.
+// Memory changes only once the batch committed, so a crash before commit
+// leaves nothing of the transaction and a crash after leaves all of it.
+//
+// Until commit nothing of a transaction is visible: its messages are not
+// stored, and the messages it settles stay locked, their locks running.
+// A lock that is lost before commit (expired, settled outside the
+// transaction, its entity deleted) fails the commit, and the whole
+// transaction rolls back. A rollback has nothing to undo: the messages a
+// transaction abandoned or completed keep their locks until those expire
+// or are settled again, as in Service Bus.
+//
+// All operations of a transaction go through one top-level entity (a
+// queue or a topic; a subscription's is its topic): the first one used.
+// A send names the entity its messages go through (via) and the one they
+// are stored in, which may differ (Service Bus's send-via).
+//
+// A transaction times out Config.TxnTimeout (two minutes) after its first
+// operation: any later operation, and its commit, fail with
+// [ErrTxnTimeout], and it is rolled back.
+
+// Bounds of one transaction.
+const (
+	// DefaultTxnTimeout is Service Bus's transaction timeout, counted
+	// from the first operation.
+	DefaultTxnTimeout = 2 * time.Minute
+	// MaxTxnMessages is the most messages one transaction may send, as
+	// in Service Bus.
+	MaxTxnMessages = 100
+	// MaxTxnSettlements is the most settlements one transaction may
+	// hold. Service Bus documents no such bound; this one keeps what a
+	// transaction holds in memory bounded.
+	MaxTxnSettlements = 5000
+)
+
+// Errors of transactions (their Code says how a front reports them).
+var (
+	// ErrTxnTimeout is the error of an operation on, or the commit of, a
+	// transaction that timed out.
+	ErrTxnTimeout = &Error{Code: CodeTimeout, Msg: "The transaction timed out and was rolled back."}
+	// ErrTxnSpansEntities is Service Bus's refusal of an operation on
+	// another top-level entity than the transaction's first.
+	ErrTxnSpansEntities = &Error{Code: CodeBadRequest,
+		Msg: "Local transactions cannot span multiple top-level entities such as queue or topic."}
+)
+
+// Txn is a transaction. Its methods are safe for concurrent use; an
+// operation that runs while the transaction commits fails.
+type Txn struct {
+	b  *Broker
+	mu sync.Mutex // guards every field below; never held across storage I/O
+
+	ended    bool   // committed, rolled back or timed out
+	timedOut bool   // ended by its timeout
+	viaKey   string // lookup key of the top-level entity its operations go through; "" before the first
+	viaName  string // that entity as first written
+	first    int64  // unix nanos of the first operation; 0 before it
+	sends    []txnSend
+	messages int   // messages in sends
+	bytes    int64 // their sizes ([Message.Size]) added up
+	settles  []txnSettle
+	tokens   map[txnToken]struct{} // locks settled in it
+}
+
+// txnSend is messages to store at commit.
+type txnSend struct {
+	path string // the queue or topic they are stored in
+	msgs []*Message
+}
+
+// txnSettle is a settlement to apply at commit.
+type txnSettle struct {
+	q   *queue
+	tok LockToken
+	o   Outcome
+}
+
+// txnToken names one lock of one queue.
+type txnToken struct {
+	q   *queue
+	tok LockToken
+}
+
+// BeginTxn starts a transaction. It holds nothing until its first
+// operation.
+func (b *Broker) BeginTxn() *Txn { return &Txn{b: b} }
+
+// Send adds msgs, to be stored on the queue or topic at path when the
+// transaction commits. via names the entity the send goes through (the
+// link's entity for a send-via; "" for path itself): it counts as the
+// entity of the operation. The messages are checked now as a send checks
+// them (the entity exists and takes them) and again at commit. Send
+// takes ownership of msgs, as [Broker.SendAsync] does.
+func (t *Txn) Send(path, via string, msgs []*Message) error {
+	e, err := t.b.sendTarget(path)
+	if err != nil {
+		return err
+	}
+	d := e.desc.Load()
+	if d.Kind == KindSubscription {
+		return errf(CodeBadRequest, "cannot send to subscription '%s'", d.Path())
+	}
+	if d.Status == StatusDisabled || d.Status == StatusSendDisabled {
+		return errf(CodeEntityDisabled, "Messaging entity '%s' is currently disabled for sending.", d.Path())
+	}
+	var size int64
+	for _, m := range msgs {
+		if err := checkSendable(d, m); err != nil {
+			return err
+		}
+		size += int64(m.Size())
+	}
+	if via == "" {
+		via = path
+	} else if _, err := t.b.lookup(ParseAddress(via)); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.enlistLocked(via); err != nil {
+		return err
+	}
+	if t.messages+len(msgs) > MaxTxnMessages {
+		return errf(CodeQuotaExceeded, "Cannot send more than %d messages in a single transaction.", MaxTxnMessages)
+	}
+	t.sends = append(t.sends, txnSend{path: path, msgs: msgs})
+	t.messages += len(msgs)
+	t.bytes += size
+	return nil
+}
+
+// Settle adds the settlement of the message locked by tok on the entity
+// at path, applied when the transaction commits. The lock must be live
+// now, and still be at commit. A lock settled twice in one transaction
+// fails the second time with [ErrLockLost].
+func (t *Txn) Settle(path string, tok LockToken, o Outcome) error {
+	q, err := t.b.queueFor(path)
+	if err != nil {
+		return err
+	}
+	if o.Kind < Complete || o.Kind > Release {
+		return errf(CodeBadRequest, "unknown outcome %d", o.Kind)
+	}
+	q.mu.Lock()
+	_, err = q.lockedLocked(tok, t.b.Now())
+	q.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.enlistLocked(path); err != nil {
+		return err
+	}
+	k := txnToken{q, tok}
+	if _, dup := t.tokens[k]; dup {
+		return lockLost()
+	}
+	if len(t.settles) >= MaxTxnSettlements {
+		return errf(CodeQuotaExceeded, "Cannot settle more than %d messages in a single transaction.", MaxTxnSettlements)
+	}
+	if t.tokens == nil {
+		t.tokens = make(map[txnToken]struct{})
+	}
+	t.tokens[k] = struct{}{}
+	t.settles = append(t.settles, txnSettle{q: q, tok: tok, o: o})
+	return nil
+}
+
+// RenewLock renews the lock tok holds, as [Broker.RenewLock] does, as an
+// operation of the transaction: it counts towards its entity and its
+// timeout. The renewal takes effect at once and stays whatever the
+// transaction's outcome (a receiver relies on the new expiry now).
+func (t *Txn) RenewLock(ctx context.Context, path string, tok LockToken) (time.Time, error) {
+	if _, err := t.b.queueFor(path); err != nil {
+		return time.Time{}, err
+	}
+	t.mu.Lock()
+	err := t.enlistLocked(path)
+	t.mu.Unlock()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.b.RenewLock(ctx, path, tok)
+}
+
+// enlistLocked checks that the transaction is open and that path's
+// top-level entity is the transaction's, making it so for the first
+// operation, which also starts the timeout.
+func (t *Txn) enlistLocked(path string) error {
+	now := t.b.Now()
+	if err := t.openLocked(now); err != nil {
+		return err
+	}
+	a := ParseAddress(path)
+	key := entityKey(a.Entity)
+	switch t.viaKey {
+	case "":
+		t.viaKey, t.viaName, t.first = key, a.Entity, now
+	case key:
+	default:
+		return ErrTxnSpansEntities
+	}
+	return nil
+}
+
+// openLocked fails once the transaction ended, rolling it back if its
+// timeout passed.
+func (t *Txn) openLocked(now int64) error {
+	if !t.ended && t.first != 0 && now-t.first >= int64(t.b.cfg.TxnTimeout) {
+		t.endLocked()
+		t.timedOut = true
+	}
+	switch {
+	case t.timedOut:
+		return ErrTxnTimeout
+	case t.ended:
+		return errf(CodeBadRequest, "The transaction has already been discharged.")
+	}
+	return nil
+}
+
+// endLocked ends the transaction and drops what it held.
+func (t *Txn) endLocked() {
+	t.ended = true
+	t.sends, t.settles, t.tokens = nil, nil, nil
+	t.messages, t.bytes = 0, 0
+}
+
+// Rollback ends the transaction without applying anything. Rolling back
+// an ended transaction does nothing.
+func (t *Txn) Rollback() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.ended {
+		t.endLocked()
+	}
+}
+
+// Deadline returns when the transaction times out, or the zero time if
+// no operation started its timeout yet.
+func (t *Txn) Deadline() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.first == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, t.first+int64(t.b.cfg.TxnTimeout))
+}
+
+// Bytes returns the sizes of the messages the transaction holds to send.
+func (t *Txn) Bytes() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.bytes
+}
+
+// Entity returns the top-level entity the transaction's operations go
+// through, "" before its first operation.
+func (t *Txn) Entity() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.viaName
+}
+
+// Commit applies the transaction: every settlement and send in one
+// durable write, or none of them. It fails, and the transaction is rolled
+// back, when a lock it settles is lost, an entity it touches is gone or
+// refuses the messages, the store refuses the write ([ErrServerBusy]), or
+// its timeout passed ([ErrTxnTimeout]). Either way the transaction has
+// ended when Commit returns.
+func (t *Txn) Commit() error {
+	t.mu.Lock()
+	if err := t.openLocked(t.b.Now()); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	sends, settles := t.sends, t.settles
+	t.endLocked()
+	t.mu.Unlock()
+	return t.b.commitTxn(sends, settles)
+}
