@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,8 +26,22 @@ type Target struct {
 	// http://localhost:5300. Empty: management goes to https://<host>/ as
 	// the SDKs do for a cloud namespace, and REST scenarios are skipped.
 	HTTP string
-	// InsecureTLS skips certificate verification on HTTPS (self-signed).
+	// InsecureTLS skips certificate verification on HTTPS, AMQPS and
+	// WebSockets (self-signed).
 	InsecureTLS bool
+	// AMQPS is host:port of AMQP over TLS. Empty: for an ordinary
+	// connection string (no UseDevelopmentEmulator) its host, on 5671 unless
+	// it names a port; the TLS scenarios are skipped otherwise.
+	AMQPS string
+	// WebSocket is the URL of AMQP over WebSockets, such as
+	// wss://host/$servicebus/websocket (ws:// for a plain listener). Empty:
+	// for an ordinary connection string wss://<host>/$servicebus/websocket,
+	// where Service Bus serves it; the WebSocket scenarios are skipped
+	// otherwise.
+	WebSocket string
+	// CAFile is a PEM file of certificates trusted for AMQPS and
+	// WebSockets besides the system's roots (omnibus's local CA).
+	CAFile string
 	// Predeclared uses the entities of conformance/Config.json, drained
 	// before each use, instead of creating entities (for endpoints without
 	// runtime management).
@@ -38,6 +53,7 @@ type Target struct {
 
 	recording bool // the no-network pass that notes the profiles scenarios use
 	cs        sas.ConnectionString
+	roots     *x509.CertPool // the system's and CAFile's, for AMQPS and WebSockets
 	admin     *admin.Client
 	httpc     *http.Client
 	restBase  *url.URL
@@ -53,6 +69,9 @@ func (tg *Target) open() error {
 		return fmt.Errorf("conformance: the connection string needs SharedAccessKeyName and SharedAccessKey")
 	}
 	tg.cs = cs
+	if err := tg.openTransports(); err != nil {
+		return err
+	}
 	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: tg.InsecureTLS}, MaxIdleConnsPerHost: 16}
 	tg.httpc = &http.Client{Transport: tr, Timeout: 90 * time.Second}
 	opts := &admin.ClientOptions{}

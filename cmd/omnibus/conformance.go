@@ -26,7 +26,10 @@ func runConformance(args []string) error {
 	out := fs.String("out", "", "also write the report to this file")
 	parallel := fs.Int("parallel", 8, "scenarios run at once")
 	predeclared := fs.Bool("predeclared", false, "use the entities of conformance/Config.json instead of creating them")
-	insecure := fs.Bool("insecure", false, "accept any TLS certificate on the HTTP endpoint")
+	insecure := fs.Bool("insecure", false, "accept any TLS certificate (HTTPS, AMQPS, WebSockets)")
+	amqps := fs.String("amqps", "", "host:port of AMQP over TLS (default: for an ordinary connection string, its host on 5671)")
+	webSocket := fs.String("websocket", "", "URL of AMQP over WebSockets (default: for an ordinary connection string, wss://<host>/$servicebus/websocket)")
+	caFile := fs.String("ca-file", "", "PEM file of certificates to trust besides the system's, for AMQPS and WebSockets (omnibus cert prints omnibus's)")
 	cross := fs.Bool("cross-protocol", false, "the endpoint shares lock tokens between AMQP and REST (implied for in-process omnibus)")
 	prove := fs.Bool("prove-failure", false, "inject one fault at a time into an in-process omnibus: every scenario claiming that fault must fail at its named check")
 	slow := fs.Bool("slow", false, "also run scenarios that take minutes (AutoDeleteOnIdle deletion)")
@@ -42,7 +45,7 @@ func runConformance(args []string) error {
 		opts.Only = re
 	}
 	target := &conformance.Target{ConnectionString: *cs, HTTP: *httpBase, Predeclared: *predeclared,
-		InsecureTLS: *insecure, CrossProtocolLocks: *cross}
+		InsecureTLS: *insecure, CrossProtocolLocks: *cross, AMQPS: *amqps, WebSocket: *webSocket, CAFile: *caFile}
 	if *prove {
 		if target.ConnectionString != "" {
 			return &exitError{code: 2, err: errors.New("--prove-failure starts its own fault-injected omnibus: give no --connection-string")}
@@ -50,7 +53,13 @@ func runConformance(args []string) error {
 		return proveFailure(opts, conformance.Format(*format))
 	}
 	if target.ConnectionString == "" {
-		a, err := startInProcess(core.Faults{})
+		tlsDir, err := os.MkdirTemp("", "omnibus-conformance-tls")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tlsDir)
+		a, err := app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+			AMQPSAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", TLSDir: tlsDir})
 		if err != nil {
 			return err
 		}
@@ -58,6 +67,11 @@ func runConformance(args []string) error {
 		target.ConnectionString = a.ConnectionString()
 		target.HTTP = "http://" + a.HTTPAddr().String()
 		target.CrossProtocolLocks = true
+		// Every transport: AMQPS, and WebSockets over HTTPS, trusting the
+		// in-process omnibus's local CA.
+		target.AMQPS = a.AMQPSAddr().String()
+		target.WebSocket = "wss://" + a.HTTPSAddr().String() + "/$servicebus/websocket"
+		target.CAFile = a.CAPath
 		// An in-process omnibus has every feature the suite uses: a skip
 		// there means a scenario silently stopped testing.
 		opts.Strict = true
