@@ -96,6 +96,10 @@ KILLS ?= 20
 soak: build ## crash soak: SIGKILL the real binary under load KILLS times (20), restart it on the same data each time, account for every message (SOAK_FLAGS=--subscriptions 2 for a topic)
 	bin/omnibus soak --kills $(KILLS) $(SOAK_FLAGS)
 
+FAILOVERS ?= 12
+cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILLed or cut off (network namespaces as root, else SIGSTOP) FAILOVERS times (12), every message accounted (CLUSTER_FLAGS=--backlog 100000)
+	bin/omnibus cluster soak --failovers $(FAILOVERS) $(CLUSTER_FLAGS)
+
 bench: ## Go benchmarks of core, storage and the fronts
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./core/ ./storage/... ./amqpserver/ ./httpgw/
 
@@ -105,4 +109,4 @@ compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server i
 
 check: test ## alias of test
 
-.PHONY: help build run test gotest allocs short jstest jsdeps browserdeps pydeps lint fuzz conformance soak bench check
+.PHONY: help build run test gotest allocs short jstest jsdeps browserdeps pydeps lint fuzz conformance soak cluster-test bench check

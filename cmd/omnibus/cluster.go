@@ -9,12 +9,15 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
+	"github.com/omnibusmq/omnibus/cmd/omnibus/clustersoak"
 	"github.com/omnibusmq/omnibus/storage/raftstore"
 )
 
@@ -114,8 +117,12 @@ func init() {
 // clusterCommand is `omnibus cluster status`: every member's view of the
 // group, asked over the peer transport.
 func clusterCommand(args []string) error {
+	if len(args) > 0 && args[0] == "soak" {
+		return runClusterSoak(args[1:])
+	}
 	if len(args) == 0 || args[0] != "status" {
-		return &exitError{code: 2, err: errors.New("usage: omnibus cluster status --peers id=host:port,... | --addr host:port [--json]")}
+		return &exitError{code: 2, err: errors.New("usage: omnibus cluster status --peers id=host:port,... | --addr host:port [--json]\n" +
+			"       omnibus cluster soak [flags]   (see -h)")}
 	}
 	fs := flag.NewFlagSet("omnibus cluster status", flag.ContinueOnError)
 	peers := fs.String("peers", "", "the members' peer addresses, id=host:port,...")
@@ -162,6 +169,43 @@ func clusterCommand(args []string) error {
 		}
 	}
 	return &exitError{code: 1, err: errors.New("no member knows a leader")}
+}
+
+// runClusterSoak is `omnibus cluster soak`: the failover soak (package
+// clustersoak) of three nodes running this executable unless --binary
+// names another. SIGINT or SIGTERM cut it short; what was done is still
+// accounted.
+func runClusterSoak(args []string) error {
+	var c clustersoak.Config
+	fs := clustersoak.NewFlagSet(&c)
+	if err := parseWithEnv(fs, args); err != nil {
+		return err
+	}
+	if c.Binary == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("cluster soak: finding this executable: %w", err)
+		}
+		c.Binary = self
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	r, err := clustersoak.Run(ctx, c, os.Stderr)
+	if clustersoak.IsUsage(err) {
+		return &exitError{code: 2, err: err}
+	}
+	if r != nil {
+		if werr := r.WriteTable(os.Stdout); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	return r.Cleanup()
 }
 
 // memberStatus is one member's answer, or why it gave none.

@@ -1,0 +1,238 @@
+package clustersoak
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+
+	"github.com/omnibusmq/omnibus/cmd/omnibus/bench"
+)
+
+// opTimeout bounds one SDK operation while the cluster is up; a failover
+// ends it sooner (the connection is reset).
+const opTimeout = 20 * time.Second
+
+// load is the soak's SDK clients and what they share.
+type load struct {
+	c      *Config
+	conn   string // the connection string, through the balancer
+	ledger *bench.Ledger
+
+	acks     atomic.Int64
+	lastRecv atomic.Int64 // unix nanos of the latest delivery
+	inFlight atomic.Int64 // deliveries whose completion is not done yet
+	// Completions being sent or awaiting their answer, and how many were
+	// ever started: at a failover they bound how many completions the
+	// broker may have applied without the answer reaching the receiver.
+	settling, settleStarts atomic.Int64
+	// mark is the unix nanos of the latest failover; firstAck the first
+	// acknowledgement of a send started after it.
+	mark, firstAck atomic.Int64
+	reconnects     atomic.Int64
+}
+
+// client is one SDK client with its sender or receiver, replaced (a new
+// generation) when an operation on it fails.
+type client[T any] struct {
+	ld   *load
+	open func(*azservicebus.Client) (T, error)
+
+	mu  sync.Mutex // guards the fields below
+	cl  *azservicebus.Client
+	v   T
+	gen int
+	ok  bool
+}
+
+// get returns the current sender or receiver, making a client first if
+// the last one failed.
+func (c *client[T]) get() (T, int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok {
+		return c.v, c.gen, nil
+	}
+	var zero T
+	cl, err := azservicebus.NewClientFromConnectionString(c.ld.conn, &azservicebus.ClientOptions{
+		RetryOptions: azservicebus.RetryOptions{MaxRetries: -1}})
+	if err != nil {
+		return zero, 0, err
+	}
+	v, err := c.open(cl)
+	if err != nil {
+		cl.Close(context.Background())
+		return zero, 0, err
+	}
+	if c.gen > 0 {
+		c.ld.reconnects.Add(1)
+	}
+	c.cl, c.v, c.ok = cl, v, true
+	c.gen++
+	return v, c.gen, nil
+}
+
+// broken retires generation gen's client.
+func (c *client[T]) broken(gen int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok && c.gen == gen {
+		c.ok = false
+		go c.cl.Close(context.Background())
+	}
+}
+
+func (c *client[T]) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok {
+		c.ok = false
+		c.cl.Close(context.Background())
+	}
+}
+
+// send runs the senders until claim ends, each with Inflight sends at
+// once. A send that fails is counted failed, and the sender takes a new
+// client.
+func (ld *load) send(claim context.Context, senders int) {
+	payload := make([]byte, ld.c.Size)
+	for i := range payload {
+		payload[i] = byte('a' + i%26)
+	}
+	var wg sync.WaitGroup
+	var clients []*client[*azservicebus.Sender]
+	for range senders {
+		sc := &client[*azservicebus.Sender]{ld: ld, open: func(cl *azservicebus.Client) (*azservicebus.Sender, error) {
+			return cl.NewSender(queueName, nil)
+		}}
+		clients = append(clients, sc)
+		for range ld.c.Inflight {
+			wg.Go(func() { ld.sendLoop(claim, sc, payload) })
+		}
+	}
+	wg.Wait()
+	for _, sc := range clients {
+		sc.close()
+	}
+}
+
+func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender], payload []byte) {
+	runID := ld.ledger.RunID()
+	for claim.Err() == nil {
+		s, gen, err := sc.get()
+		if err != nil {
+			pause(claim, 50*time.Millisecond)
+			continue
+		}
+		seq := ld.ledger.Next("")
+		started := time.Now()
+		msg := &azservicebus.Message{Body: payload, ApplicationProperties: bench.Stamp(runID, seq, started)}
+		ld.ledger.Sent(seq)
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		err = s.SendMessage(ctx, msg, nil)
+		cancel()
+		if err != nil {
+			ld.ledger.SendFailed(seq)
+			sc.broken(gen)
+			pause(claim, 20*time.Millisecond)
+			continue
+		}
+		ld.ledger.Acked(seq)
+		ld.acks.Add(1)
+		if m := ld.mark.Load(); m != 0 && started.UnixNano() >= m {
+			ld.firstAck.CompareAndSwap(0, time.Now().UnixNano())
+		}
+	}
+}
+
+// receive runs the receivers until ctx ends.
+func (ld *load) receive(ctx context.Context, receivers int) {
+	var wg sync.WaitGroup
+	for range receivers {
+		rc := &client[*azservicebus.Receiver]{ld: ld, open: func(cl *azservicebus.Client) (*azservicebus.Receiver, error) {
+			return cl.NewReceiverForQueue(queueName, nil)
+		}}
+		wg.Go(func() {
+			defer rc.close()
+			ld.receiveLoop(ctx, rc)
+		})
+	}
+	wg.Wait()
+}
+
+func (ld *load) receiveLoop(ctx context.Context, rc *client[*azservicebus.Receiver]) {
+	for ctx.Err() == nil {
+		r, gen, err := rc.get()
+		if err != nil {
+			pause(ctx, 50*time.Millisecond)
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		msgs, err := r.ReceiveMessages(rctx, ld.c.Prefetch, nil)
+		cancel()
+		if err != nil && len(msgs) == 0 {
+			if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+				rc.broken(gen)
+				pause(ctx, 20*time.Millisecond)
+			}
+			continue
+		}
+		ld.settleAll(rc, r, gen, msgs)
+	}
+}
+
+// settleAll completes a batch of deliveries at once and records what the
+// broker answered: confirmed; refused because the lock was lost (the
+// message goes back); or nothing useful (the completion may or may not
+// have been applied).
+func (ld *load) settleAll(rc *client[*azservicebus.Receiver], r *azservicebus.Receiver, gen int, msgs []*azservicebus.ReceivedMessage) {
+	var wg sync.WaitGroup
+	for _, m := range msgs {
+		runID, seq, _, _ := bench.ReadStamp(m.ApplicationProperties)
+		_, nth := ld.ledger.Delivered(0, bench.Delivery{RunID: runID, Seq: seq})
+		ld.lastRecv.Store(time.Now().UnixNano())
+		ld.inFlight.Add(1)
+		wg.Go(func() {
+			defer ld.inFlight.Add(-1)
+			ld.settling.Add(1) // before settleStarts: see completionsAt
+			ld.settleStarts.Add(1)
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			err := r.CompleteMessage(ctx, m, nil)
+			cancel()
+			ld.settling.Add(-1)
+			var sbErr *azservicebus.Error
+			switch {
+			case err == nil:
+				ld.ledger.Completed(0, seq, nth)
+			case errors.As(err, &sbErr) && sbErr.Code == azservicebus.CodeLockLost:
+				ld.ledger.Released(0, seq)
+			default:
+				ld.ledger.CompletionUnanswered(0, seq)
+				rc.broken(gen)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// completionsAt runs act (a failover) and returns how many completions
+// were being sent or awaited at any moment around it: an upper bound of
+// those the broker applied without its answer arriving.
+func (ld *load) completionsAt(act func() error) (int64, error) {
+	starts := ld.settleStarts.Load()
+	under := ld.settling.Load()
+	err := act()
+	return under + ld.settleStarts.Load() - starts, err
+}
+
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

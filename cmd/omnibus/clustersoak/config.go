@@ -1,0 +1,117 @@
+package clustersoak
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+)
+
+// Config is one soak run; zero fields mean the defaults of NewFlagSet.
+type Config struct {
+	// Binary is the omnibus executable the nodes run.
+	Binary string
+	// Dir holds the nodes' data, Config.json and logs ("" makes a
+	// temporary one, removed after a passing run unless Keep).
+	Dir  string
+	Keep bool
+
+	Failovers int           // leaders deposed
+	MinUptime time.Duration // under load a random time in [MinUptime, MaxUptime] before each failover
+	MaxUptime time.Duration
+	Seed      uint64 // random seed (0: from the clock)
+	// Cut is how a failover alternates: "kill" (SIGKILL only), or
+	// "mixed" (SIGKILL, then cutting off, in turn).
+	Mode string
+	// Netns: "auto" (network namespaces when the machine allows, else
+	// loopback with SIGSTOP for a cut-off), "on" (fail without them),
+	// "off" (loopback).
+	Netns string
+
+	Senders   int // SDK clients sending
+	Inflight  int // sends in flight per sender
+	Receivers int // SDK clients receiving in peek-lock
+	Prefetch  int // messages asked for per receive call
+	Size      int // payload bytes
+
+	// Backlog messages are sent before the receivers start, so every
+	// failover happens with a queue at least that deep.
+	Backlog int
+
+	ReadyTimeout time.Duration // a new leader must acknowledge a send by then
+	DrainTimeout time.Duration // the drain gives up after this long without a delivery
+
+	// Raft timing of the nodes (their --raft-tick, --raft-election-ticks);
+	// zero means omnibus's defaults.
+	Tick          time.Duration
+	ElectionTicks int
+}
+
+// Defaults of `make cluster-test`.
+const (
+	DefaultFailovers = 12
+	DefaultMinUptime = time.Second
+	DefaultMaxUptime = 3 * time.Second
+)
+
+// NewFlagSet returns the flags of `omnibus cluster soak`, bound to c.
+func NewFlagSet(c *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("omnibus cluster soak", flag.ContinueOnError)
+	fs.StringVar(&c.Binary, "binary", "", "omnibus executable the nodes run (default: this one)")
+	fs.StringVar(&c.Dir, "dir", "", "directory for the nodes' data, Config.json and logs (default: a temporary one)")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory after a passing run (a failing run always keeps it)")
+	fs.IntVar(&c.Failovers, "failovers", DefaultFailovers, "leaders to depose")
+	fs.DurationVar(&c.MinUptime, "min-uptime", DefaultMinUptime, "shortest time under load before a failover")
+	fs.DurationVar(&c.MaxUptime, "max-uptime", DefaultMaxUptime, "longest time under load before a failover")
+	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: from the clock; the run prints it)")
+	fs.StringVar(&c.Mode, "mode", "mixed", "how leaders are deposed: kill (SIGKILL) or mixed (SIGKILL and cutting off in turn)")
+	fs.StringVar(&c.Netns, "netns", "auto", "network namespaces for the nodes: auto, on or off (loopback; a cut-off is then a SIGSTOP)")
+	fs.IntVar(&c.Senders, "senders", 4, "SDK clients sending")
+	fs.IntVar(&c.Inflight, "inflight", 16, "sends in flight per sender")
+	fs.IntVar(&c.Receivers, "receivers", 4, "SDK clients receiving in peek-lock")
+	fs.IntVar(&c.Prefetch, "prefetch", 50, "messages asked for per receive call")
+	fs.IntVar(&c.Size, "size", 512, "payload bytes")
+	fs.IntVar(&c.Backlog, "backlog", 0, "messages queued before the receivers start (failover with a deep queue)")
+	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", time.Minute, "a failover must end with an acknowledged send within this")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", time.Minute, "the drain gives up after this long without a delivery")
+	fs.DurationVar(&c.Tick, "raft-tick", 0, "the nodes' --raft-tick (0: omnibus's default)")
+	fs.IntVar(&c.ElectionTicks, "raft-election-ticks", 0, "the nodes' --raft-election-ticks (0: omnibus's default)")
+	return fs
+}
+
+var errUsage = errors.New("cluster soak: usage")
+
+// IsUsage reports whether err is a configuration error.
+func IsUsage(err error) bool { return errors.Is(err, errUsage) }
+
+func (c *Config) validate() error {
+	if c.Binary == "" {
+		return fmt.Errorf("%w: no omnibus binary", errUsage)
+	}
+	if c.Failovers < 0 || c.Senders < 1 || c.Inflight < 1 || c.Receivers < 1 || c.Prefetch < 1 {
+		return fmt.Errorf("%w: --failovers must be >= 0, --senders, --inflight, --receivers, --prefetch >= 1", errUsage)
+	}
+	if c.MinUptime <= 0 || c.MaxUptime < c.MinUptime {
+		return fmt.Errorf("%w: need 0 < --min-uptime <= --max-uptime", errUsage)
+	}
+	switch c.Mode {
+	case "kill", "mixed":
+	default:
+		return fmt.Errorf("%w: --mode %q: want kill or mixed", errUsage, c.Mode)
+	}
+	switch c.Netns {
+	case "auto", "on", "off":
+	default:
+		return fmt.Errorf("%w: --netns %q: want auto, on or off", errUsage, c.Netns)
+	}
+	if c.Size < 32 {
+		c.Size = 32
+	}
+	if c.ReadyTimeout <= 0 {
+		c.ReadyTimeout = time.Minute
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = time.Minute
+	}
+	return nil
+}

@@ -1,0 +1,37 @@
+// Package clustersoak is the failover soak of a replicated omnibus
+// (issue 19), run as `omnibus cluster soak` (make cluster-test): three
+// real omnibus processes form a cluster; the official Go SDK sends with
+// many in flight and receives in peek-lock through a TCP load balancer in
+// front of all three (the way one connection string reaches a cluster);
+// the soak then deposes the leader again and again, by SIGKILL or by
+// cutting it off the network, restarts or heals it, and finally drains
+// the queue and accounts for every message with a [bench.Ledger].
+//
+// Cutting a node off uses network namespaces: each node runs in its own
+// (`ip netns`), joined to the others by veth pairs on a bridge, and the
+// soak takes the node's link down, so the node goes on running without
+// hearing anyone: it must fence itself. Where namespaces cannot be made
+// (not root, no iproute2), the nodes run on loopback and a cut-off is a
+// SIGSTOP (a frozen node: silence, then a late wake-up that must not
+// write anything to a client), and the run says so.
+//
+// The load balancer plays a real one's health check: the soak marks a
+// node it kills or cuts off down, and the balancer resets the client
+// connections it had to it (otherwise a connection to a node behind a
+// dead link would hang until the SDK's own timeout).
+//
+// Clients never retry an operation themselves (MaxRetries < 0): every
+// send the broker did not acknowledge is counted failed (it may or may
+// not be stored), every completion without an answer unanswered (it may
+// or may not be applied); a failed client is replaced by a new one.
+//
+// The accounting must show, for the run to pass: no acknowledged message
+// lost, no message whose completion was confirmed delivered again, no
+// message received that was never sent, no redelivery that nothing
+// explains (a lost lock, an unanswered completion), and no message
+// received and then gone without a completion, beyond the completions
+// under way at the failovers (each of those may have been applied with
+// its answer lost). Failover time is measured per failover, from the
+// kill or the cut to the first send acknowledged that started after it,
+// and reported.
+package clustersoak

@@ -1,0 +1,183 @@
+package clustersoak
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/omnibusmq/omnibus/storage/raftstore"
+)
+
+// queueName is the queue the soak loads. Its deliveries never run out
+// (each failover raises the delivery count of every message locked at
+// that moment) and its lock outlives a failover.
+const queueName = "failover"
+
+const keyName = "RootManageSharedAccessKey"
+
+func soakConfig() string {
+	return `{"UserConfig":{"Namespaces":[{"Name":"sbemulatorns","Queues":[{"Name":"` + queueName +
+		`","Properties":{"MaxDeliveryCount":1000000,"LockDuration":"PT1M"}}]}],"Logging":{"Type":"Console"}}}`
+}
+
+// node is one omnibus process of the cluster, started on the same
+// directory and addresses every time.
+type node struct {
+	id      int
+	net     *network
+	bin     string
+	args    []string
+	amqp    string // its AMQP listener
+	peer    string // its peer transport
+	logPath string
+	log     *os.File
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	frozen bool // SIGSTOPped
+	cutOff bool // its link is down
+}
+
+// newNodes prepares count nodes in dir.
+func newNodes(c *Config, nw *network, dir, key string, count int) ([]*node, error) {
+	cfg := filepath.Join(dir, "Config.json")
+	if err := os.WriteFile(cfg, []byte(soakConfig()), 0o644); err != nil {
+		return nil, err
+	}
+	nodes := make([]*node, count)
+	peers := make([]string, count)
+	for i := range nodes {
+		n := &node{id: i + 1, net: nw, bin: c.Binary}
+		amqpPort, peerPort := "5672", "7000"
+		if !nw.netns {
+			var err error
+			if amqpPort, err = freePort(); err != nil {
+				return nil, err
+			}
+			if peerPort, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
+		n.amqp = net.JoinHostPort(nw.nodeIP(n.id), amqpPort)
+		n.peer = net.JoinHostPort(nw.nodeIP(n.id), peerPort)
+		peers[i] = fmt.Sprintf("%d=%s", n.id, n.peer)
+		n.logPath = filepath.Join(dir, fmt.Sprintf("node%d.log", n.id))
+		f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		n.log = f
+		nodes[i] = n
+	}
+	for _, n := range nodes {
+		n.args = []string{"serve", "--node-id", fmt.Sprint(n.id), "--peers", strings.Join(peers, ","),
+			"--data", filepath.Join(dir, fmt.Sprintf("node%d", n.id)), "--config", cfg,
+			"--amqp-addr", n.amqp, "--amqps-addr", "-", "--http-addr", "-", "--https-addr", "-",
+			"--key-name", keyName, "--key", key}
+		if c.Tick > 0 {
+			n.args = append(n.args, "--raft-tick", c.Tick.String())
+		}
+		if c.ElectionTicks > 0 {
+			n.args = append(n.args, "--raft-election-ticks", fmt.Sprint(c.ElectionTicks))
+		}
+	}
+	return nodes, nil
+}
+
+// start runs the node's process; it does not wait for it to be ready.
+func (n *node) start() error {
+	fmt.Fprintf(n.log, "\n==== cluster soak: starting node %d at %s\n", n.id, time.Now().Format(time.RFC3339Nano))
+	cmd := n.net.command(n.id, n.bin, n.args...)
+	cmd.Stdout, cmd.Stderr = n.log, n.log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting node %d: %w", n.id, err)
+	}
+	n.cmd, n.exited, n.frozen = cmd, make(chan struct{}), false
+	go func() {
+		_ = cmd.Wait()
+		close(n.exited)
+	}()
+	return nil
+}
+
+// running reports whether the process is alive.
+func (n *node) running() bool {
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill ends the process with SIGKILL and waits for it.
+func (n *node) kill() error {
+	if !n.running() {
+		return nil
+	}
+	if err := n.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-n.exited
+	return nil
+}
+
+// freeze stops (SIGSTOP) or resumes (SIGCONT) the process.
+func (n *node) freeze(on bool) error {
+	sig := syscall.SIGCONT
+	if on {
+		sig = syscall.SIGSTOP
+	}
+	n.frozen = on
+	return n.cmd.Process.Signal(sig)
+}
+
+// status asks the node for its Raft status.
+func (n *node) status(timeout time.Duration) (raftstore.Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return raftstore.FetchStatus(ctx, n.peer)
+}
+
+// serving finds the node that serves clients now, if any: among those
+// reachable, one whose status says it leads and serves.
+func serving(nodes []*node) (*node, raftstore.Status, error) {
+	type answer struct {
+		n  *node
+		st raftstore.Status
+	}
+	ch := make(chan *answer, len(nodes))
+	for _, n := range nodes {
+		go func() {
+			if !n.running() || n.frozen || n.cutOff {
+				ch <- nil
+				return
+			}
+			st, err := n.status(300 * time.Millisecond)
+			if err != nil || !st.Serving {
+				ch <- nil
+				return
+			}
+			ch <- &answer{n, st}
+		}()
+	}
+	var best *answer
+	for range nodes {
+		if a := <-ch; a != nil && (best == nil || a.st.Term > best.st.Term) {
+			best = a
+		}
+	}
+	if best == nil {
+		return nil, raftstore.Status{}, errNoLeader
+	}
+	return best.n, best.st, nil
+}

@@ -1,0 +1,170 @@
+package clustersoak
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/omnibusmq/omnibus/cmd/omnibus/bench"
+)
+
+// Failover is one deposed leader and what followed.
+type Failover struct {
+	How      string // killed, cut off, froze (SIGSTOP)
+	Old, New int    // node ids
+	OldTerm  uint64
+	NewTerm  uint64
+	// Elected: from the act to the soak seeing another node serve;
+	// FirstAck: to the first acknowledgement of a send started after it.
+	Elected, FirstAck time.Duration
+
+	completions int64 // completions under way at the act
+}
+
+// Result is a cluster soak's account.
+type Result struct {
+	Config      Config
+	Dir         string
+	LogPaths    []string
+	Seed        uint64
+	Netns       bool
+	NetnsWhyNot string
+	Startup     time.Duration // to the first leader serving
+	Failovers   []Failover
+	Reconnects  int64
+	// CompletionsAtFailovers bounds the completions a leader may have
+	// applied without its answer reaching the receiver.
+	CompletionsAtFailovers int64
+	Drained                bool
+	Elapsed                time.Duration
+	Tally                  bench.Tally
+
+	tempDir bool
+}
+
+// Ghosts counts deliveries of messages nobody sent.
+func (r *Result) Ghosts() int64 { return r.Tally.Foreign + r.Tally.Unknown + r.Tally.NeverSent }
+
+// Vanished counts messages received, then gone without a completion that
+// explains it (see package soak: the same rule).
+func (r *Result) Vanished() int64 {
+	return r.Tally.NeverCompleted + max(0, r.Tally.OnlyUnanswered-r.CompletionsAtFailovers)
+}
+
+// Err is nil when every count that must be zero is zero and the drain
+// finished; otherwise it names what is wrong.
+func (r *Result) Err() error {
+	var bad []string
+	add := func(n int64, what string) {
+		if n != 0 {
+			bad = append(bad, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(r.Tally.Lost, "acknowledged but never received")
+	add(r.Tally.CompletedAgain, "completed then delivered again")
+	add(r.Ghosts(), "received but never sent")
+	add(r.Tally.Duplicates, "delivered again with nothing to explain it")
+	add(r.Vanished(), "received, then gone without a completion")
+	if !r.Drained && len(bad) == 0 {
+		bad = append(bad, "the drain did not finish")
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	msg := "cluster soak failed: " + strings.Join(bad, ", ")
+	if ex := r.Tally.Examples; len(ex) > 0 {
+		msg += " (e.g. " + strings.Join(ex[:min(len(ex), 3)], "; ") + ")"
+	}
+	return errors.New(msg + "; node logs: " + strings.Join(r.LogPaths, ", "))
+}
+
+// Cleanup removes a temporary directory after a passing run, unless the
+// config says to keep it.
+func (r *Result) Cleanup() error {
+	if !r.tempDir || r.Config.Keep || r.Err() != nil {
+		return nil
+	}
+	return os.RemoveAll(r.Dir)
+}
+
+// FirstAcks are the failover times, in order.
+func (r *Result) FirstAcks() []time.Duration {
+	var out []time.Duration
+	for _, f := range r.Failovers {
+		if f.FirstAck > 0 {
+			out = append(out, f.FirstAck)
+		}
+	}
+	return out
+}
+
+// WriteTable prints the accounting and each failover.
+func (r *Result) WriteTable(w io.Writer) error {
+	t := r.Tally
+	where := "network namespaces"
+	if !r.Netns {
+		where = "loopback (" + r.NetnsWhyNot + ")"
+	}
+	fmt.Fprintf(w, "cluster soak: %d failovers of a 3-node cluster in %s on %s (seed %d; %d senders × %d in flight, %d peek-lock receivers, %d-byte messages, backlog %d)\n\n",
+		len(r.Failovers), r.Elapsed.Round(100*time.Millisecond), where, r.Seed, r.Config.Senders, r.Config.Inflight,
+		r.Config.Receivers, r.Config.Size, r.Config.Backlog)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(n int64, what, rule string) { fmt.Fprintf(tw, "%10d  %s\t%s\n", n, what, rule) }
+	row(t.Sent, "sends", "")
+	row(t.Acked, "acknowledged", "")
+	row(t.SendFailed, "failed or unanswered (a failover; may or may not be stored)", "")
+	row(t.UnackedDelivered, "… of those received (they were stored)", "")
+	row(t.Unique, "distinct messages received", "")
+	row(t.Deliveries, "deliveries", "")
+	row(t.Completed, "completions confirmed", "")
+	row(t.Unanswered, "completions unanswered (may or may not be applied)", "")
+	row(t.UnansweredAgain, "… of those delivered again", "allowed")
+	row(t.OnlyUnanswered, "… of those never seen again (applied in silence)", fmt.Sprintf("≤ %d completions under way at the failovers", r.CompletionsAtFailovers))
+	row(t.Redelivered-t.UnansweredAgain, "redeliveries after a lost lock", "allowed")
+	row(r.Reconnects, "client reconnections", "")
+	row(t.Lost, "acknowledged but never received", "must be 0")
+	row(t.CompletedAgain, "completed then delivered again", "must be 0")
+	row(r.Ghosts(), "received but never sent", "must be 0")
+	row(t.Duplicates, "delivered again with nothing to explain it", "must be 0")
+	row(r.Vanished(), "received, then gone without a completion", "must be 0")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !r.Drained {
+		fmt.Fprintf(w, "\nthe drain did not finish: no delivery for %s with messages missing\n", r.Config.DrainTimeout)
+	}
+	if len(r.Failovers) > 0 {
+		fmt.Fprintf(w, "\nfirst leader serving after %s\n\n", ms(r.Startup))
+		ft := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(ft, "failover\thow\told leader (term)\tnew leader (term)\tnew leader serving\tfirst send acked\t")
+		for i, f := range r.Failovers {
+			fmt.Fprintf(ft, "%d\t%s\t%d (%d)\t%d (%d)\t%s\t%s\t\n", i+1, f.How, f.Old, f.OldTerm, f.New, f.NewTerm, ms(f.Elected), ms(f.FirstAck))
+		}
+		if err := ft.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\nfailover (act → first send acknowledged on the new leader): %s\n", spread(r.FirstAcks()))
+	}
+	verdict := "PASS"
+	if err := r.Err(); err != nil {
+		verdict = err.Error()
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", verdict)
+	return err
+}
+
+// spread is "min–max ms (median M ms)" of ds.
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return fmt.Sprintf("%d–%d ms (median %d ms, %d failovers)", s[0].Milliseconds(), s[len(s)-1].Milliseconds(),
+		s[len(s)/2].Milliseconds(), len(s))
+}
