@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -276,10 +277,35 @@ func (l *lane) run() {
 	var buf []byte
 	for {
 		var first pb.Message
+		var dead <-chan struct{}
+		if s != nil {
+			dead = s.dead
+		}
 		select {
 		case <-p.stop:
 			return
 		case first = <-l.q:
+		case <-dead:
+			// The stream ended under us (the peer stopped, or the
+			// connection broke). Redial at once rather than at the next
+			// message: a refusal tells that the peer's process is gone,
+			// and a follower of a dead leader has nothing to send it.
+			s.close(errors.New("stream ended"))
+			s = nil
+			ns, err := p.open(l.name)
+			if err != nil {
+				p.t.h.unreachable(p.id)
+				if errors.Is(err, syscall.ECONNREFUSED) {
+					p.t.h.gone(p.id)
+				}
+				if !p.sleep(backoff) {
+					return
+				}
+				backoff = min(2*backoff, maxRedial)
+				continue
+			}
+			s = ns
+			continue
 		}
 		msgs := []pb.Message{first}
 		size := first.Size()
@@ -297,6 +323,9 @@ func (l *lane) run() {
 			var err error
 			if s, err = p.open(l.name); err != nil {
 				p.t.h.unreachable(p.id)
+				if errors.Is(err, syscall.ECONNREFUSED) {
+					p.t.h.gone(p.id)
+				}
 				if !p.sleep(backoff) {
 					return
 				}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -27,7 +28,8 @@ type Node struct {
 	nonce uint64    // drawn at each start: tells this process's entries apart
 	base  time.Time // origin of the node's monotonic clock (mono)
 	// voteHold: until then (mono), vote requests are dropped (see
-	// DESIGN.md: a restarted node must not vote within a lease).
+	// DESIGN.md: a restarted node must not vote within a lease). Only the
+	// loop reads and changes it once the node runs.
 	voteHold int64
 
 	tr    transport
@@ -298,6 +300,41 @@ func (n *Node) newScratch(kind string) (string, error) {
 // unreachable implements handler.
 func (n *Node) unreachable(id uint64) {
 	n.runOnLoop(func() { n.loop.rn.ReportUnreachable(id) })
+}
+
+// gone implements handler. A leader whose process is gone (its peer port
+// refuses connections) holds no lease any more: it cannot serve. So this
+// follower forgets it at once, which lets it grant pre-votes without
+// waiting out the election timeout (raft's ForgetLeader, meant for such
+// an external failure detector), and campaigns after a random part of
+// half an election timeout, unless someone else was faster. A leader
+// that is only cut off refuses nothing (the dial times out): it keeps its
+// lease and the usual timeouts apply.
+func (n *Node) gone(id uint64) {
+	n.runOnLoop(func() {
+		l := &n.loop
+		st := l.rn.BasicStatus()
+		if st.RaftState != raft.StateFollower || st.Lead != id {
+			return
+		}
+		if err := l.rn.ForgetLeader(); err != nil {
+			return
+		}
+		// The vote hold protects the lease of a leader this node may have
+		// acknowledged before it restarted; following a live leader since
+		// proves that lease over, and that leader is now dead.
+		n.voteHold = 0
+		n.log.Info("the leader's process is gone (connection refused): electing without waiting out its timeout",
+			zap.Uint64("leader", id), zap.Uint64("term", st.Term))
+		jitter := time.Duration(mrand.Int64N(int64(time.Duration(n.cfg.ElectionTicks)*n.cfg.TickInterval/2) + 1))
+		time.AfterFunc(jitter, func() {
+			n.runOnLoop(func() {
+				if st := l.rn.BasicStatus(); st.RaftState == raft.StateFollower && st.Lead == raft.None {
+					_ = l.rn.Campaign()
+				}
+			})
+		})
+	})
 }
 
 // runOnLoop has fn run on the loop, soon. It never blocks.

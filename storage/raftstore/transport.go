@@ -43,6 +43,9 @@ type handler interface {
 	stamp(f *frame)
 	// unreachable reports that messages to id could not be sent.
 	unreachable(id uint64)
+	// gone reports that nothing listens at id's address any more (the
+	// connection was refused): its process is not running.
+	gone(id uint64)
 	// status is the node's status (served to `omnibus cluster status`).
 	status() Status
 }
