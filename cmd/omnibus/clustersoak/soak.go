@@ -33,7 +33,11 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		progress = io.Discard
 	}
 	res := &Result{Config: c, Dir: c.Dir}
-	if res.Dir == "" {
+	if res.Dir != "" {
+		if err := os.MkdirAll(res.Dir, 0o755); err != nil {
+			return nil, err
+		}
+	} else {
 		dir, err := os.MkdirTemp("", "omnibus-cluster-soak-")
 		if err != nil {
 			return nil, err
