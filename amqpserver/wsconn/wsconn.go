@@ -44,6 +44,12 @@ type Conn struct {
 
 	writing atomic.Bool  // a Write is under way
 	status  atomic.Int32 // close status to send: 0 means StatusNormalClosure
+
+	// The write deadline, kept here because gorilla's is a plain field
+	// its writes read: only Write hands it over, while SetWriteDeadline
+	// may come from any goroutine (as net.Conn allows).
+	wmu       sync.Mutex
+	wdeadline time.Time
 	once    sync.Once
 	err     error // of the first Close
 }
@@ -102,6 +108,10 @@ func readError(err error) error {
 func (c *Conn) Write(p []byte) (int, error) {
 	c.writing.Store(true)
 	defer c.writing.Store(false)
+	c.wmu.Lock()
+	dl := c.wdeadline
+	c.wmu.Unlock()
+	c.ws.SetWriteDeadline(dl)
 	if err := c.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
 		return 0, err
 	}
@@ -140,7 +150,13 @@ func (c *Conn) SetDeadline(t time.Time) error {
 // out ends the stream's reading; writing goes on.
 func (c *Conn) SetReadDeadline(t time.Time) error { return c.ws.SetReadDeadline(t) }
 
-// SetWriteDeadline sets the deadline of writes.
-func (c *Conn) SetWriteDeadline(t time.Time) error { return c.ws.SetWriteDeadline(t) }
+// SetWriteDeadline sets the deadline of writes, the one under way
+// included. It may be called while another goroutine writes.
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	c.wmu.Lock()
+	c.wdeadline = t
+	c.wmu.Unlock()
+	return c.ws.UnderlyingConn().SetWriteDeadline(t) // reaches a write under way
+}
 
 var _ net.Conn = (*Conn)(nil)

@@ -114,3 +114,34 @@ func TestCloseDuringStuckWrite(t *testing.T) {
 		t.Fatal("the stuck write succeeded after Close")
 	}
 }
+
+// TestDeadlinesFromAnotherGoroutine: deadlines may be set while another
+// goroutine writes (as net.Conn allows; a server cuts connections so),
+// and a write deadline in the past ends a write under way.
+func TestDeadlinesFromAnotherGoroutine(t *testing.T) {
+	c, _ := pair(t)
+	c.SetWriteDeadline(time.Time{})
+	wrote := make(chan error, 1)
+	go func() {
+		big := make([]byte, 1<<20)
+		for {
+			if _, err := c.Write(big); err != nil {
+				wrote <- err
+				return
+			}
+		}
+	}()
+	for !c.writing.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	c.SetDeadline(time.Now())
+	select {
+	case err := <-wrote:
+		var ne interface{ Timeout() bool }
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Errorf("write ended with %v, want a timeout", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write deadline in the past did not end the write under way")
+	}
+}

@@ -23,11 +23,15 @@ type amqpTransport struct {
 
 func newAMQPTransport(ctx context.Context, c *Config, runID string) (*amqpTransport, error) {
 	t := &amqpTransport{c: c, runID: runID}
+	roots, err := trustedRoots(c.CAFile)
+	if err != nil {
+		return nil, err
+	}
 	for i := range c.Connections {
 		conn, err := dialAMQP(ctx, c.URL, &amqp.ConnOptions{
 			SASLType:    amqp.SASLTypePlain(c.User, c.Password),
 			ContainerID: fmt.Sprintf("omnibus-bench-%s-%d", runID, i),
-		})
+		}, roots)
 		if err != nil {
 			t.close(ctx)
 			return nil, fmt.Errorf("connecting to %s: %w", c.URL, err)

@@ -28,6 +28,7 @@ type Config struct {
 	// Endpoint. Plain AMQP uses URL, User and Password; the SDK uses
 	// ConnString; REST uses HTTPURL with KeyName and Key.
 	URL        string
+	CAFile     string // PEM roots trusted for amqps:// and wss:// besides the system's
 	User       string
 	Password   string
 	SDK        bool
@@ -79,7 +80,8 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("omnibus bench", flag.ContinueOnError)
 	fs.StringVar(&c.Scenario, "scenario", ScenarioSend, "send, receive, both, sessions, fanout, rest or drain")
 	fs.StringVar(&c.Label, "label", "", "name of the target in the output")
-	fs.StringVar(&c.URL, "url", "amqp://127.0.0.1:5672", "AMQP 1.0 endpoint")
+	fs.StringVar(&c.URL, "url", "amqp://127.0.0.1:5672", "AMQP 1.0 endpoint: amqp://, amqps:// (TLS), or ws:// or wss:// for AMQP over WebSockets\n(e.g. wss://127.0.0.1:5443/$servicebus/websocket)")
+	fs.StringVar(&c.CAFile, "ca-file", "", "PEM file of certificates to trust for amqps:// and wss:// besides the system's (omnibus cert prints omnibus's)")
 	fs.StringVar(&c.User, "user", "RootManageSharedAccessKey", "SASL PLAIN user name")
 	fs.StringVar(&c.Password, "pass", "SAS_KEY_VALUE", "SASL PLAIN password")
 	fs.BoolVar(&c.SDK, "sdk", false, "drive the endpoint through the azservicebus SDK (implied by sessions and fanout)")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +192,41 @@ func closedPort(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// TestRunOverTLSAndWebSockets runs the load generator over AMQPS, and
+// over AMQP over WebSockets on the HTTP and HTTPS listeners, trusting
+// the broker's local CA: every message sent is received once.
+func TestRunOverTLSAndWebSockets(t *testing.T) {
+	a, err := app.Start(app.Options{Memory: true, AMQPAddr: "-", AMQPSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		HTTPSAddr: "127.0.0.1:0", TLSDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Shutdown(context.Background()) })
+	if _, err := a.Broker.CreateEntity(t.Context(), core.Entity{Kind: core.KindQueue, Name: "bench"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, url := range []string{
+		"amqps://" + a.AMQPSAddr().String(),
+		"ws://" + a.HTTPAddr().String() + "/$servicebus/websocket",
+		"wss://" + a.HTTPSAddr().String() + "/$servicebus/websocket",
+	} {
+		t.Run(strings.SplitN(url, ":", 2)[0], func(t *testing.T) {
+			c := Config{Scenario: ScenarioBoth, URL: url, CAFile: a.CAPath, User: "RootManageSharedAccessKey", Password: "SAS_KEY_VALUE",
+				Queue: "bench", Count: 1000, Inflight: 50, Credit: 100, Connections: 1, Links: 1, Quiet: true, DrainTimeout: 10 * time.Second}
+			ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+			defer cancel()
+			r, err := Run(ctx, c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Err(); err != nil {
+				t.Fatalf("run failed: %v", err)
+			}
+			if r.Tally.Acked != c.Count || r.Tally.Unique != c.Count {
+				t.Errorf("acked %d, delivered %d, want %d each", r.Tally.Acked, r.Tally.Unique, c.Count)
+			}
+		})
+	}
 }

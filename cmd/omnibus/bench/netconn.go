@@ -3,14 +3,19 @@ package bench
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"runtime"
 	"sync"
 	"time"
 
 	"github.com/Azure/go-amqp"
+	"github.com/gorilla/websocket"
+
+	"github.com/omnibusmq/omnibus/amqpserver/wsconn"
 )
 
 // maxUnwritten bounds the bytes a coalescingConn holds for the socket:
@@ -128,41 +133,86 @@ func (c *coalescingConn) Close() error {
 	return c.Conn.Close()
 }
 
-// dialAMQP opens an AMQP connection to rawURL (amqp:// or amqps://) over
-// a coalescingConn.
-func dialAMQP(ctx context.Context, rawURL string, opts *amqp.ConnOptions) (*amqp.Conn, error) {
+// dialAMQP opens an AMQP connection to rawURL: amqp://, amqps:// (TLS,
+// trusting roots), or ws:// or wss:// (AMQP over WebSockets, subprotocol
+// AMQPWSB10). A coalescingConn gathers go-amqp's writes over whatever
+// carries them (the socket, the TLS stream, the WebSocket), so that every
+// transport costs the load generator alike: a write is one TLS record or
+// one WebSocket message per batch of frames, not per frame.
+func dialAMQP(ctx context.Context, rawURL string, opts *amqp.ConnOptions, roots *x509.CertPool) (*amqp.Conn, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	secure := u.Scheme == "amqps" || u.Scheme == "amqp+ssl"
-	if !secure && u.Scheme != "amqp" && u.Scheme != "" {
+	var port string
+	var secure, ws bool
+	switch u.Scheme {
+	case "amqp", "":
+		port = "5672"
+	case "amqps", "amqp+ssl":
+		port, secure = "5671", true
+	case "ws":
+		port, ws = "80", true
+	case "wss":
+		port, secure, ws = "443", true, true
+	default:
 		return nil, fmt.Errorf("unsupported scheme %q", u.Scheme)
 	}
-	host, port := u.Hostname(), u.Port()
-	if port == "" {
-		port = "5672"
-		if secure {
-			port = "5671"
-		}
+	host := u.Hostname()
+	if u.Port() != "" {
+		port = u.Port()
 	}
 	cp := *opts
 	if cp.HostName == "" {
 		cp.HostName = host
 	}
 	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		return nil, err
 	}
-	var conn net.Conn = newCoalescingConn(nc)
 	if secure {
-		tc := tls.Client(conn, &tls.Config{ServerName: host})
+		tc := tls.Client(conn, &tls.Config{ServerName: host, RootCAs: roots})
 		if err := tc.HandshakeContext(ctx); err != nil {
 			tc.Close()
 			return nil, err
 		}
 		conn = tc
 	}
-	return amqp.NewConn(ctx, conn, &cp)
+	if ws {
+		given := conn
+		wd := websocket.Dialer{Subprotocols: []string{"AMQPWSB10"}, ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10,
+			NetDialContext:    func(context.Context, string, string) (net.Conn, error) { return given, nil },
+			NetDialTLSContext: func(context.Context, string, string) (net.Conn, error) { return given, nil }}
+		c, resp, err := wd.DialContext(ctx, u.String(), nil)
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		if err != nil {
+			given.Close()
+			return nil, fmt.Errorf("WebSocket upgrade: %w", err)
+		}
+		conn = wsconn.New(c)
+	}
+	return amqp.NewConn(ctx, newCoalescingConn(conn), &cp)
+}
+
+// trustedRoots returns the system's roots plus the certificates of
+// caFile (none when it is empty).
+func trustedRoots(caFile string) (*x509.CertPool, error) {
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if caFile == "" {
+		return roots, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--ca-file: %w", err)
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca-file %s holds no certificate", caFile)
+	}
+	return roots, nil
 }
