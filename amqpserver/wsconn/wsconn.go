@@ -50,8 +50,8 @@ type Conn struct {
 	// may come from any goroutine (as net.Conn allows).
 	wmu       sync.Mutex
 	wdeadline time.Time
-	once    sync.Once
-	err     error // of the first Close
+	once      sync.Once
+	err       error // of the first Close
 }
 
 // New returns the stream over ws, which the caller hands over: Close
