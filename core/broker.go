@@ -25,6 +25,9 @@ type Config struct {
 	// operation before it is rolled back (txn.go); zero means
 	// [DefaultTxnTimeout], Service Bus's two minutes.
 	TxnTimeout time.Duration
+	// Stats keeps per-entity statistics for monitoring (stats.go):
+	// [Broker.EachEntity] reports them.
+	Stats bool
 	// Faults deliberately break Service Bus semantics. They exist only so
 	// the conformance suite can prove that its scenarios can fail; never
 	// set them in production.
@@ -109,6 +112,7 @@ type entity struct {
 	}
 	lastUsed atomic.Int64 // unix nanos, for AutoDeleteOnIdle
 	quota    entityQuota  // queues and topics: size against MaxSizeInMegabytes (quota.go)
+	stats    *entityStats // nil unless Config.Stats (stats.go)
 }
 
 // New opens a broker on cfg.Store, recovering every entity and message it

@@ -69,5 +69,6 @@ func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs
 		q.removeLocked(d.r)
 	}
 	q.mu.Unlock()
+	q.count(statCompleted, len(got))
 	return errs
 }

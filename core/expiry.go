@@ -64,7 +64,11 @@ func (q *queue) expireLoop() {
 // expire dead-letters or drops expired records, which w holds.
 func (q *queue) expire(w *write, recs []*msgRec) error {
 	if q.desc().DeadLetteringOnMessageExpiration {
-		return q.deadLetter(w, recs, ReasonTTLExpired, "The message expired and was dead lettered.", nil)
+		err := q.deadLetter(w, recs, ReasonTTLExpired, "The message expired and was dead lettered.", nil)
+		if err == nil {
+			q.count(statExpired, len(recs))
+		}
+		return err
 	}
 	// Dropping an expired message need not wait for fsync: if the delete
 	// is lost in a crash, the message is found expired again.
@@ -77,6 +81,7 @@ func (q *queue) expire(w *write, recs []*msgRec) error {
 	if err := w.commit(); err != nil {
 		return err
 	}
+	q.count(statExpired, len(recs))
 	q.forget(recs)
 	return nil
 }
@@ -107,6 +112,7 @@ func (q *queue) tick(now int64) {
 				continue
 			}
 			q.unlockLocked(r)
+			q.count(statLockExpired, 1)
 			switch {
 			case r.state != StateDeferred && !q.isDeadLetter() && r.deliveryCount >= maxDC:
 				outOfDeliveries = append(outOfDeliveries, r)

@@ -167,6 +167,9 @@ func (b *Broker) newEntity(id uint64, key string, d *Entity, topic *entity) *ent
 	dc := *d
 	ent.desc.Store(&dc)
 	ent.lastUsed.Store(b.Now())
+	if b.cfg.Stats {
+		ent.stats = newEntityStats()
+	}
 	if d.Kind != KindSubscription {
 		ent.in = &inlet{e: ent, next: 1}
 	}

@@ -288,12 +288,14 @@ func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
 			q.b.warnStorage("recording delivery counts failed; they are kept in memory and written with the next change of each message",
 				zap.String("entity", q.path), zap.Error(err))
 		}
+		q.noteDelivered(out, mode)
 		return out, nil
 	}
 	w.holdTaken(q, got, mode)
 	if err := w.commit(); err != nil {
 		return nil, err
 	}
+	q.noteDelivered(out, mode)
 	return out, nil
 }
 

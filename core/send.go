@@ -45,6 +45,7 @@ type pendingSend struct {
 	dedupIDs []string // message ids this send added to the history
 	places   []placement
 	quota    int64 // bytes reserved against the entity's quota (quota.go)
+	n        int32 // messages assigned a sequence number (not duplicates), for stats
 }
 
 // placement is one record destined for one queue.
@@ -199,6 +200,7 @@ func (p *sendPlan) add(e *entity, msgs []*Message, seqs []int64, hops int) error
 		}
 		assigned[i] = in.next
 		in.next++
+		ps.n++
 	}
 	if in.next-1 > in.durable {
 		// Every send that uses numbers beyond the durable reservation
@@ -355,6 +357,9 @@ func (p *sendPlan) finish(failed bool) {
 		if !failed && ps.reserve > in.durable {
 			in.durable = ps.reserve
 		}
+		if !failed && !p.move {
+			ps.noteSent(time.Duration(now - p.now))
+		}
 		if failed {
 			in.dedup.forgetLocked(ps.dedupIDs, p.now)
 		}
@@ -376,6 +381,7 @@ func (ps *pendingSend) publish(now int64) {
 	if ps.failed {
 		return
 	}
+	ps.noteIncoming()
 	shared := len(ps.places) > 0 && ps.places[0].q.shared != nil
 	if shared {
 		// Every copy's reference counts before the first copy can be

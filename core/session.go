@@ -207,6 +207,9 @@ func (b *Broker) AcceptSession(ctx context.Context, path, id string) (*SessionLo
 }
 
 func (q *queue) lockSessionLocked(s *session, now int64) *SessionLock {
+	if s.lock == (LockToken{}) {
+		q.noteSessionLocked()
+	}
 	s.lock = NewUUID()
 	s.lockedUntil = now + int64(q.lockDuration())
 	if s.locked == nil {
@@ -333,6 +336,9 @@ func (q *queue) unlockSessionLocked(s *session, expired bool, now int64) []*msgR
 	}
 	clear(s.locked)
 	q.dropSessionTimerLocked(s)
+	if s.lock != (LockToken{}) {
+		q.noteSessionUnlocked(expired)
+	}
 	s.lock = LockToken{}
 	s.lockedUntil = 0
 	q.mu.sessions.changed(s)

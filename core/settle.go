@@ -142,7 +142,7 @@ func (q *queue) planAbandon(w *write, r *msgRec, st stateRec, o Outcome, now int
 		w.batch.Sync = false
 		w.batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
 	}
-	return settled{q: q, kind: settledReturned, r: r, st: st, now: now}, nil
+	return settled{q: q, kind: settledReturned, r: r, st: st, now: now, released: o.Kind == Release}, nil
 }
 
 // planDamaged plans a settlement that had to rewrite a body it could not

@@ -29,6 +29,7 @@ type settled struct {
 	st          stateRec   // its state as written
 	now         int64      // returned: the time of the settlement
 	wasDeferred bool       // deferred: it already was
+	released    bool       // returned: by a release, which is no abandon (stats.go)
 	recs        []*msgRec  // dead-lettered, kept, forwarded: the records
 	moved       []*msgRec  // dead-lettered: their new records in the subqueue
 	sts         []stateRec // kept: their states as written
@@ -59,6 +60,7 @@ func (sd *settled) end(err error) {
 
 // apply makes the committed settlement's change in memory.
 func (sd *settled) apply() {
+	sd.count()
 	q, r, st := sd.q, sd.r, sd.st
 	switch sd.kind {
 	case settledRemoved:

@@ -69,7 +69,7 @@ func Reopen(t testing.TB, st storage.Store, clk *clock.Fake) *Env {
 
 func (e *Env) start(t testing.TB) {
 	t.Helper()
-	b, err := core.New(core.Config{Store: e.Store, Clock: e.Clock})
+	b, err := core.New(core.Config{Store: e.Store, Clock: e.Clock, Stats: true})
 	if err != nil {
 		t.Fatalf("core.New: %v", err)
 	}
