@@ -84,6 +84,7 @@ func (s *Server) opened(c *conn) *frames.Error {
 	s.mu.pending--
 	s.mu.open++
 	c.opened = true
+	s.stats.opened.Add(1)
 	return nil
 }
 
@@ -94,6 +95,7 @@ func (s *Server) untrack(c *conn) {
 	delete(s.mu.conns, c)
 	if c.opened {
 		s.mu.open--
+		s.stats.closed.Add(1)
 	} else {
 		s.mu.pending--
 	}

@@ -27,6 +27,7 @@ func (l *link) putToken(p *partial) {
 	l.settleIncoming(p, &frames.Accepted{})
 	c := l.s.c
 	status, desc := c.cbsPutToken(req)
+	c.srv.stats.status(status)
 	reply := &frames.Message{
 		Properties: &frames.MessageProperties{},
 		ApplicationProperties: encoding.Map{

@@ -350,6 +350,7 @@ func (l *link) sendsDone(parts []*partial, err error) {
 		state = &frames.Rejected{Error: amqpError(err)}
 	}
 	l.in.inflight -= len(parts)
+	l.s.c.srv.stats.request(err, len(parts))
 	n := 0
 	for _, p := range parts {
 		n += len(p.buf)

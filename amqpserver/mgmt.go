@@ -90,7 +90,13 @@ type mgmtRequest struct {
 // returns the reply to send. See the comment at the top of this file.
 func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message, linkSession string) *frames.Message {
 	n := mgmtNode{b: s.b, sessionLock: func(entity, id string) *core.SessionLock { return s.locks.get(c, entity, id) }, linkSession: linkSession}
-	return n.handle(ctx, entity, rights, req)
+	reply := n.handle(ctx, entity, rights, req)
+	if v, ok := appProperty(reply, "statusCode"); ok {
+		if code, ok := v.(int32); ok {
+			s.stats.status(code)
+		}
+	}
+	return reply
 }
 
 // mgmtNode is what the management operations need from the server: the

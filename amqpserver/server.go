@@ -190,6 +190,7 @@ type Server struct {
 	log   *zap.Logger
 	b     *core.Broker
 	locks sessionRegistry
+	stats serverStats // connections and requests, for metrics (stats.go)
 
 	// quit is closed when Shutdown starts: listeners stop accepting.
 	quit chan struct{}
