@@ -137,6 +137,7 @@ type Gateway struct {
 	handler http.Handler
 	started time.Time // reported as the namespace's creation time
 	conns   *connLimiter
+	stats   gatewayStats // connections and requests, for metrics (stats.go)
 	// stopping is cancelled when a server of the gateway begins its
 	// Shutdown: long polls then end at once instead of holding it up.
 	stopping context.Context
@@ -175,7 +176,7 @@ func (g *Gateway) Server(addr string) *http.Server {
 		ReadTimeout:       g.cfg.ReadTimeout,
 		WriteTimeout:      g.cfg.WriteTimeout,
 		IdleTimeout:       g.cfg.IdleTimeout,
-		ConnState:         g.conns.connState,
+		ConnState:         g.connState,
 		ErrorLog:          zap.NewStdLog(g.log),
 	}
 	srv.RegisterOnShutdown(g.stop)
