@@ -1,0 +1,107 @@
+// Package metrics exports omnibus's statistics in Prometheus's text format:
+// per-entity message counters, gauges and latency histograms read from the
+// core ([core.Broker.EachEntity]), connection and request counts of each
+// protocol front, and the store's fsync latency and batch sizes.
+//
+// Nothing here runs on a message's path: the core and the fronts keep
+// their own atomic counts, and a scrape reads them ([Metrics.Collect]).
+// Names follow Azure Monitor's Service Bus metrics (IncomingMessages →
+// omnibus_incoming_messages_total, ActiveMessages → omnibus_active_messages,
+// …), each entity's carrying an entity label (its path) and a kind label
+// (queue, topic, subscription). Label cardinality is bounded: past
+// [Config.MaxEntities] entities, further ones are folded into entity
+// "other" (label.go).
+package metrics
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// DefaultMaxEntities is how many entities get series of their own by
+// default; the rest are summed under entity="other".
+const DefaultMaxEntities = 500
+
+// OtherEntity is the entity label of the entities beyond the limit.
+const OtherEntity = "other"
+
+// Config configures [New].
+type Config struct {
+	// Broker is read at every scrape. Its statistics (core.Config.Stats)
+	// must be on for the message counters and histograms to move; the
+	// gauges come from its counts either way.
+	Broker *core.Broker
+	// MaxEntities bounds the entities with series of their own; 0 means
+	// DefaultMaxEntities.
+	MaxEntities int
+	// Fronts are the protocol listeners whose connections and requests are
+	// reported, labelled by protocol.
+	Fronts []Front
+	// Store, when set, reports the store's write-ahead log fsyncs.
+	Store FsyncReporter
+	// Batches, when set, are the storage batches counted by [CountBatches].
+	Batches *BatchStats
+	// Logger receives the failures of serving a scrape.
+	Logger *zap.Logger
+}
+
+// Front is one protocol front's source of connection and request counts.
+type Front struct {
+	Protocol string // the protocol label: "amqp", "http"
+	Stats    func() FrontStats
+}
+
+// FrontStats are a front's cumulative counts and its open connections.
+type FrontStats struct {
+	ConnectionsOpened, ConnectionsClosed, ActiveConnections int64
+	Successful, UserErrors, ServerErrors, Throttled         int64
+}
+
+// Metrics is a Prometheus registry holding omnibus's collector and the
+// Go runtime's and the process's.
+type Metrics struct {
+	cfg Config
+	reg *prometheus.Registry
+	col *collector
+}
+
+// New returns the metrics of cfg.Broker.
+func New(cfg Config) (*Metrics, error) {
+	if cfg.Broker == nil {
+		return nil, errors.New("metrics: Config.Broker is required")
+	}
+	if cfg.MaxEntities == 0 {
+		cfg.MaxEntities = DefaultMaxEntities
+	}
+	if cfg.MaxEntities < 0 {
+		return nil, errors.New("metrics: negative Config.MaxEntities")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	m := &Metrics{cfg: cfg, reg: prometheus.NewRegistry(), col: newCollector(cfg)}
+	for _, c := range []prometheus.Collector{m.col, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := m.reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Handler serves the metrics in Prometheus's text (or OpenMetrics) format.
+// Scrapes are served one at a time: a second waits for the first.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:            zap.NewStdLog(m.cfg.Logger),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 1,
+	})
+}
