@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/amqpserver"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
+	"github.com/omnibusmq/omnibus/cmd/omnibus/metrics"
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/httpgw"
 	"github.com/omnibusmq/omnibus/storage/pebblestore"
@@ -67,6 +69,8 @@ func serve(args []string) error {
 	cf := addClusterFlags(fs) // a replicated cluster node (cluster.go)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", app.DefaultMetricsAddr, "listen address for Prometheus metrics at /metrics, without a token (\"-\" disables metrics and the broker's statistics)")
+	fs.IntVar(&o.MetricsMaxEntities, "metrics-max-entities", metrics.DefaultMaxEntities, "entities with metrics of their own; the rest are summed as entity=\"other\"")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
@@ -86,6 +90,14 @@ func serve(args []string) error {
 		return &exitError{code: 2, err: fmt.Errorf("--body-cache-mb and --dedup-history-max must be at least 1")}
 	}
 	o.Limits.BodyCacheBytes = *cacheMB << 20
+	if o.MetricsMaxEntities < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--metrics-max-entities must not be negative")}
+	}
+	if cf.enabled() {
+		// A cluster node's broker starts and stops with its leadership,
+		// and several nodes may share a machine: no metrics listener yet.
+		o.MetricsAddr = ""
+	}
 	log, err := newLogger(*level)
 	if err != nil {
 		return err
@@ -126,6 +138,9 @@ func serve(args []string) error {
 	}
 	if addr := a.HTTPSAddr(); addr != nil {
 		fields = append(fields, zap.Stringer("https", addr))
+	}
+	if ma, ok := a.(interface{ MetricsAddr() net.Addr }); ok && ma.MetricsAddr() != nil {
+		fields = append(fields, zap.String("metrics", "http://"+ma.MetricsAddr().String()+"/metrics"))
 	}
 	if *debugAddr != "" {
 		d, err := startDebug(*debugAddr, log)

@@ -15,10 +15,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/amqpserver"
+	"github.com/omnibusmq/omnibus/cmd/omnibus/metrics"
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/clock"
 	"github.com/omnibusmq/omnibus/core/emuconfig"
 	"github.com/omnibusmq/omnibus/core/sas"
+	"github.com/omnibusmq/omnibus/httpgw"
 	"github.com/omnibusmq/omnibus/storage"
 	"github.com/omnibusmq/omnibus/storage/memstore"
 	"github.com/omnibusmq/omnibus/storage/pebblestore"
@@ -94,6 +96,17 @@ type Options struct {
 	// "https") instead of net.Listen (a cluster hands them the
 	// connections it accepts, see cluster_listen.go).
 	Listen func(front, addr string) (net.Listener, error)
+
+	// MetricsAddr serves Prometheus metrics at /metrics on a listener of
+	// its own (metrics.go); empty or "-": none, and the core keeps no
+	// statistics. The binary's default is DefaultMetricsAddr.
+	MetricsAddr string
+	// MetricsMaxEntities bounds the entities with metrics of their own
+	// (0: metrics.DefaultMaxEntities); the rest are summed as "other".
+	MetricsMaxEntities int
+	// Stats keeps the core's per-entity statistics even without a metrics
+	// listener (the console's rate charts read them).
+	Stats bool
 }
 
 func (o *Options) setDefaults() {
@@ -129,11 +142,16 @@ type App struct {
 	// generated: the file clients add to their trusted roots.
 	CAPath    string
 	fronts    []front
+	amqp      *amqpserver.Server  // nil when no listener needs it
+	gw        *httpgw.Gateway     // nil when HTTP and HTTPS are off
+	batches   *metrics.BatchStats // the core's storage batches, with metrics on
 	amqpAddr  net.Addr
 	amqpsAddr net.Addr
 	httpAddr  net.Addr
 	httpsAddr net.Addr
-	started   time.Time
+	// metricsAddr is the metrics listener's address (nil when off).
+	metricsAddr net.Addr
+	started     time.Time
 }
 
 // front is a protocol listener the app starts and stops.
@@ -162,8 +180,13 @@ func Start(opts Options) (a *App, err error) {
 	if a.store, err = openStore(opts); err != nil {
 		return a, err
 	}
-	a.Broker, err = core.New(core.Config{Store: a.store, Clock: opts.Clock, Logger: opts.Logger.Named("core"),
-		Namespace: a.Namespace, Faults: opts.Faults, Limits: opts.Limits})
+	coreStore, stats := a.store, opts.Stats || a.metricsOn()
+	if a.metricsOn() {
+		a.batches = &metrics.BatchStats{}
+		coreStore = metrics.CountBatches(a.store, a.batches)
+	}
+	a.Broker, err = core.New(core.Config{Store: coreStore, Clock: opts.Clock, Logger: opts.Logger.Named("core"),
+		Namespace: a.Namespace, Faults: opts.Faults, Limits: opts.Limits, Stats: stats})
 	if err != nil {
 		return a, fmt.Errorf("recovering the broker from %s: %w", a.storeName(), err)
 	}
@@ -182,6 +205,9 @@ func Start(opts Options) (a *App, err error) {
 		return a, err
 	}
 	if err = a.startFronts(); err != nil {
+		return a, err
+	}
+	if err = a.startMetrics(); err != nil {
 		return a, err
 	}
 	return a, nil

@@ -50,6 +50,7 @@ func (a *App) startFronts() error {
 			return err
 		}
 		a.fronts = append(a.fronts, amqpFront{srv})
+		a.amqp = srv
 		webSocket = srv.WebSocketHandler()
 		if !disabled(o.AMQPAddr) || !disabled(o.AMQPSAddr) {
 			// One server behind both listeners: its health covers both.
@@ -86,6 +87,7 @@ func (a *App) startFronts() error {
 	if err != nil {
 		return err
 	}
+	a.gw = gw
 	if httpHealth != nil {
 		addr, err := a.serveHTTP(gw, o.HTTPAddr, nil, httpHealth)
 		if err != nil {

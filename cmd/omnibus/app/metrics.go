@@ -1,0 +1,109 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/net/netutil"
+
+	"github.com/omnibusmq/omnibus/cmd/omnibus/metrics"
+)
+
+// DefaultMetricsAddr is where the omnibus binary serves /metrics unless
+// told otherwise (--metrics-addr). In [Options] an empty MetricsAddr
+// means no metrics listener.
+const DefaultMetricsAddr = ":5301"
+
+// MaxMetricsConnections bounds the connections the metrics listener
+// serves at once; more wait in the kernel's accept queue. Prometheus uses
+// one per scrape.
+const MaxMetricsConnections = 16
+
+// startMetrics serves the Prometheus metrics on their own listener,
+// without authentication, as Prometheus scrapes. Protected mode applies
+// as on the other listeners: with the publicly known key only loopback
+// peers are served.
+func (a *App) startMetrics() error {
+	o := a.opts
+	if !a.metricsOn() {
+		return nil
+	}
+	fronts := []metrics.Front{}
+	if a.amqp != nil {
+		srv := a.amqp
+		fronts = append(fronts, metrics.Front{Protocol: "amqp", Stats: func() metrics.FrontStats {
+			s := srv.Stats()
+			return metrics.FrontStats{ConnectionsOpened: s.ConnectionsOpened, ConnectionsClosed: s.ConnectionsClosed,
+				ActiveConnections: s.ActiveConnections, Successful: s.Requests.Successful, UserErrors: s.Requests.UserErrors,
+				ServerErrors: s.Requests.ServerErrors, Throttled: s.Requests.Throttled}
+		}})
+	}
+	if a.gw != nil {
+		gw := a.gw
+		fronts = append(fronts, metrics.Front{Protocol: "http", Stats: func() metrics.FrontStats {
+			s := gw.Stats()
+			return metrics.FrontStats{ConnectionsOpened: s.ConnectionsOpened, ConnectionsClosed: s.ConnectionsClosed,
+				ActiveConnections: s.ActiveConnections, Successful: s.Successful, UserErrors: s.UserErrors,
+				ServerErrors: s.ServerErrors, Throttled: s.Throttled}
+		}})
+	}
+	cfg := metrics.Config{Broker: a.Broker, MaxEntities: o.MetricsMaxEntities, Fronts: fronts,
+		Batches: a.batches, Logger: o.Logger.Named("metrics")}
+	if fr, ok := a.store.(metrics.FsyncReporter); ok {
+		cfg.Store = fr
+	}
+	m, err := metrics.New(cfg)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", o.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("metrics listener: %w", err)
+	}
+	a.metricsAddr = l.Addr()
+	protect := newProtection(o)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "omnibus serves its Prometheus metrics at /metrics", http.StatusNotFound)
+	})
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if protect.on {
+			if err := protect.admit(peerOf(r)); err != nil {
+				w.Header().Set("Connection", "close")
+				http.Error(w, err.Error(), http.StatusForbidden)
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(o.Logger.Named("metrics"))}
+	go func() {
+		if err := srv.Serve(netutil.LimitListener(l, MaxMetricsConnections)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("metrics listener stopped", zap.Error(err))
+		}
+	}()
+	a.fronts = append(a.fronts, httpFront{srv})
+	return nil
+}
+
+// metricsOn reports whether the app serves metrics (and so keeps the
+// core's statistics).
+func (a *App) metricsOn() bool { return a.opts.MetricsAddr != "" && !disabled(a.opts.MetricsAddr) }
+
+// peerOf returns the request's peer address.
+func peerOf(r *http.Request) net.Addr {
+	ap, err := net.ResolveTCPAddr("tcp", r.RemoteAddr)
+	if err != nil {
+		return nil
+	}
+	return ap
+}
+
+// MetricsAddr is the metrics listener's address (nil when disabled).
+func (a *App) MetricsAddr() net.Addr { return a.metricsAddr }

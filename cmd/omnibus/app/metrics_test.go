@@ -1,0 +1,272 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/sas"
+)
+
+// scrapeMetrics GETs /metrics from the app's metrics listener and parses
+// the text format.
+func scrapeMetrics(t *testing.T, a *App) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + a.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("scrape: %d %s", resp.StatusCode, b)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return fams
+}
+
+// series returns the value of family name's series with exactly the
+// given labels (a histogram's sample count), or fails.
+func series(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+	for _, m := range fams[name].GetMetric() {
+		if len(m.Label) != len(want) {
+			continue
+		}
+		match := true
+		for _, l := range m.Label {
+			match = match && want[l.GetName()] == l.GetValue()
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	t.Fatalf("no series %s%v", name, labels)
+	return 0
+}
+
+// TestMetricsMoveByWhatClientsDid sends, receives, settles and
+// dead-letters known numbers of messages with the official Go SDK and
+// over REST, and checks that every scraped counter and gauge moved by
+// exactly those numbers.
+func TestMetricsMoveByWhatClientsDid(t *testing.T) {
+	a, err := Start(Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", AMQPSAddr: "-",
+		MetricsAddr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, err := a.Broker.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	before := scrapeMetrics(t, a)
+	q := []string{"entity", "orders", "kind", "queue"}
+	delta := func(after map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+		return series(t, after, name, labels...) - series(t, before, name, labels...)
+	}
+
+	c, err := azservicebus.NewClientFromConnectionString(a.ConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	s, err := c.NewSender("orders", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sent = 10
+	for i := range sent {
+		if err := s.SendMessage(ctx, &azservicebus.Message{Body: []byte(fmt.Sprint(i))}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := c.NewReceiverForQueue("orders", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*azservicebus.ReceivedMessage
+	for len(got) < 6 {
+		msgs, err := r.ReceiveMessages(ctx, 6-len(got), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, msgs...)
+	}
+	for _, m := range got[:3] {
+		if err := r.CompleteMessage(ctx, m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.AbandonMessage(ctx, got[3], nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range got[4:6] {
+		if err := r.DeadLetterMessage(ctx, m, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A user error: renewing the lock of a message already completed
+	// ($management answers lock lost).
+	var sbErr *azservicebus.Error
+	if err := r.RenewMessageLock(ctx, got[0], nil); !errors.As(err, &sbErr) || sbErr.Code != azservicebus.CodeLockLost {
+		t.Fatalf("renewing a completed message's lock: %v, want lock lost", err)
+	}
+	dlq, err := c.NewReceiverForQueue("orders", &azservicebus.ReceiverOptions{SubQueue: azservicebus.SubQueueDeadLetter,
+		ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := dlq.ReceiveMessages(ctx, 1, nil)
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("dead-letter receive: %v %d", err, len(dead))
+	}
+	// Two REST requests: one with a token, one without.
+	tok := sas.Sign("http://localhost/orders", DefaultKeyName, DefaultKey, time.Now().Add(time.Hour))
+	if status := restGet(t, a, "/orders", tok); status != http.StatusOK {
+		t.Fatalf("GET /orders with a token: %d", status)
+	}
+	if status := restGet(t, a, "/orders", ""); status != http.StatusUnauthorized {
+		t.Fatalf("GET /orders without a token: %d", status)
+	}
+
+	after := scrapeMetrics(t, a)
+	for _, c := range []struct {
+		name string
+		want float64
+	}{
+		{"omnibus_incoming_messages_total", sent},
+		{"omnibus_outgoing_messages_total", 6 + 1},  // the peek-locked six and the dead letter
+		{"omnibus_completed_messages_total", 3 + 1}, // the dead letter was received and deleted
+		{"omnibus_abandoned_messages_total", 1},
+		{"omnibus_deadlettered_messages_total", 2},
+		{"omnibus_expired_messages_total", 0},
+		{"omnibus_deferred_messages_total", 0},
+		{"omnibus_active_messages", sent - 3 - 2},
+		{"omnibus_deadlettered_messages", 2 - 1},
+		{"omnibus_messages", sent - 3 - 2 + 1},
+		{"omnibus_send_latency_seconds", sent},    // observations: one per message
+		{"omnibus_end_to_end_latency_seconds", 6}, // first deliveries from the queue itself
+	} {
+		if got := delta(after, c.name, q...); got != c.want {
+			t.Errorf("%s{entity=orders} moved by %v, want %v", c.name, got, c.want)
+		}
+	}
+	if size := series(t, after, "omnibus_size_bytes", q...); size <= 0 {
+		t.Errorf("size of orders: %v", size)
+	}
+	// HTTP: exactly the two REST requests, one success, one user error.
+	if d := delta(after, "omnibus_successful_requests_total", "protocol", "http"); d != 1 {
+		t.Errorf("HTTP successful requests moved by %v, want 1", d)
+	}
+	if d := delta(after, "omnibus_user_errors_total", "protocol", "http"); d != 1 {
+		t.Errorf("HTTP user errors moved by %v, want 1", d)
+	}
+	// AMQP: 10 sends and 6 settlements succeeded, besides the SDK's own
+	// $cbs and $management requests; the renewal is the one user error,
+	// and nothing failed on the server.
+	if d := delta(after, "omnibus_successful_requests_total", "protocol", "amqp"); d < sent+6 {
+		t.Errorf("AMQP successful requests moved by %v, want at least %d", d, sent+6)
+	}
+	if d := delta(after, "omnibus_user_errors_total", "protocol", "amqp"); d != 1 {
+		t.Errorf("AMQP user errors moved by %v, want 1", d)
+	}
+	for _, p := range []string{"amqp", "http"} {
+		if d := delta(after, "omnibus_server_errors_total", "protocol", p) + delta(after, "omnibus_throttled_requests_total", "protocol", p); d != 0 {
+			t.Errorf("%s server errors and throttled requests moved by %v", p, d)
+		}
+	}
+	if n := series(t, after, "omnibus_active_connections", "protocol", "amqp"); n != 1 {
+		t.Errorf("active AMQP connections: %v, want the SDK client's 1", n)
+	}
+	if d := delta(after, "omnibus_connections_opened_total", "protocol", "amqp"); d != 1 {
+		t.Errorf("AMQP connections opened moved by %v, want 1", d)
+	}
+	if n := series(t, after, "omnibus_entities", "kind", "queue"); n != 1 {
+		t.Errorf("queues: %v", n)
+	}
+	if n := series(t, after, "omnibus_store_batches_total", "sync", "true"); n <= 0 {
+		t.Errorf("synced store batches: %v", n)
+	}
+}
+
+// restGet does GET path on the app's HTTP listener with token (none if
+// empty) and returns the status.
+func restGet(t *testing.T, a *App, path, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+a.HTTPAddr().String()+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestMetricsFollowProtectedMode: with the publicly known key the metrics
+// listener serves only loopback peers, like the fronts; with a key of
+// one's own it serves anyone, without a token.
+func TestMetricsFollowProtectedMode(t *testing.T) {
+	remote := nonLoopbackIP(t)
+	for _, c := range []struct {
+		key   string
+		serve bool
+	}{{DefaultKey, false}, {"a key of my own", true}} {
+		a, err := Start(Options{Memory: true, Key: c.key, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-",
+			MetricsAddr: ":0", Logger: zaptest.NewLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(a.MetricsAddr().String())
+		for _, host := range []string{"127.0.0.1", remote.String()} {
+			resp, err := (&http.Client{Timeout: 20 * time.Second}).Get("http://" + net.JoinHostPort(host, port) + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			served := host == "127.0.0.1" || c.serve
+			switch {
+			case served && (resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "omnibus_entities")):
+				t.Errorf("key %q, %s: %d, want the metrics", c.key, host, resp.StatusCode)
+			case !served && (resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "protected mode")):
+				t.Errorf("key %q, %s: %d %s, want 403 explaining protected mode", c.key, host, resp.StatusCode, b)
+			}
+		}
+		a.Shutdown(context.Background())
+	}
+}
