@@ -179,7 +179,7 @@ func newDiskTest(t *testing.T, flags ...string) *diskTest {
 		t.Fatalf("fallocate: %v: %s", err, out)
 	}
 	d.args = append([]string{"--data", d.data, "--config", cfg,
-		"--amqp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--https-addr", "-", "--amqps-addr", "-"}, flags...)
+		"--amqp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--https-addr", "-", "--amqps-addr", "-", "--metrics-addr", "127.0.0.1:0"}, flags...)
 	d.start()
 	return d
 }

@@ -64,7 +64,8 @@ var amqpAddrRE = regexp.MustCompile(`"amqp": "([^"]+)"`)
 func startBinary(t *testing.T, bin string, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	// Not the default :5301: tests (and other brokers) run side by side.
+	cmd.Env = append(append([]string{"OMNIBUS_METRICS_ADDR=127.0.0.1:0"}, os.Environ()...), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,8 @@ func TestSignalDuringAStuckStart(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--config", fifo, "--memory", "--amqp-addr", "127.0.0.1:0", "--http-addr", "-", "--https-addr", "-", "--amqps-addr", "-")
+	cmd := exec.Command(bin, "--config", fifo, "--memory", "--amqp-addr", "127.0.0.1:0", "--http-addr", "-", "--https-addr", "-", "--amqps-addr", "-",
+		"--metrics-addr", "127.0.0.1:0")
 	out := &logBuffer{}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

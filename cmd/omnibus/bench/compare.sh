@@ -106,7 +106,7 @@ omni_config() {
 omni_start() {
 	local t0 t1
 	t0=$(date +%s%N)
-	"${ON_BROKER_CPUS[@]}" "$TMP/omnibus" --data "$1" --amqp-addr "127.0.0.1:$2" --http-addr - --https-addr - --amqps-addr - \
+	"${ON_BROKER_CPUS[@]}" "$TMP/omnibus" --data "$1" --amqp-addr "127.0.0.1:$2" --http-addr - --https-addr - --amqps-addr - --metrics-addr 127.0.0.1:0 \
 		--config "$3" --log-level warn >>"$TMP/omnibus.log" 2>&1 &
 	OMNI_PID=$!
 	t1=$(AMQP_USER=RootManageSharedAccessKey AMQP_PASS=SAS_KEY_VALUE "$TMP/compare" waitopen "amqp://127.0.0.1:$2" 120s)

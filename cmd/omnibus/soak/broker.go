@@ -78,7 +78,7 @@ func newBroker(bin string, extra []string, dir, key string, subscriptions int) (
 	}
 	return &broker{bin: bin, addr: addr, key: key, logPath: logPath, log: log, args: append([]string{"serve",
 		"--data", filepath.Join(dir, "data"), "--config", cfg, "--amqp-addr", addr,
-		"--http-addr", "-", "--https-addr", "-", "--amqps-addr", "-", "--key-name", keyName, "--key", key}, extra...)}, nil
+		"--http-addr", "-", "--https-addr", "-", "--amqps-addr", "-", "--metrics-addr", "127.0.0.1:0", "--key-name", keyName, "--key", key}, extra...)}, nil
 }
 
 // freeAddr returns a loopback address that nothing listened on a moment
