@@ -249,6 +249,12 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 				err = c.finishDrain(frc)
 				break
 			}
+			// Frames read before the socket failed are handled first,
+			// in order: a client that settles and hangs up in one
+			// write must not see its settlements lost.
+			if err = c.handleReadAhead(frc); err != nil {
+				break
+			}
 			err = c.readFailed(rerr)
 			c.flush()
 			return err
@@ -283,6 +289,23 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 		c.flush()
 		if c.closed {
 			return io.EOF
+		}
+	}
+}
+
+// handleReadAhead handles, in order, the frames readLoop had read when
+// it stopped; it returns the first error a frame ends the connection
+// with. readLoop hands over every frame it read before it reports its
+// error, so once run has that error nothing more arrives on frc.
+func (c *conn) handleReadAhead(frc <-chan frames.Frame) error {
+	for {
+		select {
+		case fr := <-frc:
+			if err := c.handleFrame(fr); err != nil {
+				return err
+			}
+		default:
+			return nil
 		}
 	}
 }

@@ -43,16 +43,8 @@ func (c *conn) readStopped(err error) bool {
 // are handled, what they asked of the broker is submitted, and the close
 // is written once every answer owed is.
 func (c *conn) finishDrain(frc <-chan frames.Frame) error {
-	for {
-		select {
-		case fr := <-frc:
-			if err := c.handleFrame(fr); err != nil {
-				return err
-			}
-			continue
-		default:
-		}
-		break
+	if err := c.handleReadAhead(frc); err != nil {
+		return err
 	}
 	c.submitPending()
 	c.afterOwed(func() {

@@ -3,6 +3,7 @@ package amqpserver
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
@@ -91,6 +92,56 @@ func TestDispositionsBeforeDetachEndClose(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDispositionsBeforeHangUp: a client that settles its deliveries and
+// hangs up in one go (the dispositions, then the socket closed, with no
+// AMQP close) still has every settlement applied before the connection's
+// end releases its session lock: none of the completed messages comes
+// back. Whether the client awaits our answers (settled=false, as the
+// Azure SDKs do: writing them then meets a reset socket) or not, the
+// frames it sent before hanging up are read and handled, in order.
+func TestDispositionsBeforeHangUp(t *testing.T) {
+	const n, rounds = 500, 4
+	for _, settled := range []bool{true, false} {
+		t.Run(fmt.Sprintf("settled=%v", settled), func(t *testing.T) {
+			ts := newTestServer(t, nil)
+			ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true})
+			for round := range rounds {
+				for i := range n {
+					ts.MustSend(t, "sq", &core.Message{Body: []byte{byte(i)}, SessionID: "s1"})
+				}
+				p := ts.rawDial(t)
+				p.open()
+				p.writeFrame(0, &frames.Begin{IncomingWindow: 1 << 20, OutgoingWindow: 1 << 20, HandleMax: 10})
+				p.readFrame()
+				p.writeFrame(0, sessionReceiverAttach("sq", "s1", 0))
+				if a, ok := p.readFrame().(*frames.Attach); !ok || a.Source == nil {
+					t.Fatalf("attach answered with %+v", a)
+				}
+				p.writeFrame(0, creditFlow(0, 0, n))
+				for got := 0; got < n; {
+					if _, ok := p.readFrame().(*frames.Transfer); ok {
+						got++
+					}
+				}
+				burst := make([]frames.Body, 0, n)
+				for id := range uint32(n) {
+					burst = append(burst, &frames.Disposition{Role: frames.RoleReceiver, First: id, Settled: settled, State: &frames.Accepted{}})
+				}
+				p.writeFrames(0, burst...)
+				p.nc.Close()
+				waitFor(t, "the server to end the connection", 10*time.Second, func() bool {
+					ts.srv.mu.Lock()
+					defer ts.srv.mu.Unlock()
+					return ts.srv.mu.open == 0
+				})
+				if c := ts.MustCounts(t, "sq"); c.Active != 0 {
+					t.Fatalf("round %d: %d of %d completed messages are back after the hang-up", round, c.Active, n)
+				}
+			}
+		})
 	}
 }
 

@@ -1,8 +1,10 @@
 package amqpserver
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -100,7 +102,9 @@ func (c *conn) writeLoop() {
 				o.failed, o.buf = true, nil
 				o.size.Store(0)
 				o.mu.Unlock()
-				c.cancel()
+				if !peerGone(err) {
+					c.cancel()
+				}
 				return
 			}
 			if cap(p) > keepWriteBuffer {
@@ -111,4 +115,14 @@ func (c *conn) writeLoop() {
 			return
 		}
 	}
+}
+
+// peerGone reports whether a write failed because the peer closed or
+// reset the connection. The connection then ends through its reader,
+// which still reads what the peer sent before it went (settlements
+// flushed just before a hang-up, say) and then fails on its own; any
+// other write failure (a peer that stopped reading until the write
+// timed out) ends the connection at once.
+func peerGone(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
