@@ -236,6 +236,13 @@ func TestBadFlagEnv(t *testing.T) {
 	}
 }
 
+func TestNegativeTokenClockSkew(t *testing.T) {
+	err := serve([]string{"--token-clock-skew", "-1s"})
+	if err == nil || !strings.Contains(err.Error(), "--token-clock-skew") || exitCode(err) != 2 {
+		t.Fatalf("serve with a negative clock skew: %v", err)
+	}
+}
+
 func TestTokenValidates(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/metrics"
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw"
 	"github.com/omnibusmq/omnibus/storage/pebblestore"
 )
@@ -36,6 +37,8 @@ func serve(args []string) error {
 	addTLSFlags(fs, &o)
 	fs.StringVar(&o.KeyName, "key-name", app.DefaultKeyName, "shared access key name (Manage rights)")
 	fs.StringVar(&o.Key, "key", app.DefaultKey, "shared access key")
+	fs.DurationVar(&o.TokenClockSkew, "token-clock-skew", sas.DefaultClockSkew,
+		"how long after its expiry a SAS token is still accepted, and a link attached with it kept (0: none)")
 	// AMQP connection limits (amqpserver.Config).
 	fs.IntVar(&o.MaxConnections, "max-connections", amqpserver.DefaultMaxConnections, "maximum concurrent AMQP connections, checked at accept (0: unlimited)")
 	fs.IntVar(&o.MaxPendingConnections, "max-pending-connections", amqpserver.DefaultMaxPendingConnections, "maximum sockets in the AMQP handshake at once (0: unlimited)")
@@ -79,6 +82,12 @@ func serve(args []string) error {
 		if *n == 0 {
 			*n = -1
 		}
+	}
+	switch {
+	case o.TokenClockSkew < 0:
+		return &exitError{code: 2, err: fmt.Errorf("--token-clock-skew must not be negative")}
+	case o.TokenClockSkew == 0:
+		o.TokenClockSkew = -1 // none; in app.Options 0 means the default
 	}
 	switch o.DiskReserve = int64(diskReserve); o.DiskReserve {
 	case -1:

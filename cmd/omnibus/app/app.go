@@ -85,6 +85,11 @@ type Options struct {
 	// CheckConsistency compares the recovered broker's memory with the
 	// store before the listeners start and logs what differs (check.go).
 	CheckConsistency bool
+	// TokenClockSkew is how long after its expiry a SAS token is still
+	// accepted, on both fronts; a link attached on a $cbs token is
+	// detached once its token's expiry plus this has passed. 0 means
+	// sas.DefaultClockSkew (5 minutes), < 0 none.
+	TokenClockSkew time.Duration
 
 	// The core's memory bounds (dedup history, body cache); zero fields mean the defaults.
 	Limits core.Limits
@@ -200,7 +205,8 @@ func Start(opts Options) (a *App, err error) {
 			return a, err
 		}
 	}
-	a.Auth, err = sas.NewValidator(sas.Config{Rules: []sas.Rule{{KeyName: opts.KeyName, Key: opts.Key, Rights: sas.Manage}}})
+	a.Auth, err = sas.NewValidator(sas.Config{Rules: []sas.Rule{{KeyName: opts.KeyName, Key: opts.Key, Rights: sas.Manage}},
+		ClockSkew: opts.TokenClockSkew})
 	if err != nil {
 		return a, err
 	}
