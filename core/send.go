@@ -333,6 +333,9 @@ func checkSendable(d *Entity, m *Message) error {
 	if max := d.MaxMessageSizeInKilobytes * 1024; int64(m.Size()) > max {
 		return errf(CodeMessageTooLarge, "The received message (size %d bytes) exceeds the limit (%d bytes) of '%s'.", m.Size(), max, d.Path())
 	}
+	if err := checkHeaderSize(m); err != nil {
+		return err
+	}
 	if d.Kind == KindQueue && d.RequiresSession && m.SessionID == "" {
 		return errf(CodeBadRequest, "The SessionId was not set on a message, and it cannot be sent to the entity '%s'. Entities that have session support enabled can only receive messages that have the SessionId set to a valid value.", d.Path())
 	}

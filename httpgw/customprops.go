@@ -53,18 +53,14 @@ func isRestricted(name string) bool {
 // joined with commas, as HTTP allows. It returns nil when there are none.
 func propertiesFromHeaders(h http.Header, strict bool) (map[string]any, error) {
 	var props map[string]any
-	total := 0
+	var budget propertyBudget
 	for name, values := range h {
 		if isRestricted(http.CanonicalHeaderKey(name)) {
 			continue
 		}
 		raw := strings.Join(values, ",")
-		size := len(name) + len(raw)
-		if size > maxPropertyBytes {
-			return nil, fmt.Errorf("custom property %q is %d bytes; a property may take at most %d", name, size, maxPropertyBytes)
-		}
-		if total += size; total > maxAllPropertiesBytes {
-			return nil, fmt.Errorf("custom properties exceed %d bytes in total", maxAllPropertiesBytes)
+		if err := budget.take(name, len(raw)); err != nil {
+			return nil, err
 		}
 		v, err := parsePropertyValue(raw, strict)
 		if err != nil {
@@ -76,6 +72,23 @@ func propertiesFromHeaders(h http.Header, strict bool) (map[string]any, error) {
 		props[name] = v
 	}
 	return props, nil
+}
+
+// propertyBudget counts the bytes of one message's custom properties
+// (name and value as sent) against the limits of rest.md §6.
+type propertyBudget struct{ total int }
+
+// take adds one property of the given name whose value takes size bytes,
+// or says which limit it goes beyond.
+func (b *propertyBudget) take(name string, size int) error {
+	size += len(name)
+	if size > maxPropertyBytes {
+		return fmt.Errorf("custom property %q is %d bytes; a property may take at most %d", name, size, maxPropertyBytes)
+	}
+	if b.total += size; b.total > maxAllPropertiesBytes {
+		return fmt.Errorf("custom properties exceed %d bytes in total", maxAllPropertiesBytes)
+	}
+	return nil
 }
 
 // parsePropertyValue types one custom property header value (rest.md

@@ -144,7 +144,11 @@ func (it *batchItem) message() (*core.Message, error) {
 			return nil, err
 		}
 	}
+	var budget propertyBudget
 	for name, raw := range it.UserProperties {
+		if err := budget.take(name, len(raw)); err != nil {
+			return nil, err
+		}
 		v, keep, err := userPropertyValue(raw)
 		if err != nil {
 			return nil, fmt.Errorf("UserProperties %q: %v", name, err)
