@@ -369,3 +369,62 @@ func TestWebSocketShutdown(t *testing.T) {
 		t.Errorf("ServeConn after Shutdown: %v, want ErrServerClosed", err)
 	}
 }
+
+// wsPeer opens a WebSocket offering subprotocol and returns a raw AMQP
+// peer on it, with a 10 s deadline on every read and write.
+func wsPeer(t *testing.T, url, subprotocol string) *rawPeer {
+	t.Helper()
+	nc := dialGorilla(t, url, subprotocol)
+	p := &rawPeer{t: t, nc: nc, rd: frames.NewReader(nc, 1<<20)}
+	p.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return p
+}
+
+// TestWebSocketPreAuthLimits: before a credential, a WebSocket connection
+// has the limits of a TCP one: small frames only, PreAuthMaxLinks
+// sessions, and the authentication deadline, after which it is closed
+// with amqp:unauthorized-access. Nothing is left behind.
+func TestWebSocketPreAuthLimits(t *testing.T) {
+	ts := newTestServer(t, func(c *Config) {
+		c.PreAuthMaxFrameSize = 4096
+		c.PreAuthMaxLinks = 2
+		c.AuthTimeout = 2 * time.Second
+	})
+	url := ts.wsURL(t)
+	baseline := coretest.Goroutines()
+
+	big := wsPeer(t, url, "AMQPWSB10")
+	big.anonymousOpen()
+	big.writeFrame(0, beginFrame())
+	big.readFrame()
+	big.writeFrame(0, &frames.Transfer{Handle: 0, Payload: make([]byte, 5000)})
+	if e := big.expectClose(); e == nil || e.Condition != frames.CondFrameSizeTooSmall {
+		t.Fatalf("a 5000-byte frame before a credential: close %+v, want amqp:frame-size-too-small", e)
+	}
+	big.nc.Close()
+
+	sessions := wsPeer(t, url, "amqp")
+	sessions.anonymousOpen()
+	for ch := range uint16(2) {
+		sessions.writeFrame(ch, beginFrame())
+		if _, ok := sessions.readFrame().(*frames.Begin); !ok {
+			t.Fatalf("session %d not begun", ch)
+		}
+	}
+	sessions.writeFrame(2, beginFrame())
+	if e := sessions.expectClose(); e == nil || e.Condition != frames.CondResourceLimitExceeded {
+		t.Fatalf("a third session before a credential: close %+v, want amqp:resource-limit-exceeded", e)
+	}
+	sessions.nc.Close()
+
+	noToken := wsPeer(t, url, "AMQPWSB10")
+	noToken.anonymousOpen()
+	if e := noToken.expectClose(); e == nil || e.Condition != frames.CondUnauthorizedAccess {
+		t.Fatalf("no credential by the deadline: close %+v, want amqp:unauthorized-access", e)
+	}
+	noToken.expectEOF()
+	noToken.nc.Close()
+
+	waitNoConns(t, ts.srv)
+	coretest.WaitGoroutines(t, baseline)
+}

@@ -177,7 +177,7 @@ func (g *Gateway) Server(addr string) *http.Server {
 		WriteTimeout:      g.cfg.WriteTimeout,
 		IdleTimeout:       g.cfg.IdleTimeout,
 		ConnState:         g.connState,
-		ErrorLog:          zap.NewStdLog(g.log),
+		ErrorLog:          serverErrorLog(g.log),
 	}
 	srv.RegisterOnShutdown(g.stop)
 	return srv
