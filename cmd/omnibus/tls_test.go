@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	"github.com/coder/websocket"
 )
 
 // tlsClientEnv, when set, makes this test binary an SDK client of the
@@ -24,9 +25,13 @@ import (
 // user's program.
 const tlsClientEnv = "OMNIBUS_TEST_TLS_CLIENT"
 
+// tlsClientWebSocketEnv, set too, makes that client use AMQP over
+// WebSockets with the dialer the README gives.
+const tlsClientWebSocketEnv = "OMNIBUS_TEST_TLS_CLIENT_WEBSOCKET"
+
 func TestMain(m *testing.M) {
 	if cs := os.Getenv(tlsClientEnv); cs != "" {
-		if err := tlsClient(cs); err != nil {
+		if err := tlsClient(cs, os.Getenv(tlsClientWebSocketEnv) != ""); err != nil {
 			fmt.Fprintln(os.Stderr, "tls client:", err)
 			os.Exit(1)
 		}
@@ -37,12 +42,16 @@ func TestMain(m *testing.M) {
 }
 
 // tlsClient sends a message to queue q with the Go SDK's defaults (the
-// system's roots) and receives and completes it.
-func tlsClient(cs string) error {
+// system's roots) and receives and completes it; over AMQP over
+// WebSockets with the README's dialer when webSocket is set.
+func tlsClient(cs string, webSocket bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := azservicebus.NewClientFromConnectionString(cs, &azservicebus.ClientOptions{
-		RetryOptions: azservicebus.RetryOptions{MaxRetries: 1, RetryDelay: 100 * time.Millisecond}})
+	opts := &azservicebus.ClientOptions{RetryOptions: azservicebus.RetryOptions{MaxRetries: 1, RetryDelay: 100 * time.Millisecond}}
+	if webSocket {
+		opts.NewWebSocketConn = readmeWebSocketConn
+	}
+	c, err := azservicebus.NewClientFromConnectionString(cs, opts)
 	if err != nil {
 		return err
 	}
@@ -68,15 +77,26 @@ func tlsClient(cs string) error {
 	return r.CompleteMessage(ctx, msgs[0], nil)
 }
 
+// readmeWebSocketConn is the README's NewWebSocketConn for the Go SDK.
+func readmeWebSocketConn(ctx context.Context, args azservicebus.NewWebSocketConnArgs) (net.Conn, error) {
+	ws, _, err := websocket.Dial(ctx, args.Host, &websocket.DialOptions{Subprotocols: []string{"amqp"}})
+	if err != nil {
+		return nil, err
+	}
+	return websocket.NetConn(context.Background(), ws, websocket.MessageBinary), nil
+}
+
 var tlsReadyRE = regexp.MustCompile(`connect over TLS with.*"connectionString": "([^"]+)", "trust": "([^"]+)"`)
 
 // TestAMQPSTrustedThroughSSLCertFile runs the README's recipe: `omnibus
 // cert` creates the local CA before the broker first starts, the broker
 // serves AMQPS on 5671 with a certificate of that CA and logs the
 // ordinary connection string, and a Go program given only that string
-// and SSL_CERT_FILE=<the CA> sends and receives. Without the CA it fails
-// on the certificate. The broker listens on a random 127.x.y.z address,
-// since the SDK dials 5671 whenever the endpoint names no port.
+// and SSL_CERT_FILE=<the CA> sends and receives, over AMQPS and, with
+// the README's WebSocket dialer and the HTTPS port in the string, over
+// wss://. Without the CA both fail on the certificate. The broker listens
+// on a random 127.x.y.z address, since the SDK dials 5671 whenever the
+// endpoint names no port.
 func TestAMQPSTrustedThroughSSLCertFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -97,7 +117,7 @@ func TestAMQPSTrustedThroughSSLCertFile(t *testing.T) {
 	}
 
 	p := startBinary(t, bin, nil, "--data", data, "--config", cfg, "--amqp-addr", "127.0.0.1:0",
-		"--amqps-addr", ip+":5671", "--tls-hosts", ip, "--http-addr", "-", "--https-addr", "-")
+		"--amqps-addr", ip+":5671", "--tls-hosts", ip, "--http-addr", "-", "--https-addr", "127.0.0.1:0")
 	var m []string
 	for deadline := time.Now().Add(10 * time.Second); m == nil; {
 		if m = tlsReadyRE.FindStringSubmatch(p.logs.String()); m == nil && time.Now().After(deadline) {
@@ -126,7 +146,24 @@ func TestAMQPSTrustedThroughSSLCertFile(t *testing.T) {
 	if err == nil || !strings.Contains(out, "certificate signed by unknown authority") {
 		t.Fatalf("client trusting nothing: %v, want a certificate error\n%s", err, out)
 	}
+
+	m = httpsAddrRE.FindStringSubmatch(p.logs.String())
+	if m == nil {
+		t.Fatalf("no HTTPS address in the ready line:\n%s", p.logs)
+	}
+	_, port, _ := net.SplitHostPort(m[1])
+	wsCS := "Endpoint=sb://localhost:" + port + "/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;"
+	out, err = runClient(wsCS, "SSL_CERT_FILE="+caPath, tlsClientWebSocketEnv+"=1")
+	if err != nil || !strings.Contains(out, "round trip over TLS: ok") {
+		t.Fatalf("WebSocket client with SSL_CERT_FILE=%s: %v\n%s", caPath, err, out)
+	}
+	out, err = runClient(wsCS, "SSL_CERT_FILE="+empty, tlsClientWebSocketEnv+"=1")
+	if err == nil || !strings.Contains(out, "certificate signed by unknown authority") {
+		t.Fatalf("WebSocket client trusting nothing: %v, want a certificate error\n%s", err, out)
+	}
 }
+
+var httpsAddrRE = regexp.MustCompile(`omnibus is ready.*"https": "([^"]+)"`)
 
 // runCmd runs the binary and returns its standard output, trimmed.
 func runCmd(t *testing.T, bin string, args ...string) string {
