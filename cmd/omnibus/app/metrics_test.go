@@ -74,10 +74,10 @@ func series(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels
 	return 0
 }
 
-// TestMetricsMoveByWhatClientsDid sends, receives, settles and
-// dead-letters known numbers of messages with the official Go SDK and
-// over REST, and checks that every scraped counter and gauge moved by
-// exactly those numbers.
+// TestMetricsMoveByWhatClientsDid sends, schedules, receives, completes,
+// abandons, defers and dead-letters known numbers of messages with the
+// official Go SDK, makes REST requests that succeed and fail, and checks
+// that every scraped counter and gauge moved by exactly those numbers.
 func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 	a, err := Start(Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", AMQPSAddr: "-",
 		MetricsAddr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
@@ -115,9 +115,12 @@ func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.ScheduleMessages(ctx, []*azservicebus.Message{{Body: []byte("later")}}, time.Now().Add(time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
 	var got []*azservicebus.ReceivedMessage
-	for len(got) < 6 {
-		msgs, err := r.ReceiveMessages(ctx, 6-len(got), nil)
+	for len(got) < 7 {
+		msgs, err := r.ReceiveMessages(ctx, 7-len(got), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,6 +139,9 @@ func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := r.DeferMessage(ctx, got[6], nil); err != nil {
+		t.Fatal(err)
+	}
 	// A user error: renewing the lock of a message already completed
 	// ($management answers lock lost).
 	var sbErr *azservicebus.Error
@@ -151,13 +157,18 @@ func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("dead-letter receive: %v %d", err, len(dead))
 	}
-	// Two REST requests: one with a token, one without.
-	tok := sas.Sign("http://localhost/orders", DefaultKeyName, DefaultKey, time.Now().Add(time.Hour))
-	if status := restGet(t, a, "/orders", tok); status != http.StatusOK {
-		t.Fatalf("GET /orders with a token: %d", status)
-	}
-	if status := restGet(t, a, "/orders", ""); status != http.StatusUnauthorized {
-		t.Fatalf("GET /orders without a token: %d", status)
+	// Three REST requests: one that succeeds, one without a token (401),
+	// one deleting an entity that does not exist (404; a GET of one is an
+	// empty feed, 200, as on Service Bus).
+	tok := sas.Sign("http://localhost/", DefaultKeyName, DefaultKey, time.Now().Add(time.Hour))
+	for _, c := range []struct {
+		method, path, token string
+		want                int
+	}{{http.MethodGet, "/orders", tok, http.StatusOK}, {http.MethodGet, "/orders", "", http.StatusUnauthorized},
+		{http.MethodDelete, "/no-such-queue", tok, http.StatusNotFound}} {
+		if status := restDo(t, a, c.method, c.path, c.token); status != c.want {
+			t.Fatalf("%s %s (token %v): %d, want %d", c.method, c.path, c.token != "", status, c.want)
+		}
 	}
 
 	after := scrapeMetrics(t, a)
@@ -165,18 +176,21 @@ func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 		name string
 		want float64
 	}{
-		{"omnibus_incoming_messages_total", sent},
-		{"omnibus_outgoing_messages_total", 6 + 1},  // the peek-locked six and the dead letter
-		{"omnibus_completed_messages_total", 3 + 1}, // the dead letter was received and deleted
+		{"omnibus_incoming_messages_total", sent + 1}, // the scheduled one too
+		{"omnibus_outgoing_messages_total", 7 + 1},    // the peek-locked seven and the dead letter
+		{"omnibus_completed_messages_total", 3 + 1},   // the dead letter was received and deleted
 		{"omnibus_abandoned_messages_total", 1},
 		{"omnibus_deadlettered_messages_total", 2},
 		{"omnibus_expired_messages_total", 0},
-		{"omnibus_deferred_messages_total", 0},
-		{"omnibus_active_messages", sent - 3 - 2},
+		{"omnibus_deferred_messages_total", 1},
+		{"omnibus_lock_expiries_total", 0},
+		{"omnibus_active_messages", sent - 3 - 2 - 1}, // the abandoned one is active again
 		{"omnibus_deadlettered_messages", 2 - 1},
-		{"omnibus_messages", sent - 3 - 2 + 1},
-		{"omnibus_send_latency_seconds", sent},    // observations: one per message
-		{"omnibus_end_to_end_latency_seconds", 6}, // first deliveries from the queue itself
+		{"omnibus_scheduled_messages", 1},
+		{"omnibus_deferred_messages", 1},
+		{"omnibus_messages", sent - 3 - 2 + 1 + 1},
+		{"omnibus_send_latency_seconds", sent + 1}, // observations: one per message
+		{"omnibus_end_to_end_latency_seconds", 7},  // first deliveries from the queue itself
 	} {
 		if got := delta(after, c.name, q...); got != c.want {
 			t.Errorf("%s{entity=orders} moved by %v, want %v", c.name, got, c.want)
@@ -185,18 +199,18 @@ func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 	if size := series(t, after, "omnibus_size_bytes", q...); size <= 0 {
 		t.Errorf("size of orders: %v", size)
 	}
-	// HTTP: exactly the two REST requests, one success, one user error.
+	// HTTP: exactly the three REST requests, one success, two user errors.
 	if d := delta(after, "omnibus_successful_requests_total", "protocol", "http"); d != 1 {
 		t.Errorf("HTTP successful requests moved by %v, want 1", d)
 	}
-	if d := delta(after, "omnibus_user_errors_total", "protocol", "http"); d != 1 {
-		t.Errorf("HTTP user errors moved by %v, want 1", d)
+	if d := delta(after, "omnibus_user_errors_total", "protocol", "http"); d != 2 {
+		t.Errorf("HTTP user errors moved by %v, want 2 (401, 404)", d)
 	}
 	// AMQP: 10 sends and 6 settlements succeeded, besides the SDK's own
 	// $cbs and $management requests; the renewal is the one user error,
 	// and nothing failed on the server.
-	if d := delta(after, "omnibus_successful_requests_total", "protocol", "amqp"); d < sent+6 {
-		t.Errorf("AMQP successful requests moved by %v, want at least %d", d, sent+6)
+	if d := delta(after, "omnibus_successful_requests_total", "protocol", "amqp"); d < sent+7 {
+		t.Errorf("AMQP successful requests moved by %v, want at least %d", d, sent+7)
 	}
 	if d := delta(after, "omnibus_user_errors_total", "protocol", "amqp"); d != 1 {
 		t.Errorf("AMQP user errors moved by %v, want 1", d)
@@ -218,13 +232,30 @@ func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 	if n := series(t, after, "omnibus_store_batches_total", "sync", "true"); n <= 0 {
 		t.Errorf("synced store batches: %v", n)
 	}
+
+	// The client goes: its connection is counted closed once the server
+	// has seen it end.
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		now := scrapeMetrics(t, a)
+		if series(t, now, "omnibus_active_connections", "protocol", "amqp") == 0 &&
+			delta(now, "omnibus_connections_closed_total", "protocol", "amqp") == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the SDK client's connection was never counted closed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
-// restGet does GET path on the app's HTTP listener with token (none if
+// restDo makes a request on the app's HTTP listener with token (none if
 // empty) and returns the status.
-func restGet(t *testing.T, a *App, path, token string) int {
+func restDo(t *testing.T, a *App, method, path, token string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+a.HTTPAddr().String()+path, nil)
+	req, _ := http.NewRequest(method, "http://"+a.HTTPAddr().String()+path, nil)
 	if token != "" {
 		req.Header.Set("Authorization", token)
 	}
