@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/sas"
+	"github.com/omnibusmq/omnibus/httpgw/console"
 )
 
 // Default credentials, the Service Bus emulator's (decisions.md): used
@@ -152,7 +154,11 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, broker: cfg.Broker, log: cfg.Logger, conns: newConnLimiter(cfg.MaxConnections, cfg.Logger)}
 	g.started = g.now()
 	g.stopping, g.stop = context.WithCancel(context.Background())
-	g.handler = g.middleware(g.routes())
+	web, err := console.New(console.Config{Broker: cfg.Broker, Auth: cfg.Auth, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	g.handler = g.middleware(withConsole(web, g.routes()))
 	return g, nil
 }
 
@@ -196,6 +202,22 @@ const (
 	entityVar   = "{entity:.+}"
 	topicVar    = "{topic:.+}"
 )
+
+// withConsole serves the web console (package console) in front of the
+// routes: its page, for a browser's GET of /console, and everything under
+// /console/$assets/ and /console/$api/, which no entity path can be (names
+// hold no '$'). The console checks tokens itself, per call, as these
+// routes do; the middleware around both applies protected mode to it.
+func withConsole(web *console.Handler, routes http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if console.IsPageRequest(r) || strings.HasPrefix(p, console.AssetsPath) || strings.HasPrefix(p, console.APIPath) {
+			web.ServeHTTP(w, r)
+			return
+		}
+		routes.ServeHTTP(w, r)
+	})
+}
 
 // routes lists every route the gateway serves. Order matters: the more
 // specific runtime and subscription shapes come before the catch-all

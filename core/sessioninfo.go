@@ -1,0 +1,79 @@
+package core
+
+import (
+	"sort"
+	"time"
+)
+
+// SessionInfo describes one message session of an entity, for people
+// looking at the broker (the web console): what it holds and whether a
+// receiver has it locked. The broker does not know who a holder is beyond
+// its lock, so the lock's expiry stands for the holder.
+type SessionInfo struct {
+	ID       string
+	Messages int // messages of the session stored in the entity
+	// StateSize is the length of the session state; StatePrefix holds its
+	// first bytes (at most [SessionStatePrefix]). StateSetAt is zero when
+	// the session has no state.
+	StateSize   int
+	StatePrefix []byte
+	StateSetAt  time.Time
+	// Locked tells whether a receiver holds the session, until LockedUntil.
+	Locked      bool
+	LockedUntil time.Time
+}
+
+// SessionStatePrefix is how many bytes of a session's state
+// [Broker.Sessions] copies out.
+const SessionStatePrefix = 1024
+
+// Sessions lists the sessions of the session-enabled queue or
+// subscription at path that have messages, state or a holder, sorted by
+// id: at most max of them (1 to 1000) with ids after the id after, and the
+// number of such sessions in all.
+func (b *Broker) Sessions(path, after string, max int) ([]SessionInfo, int, error) {
+	if max < 1 || max > 1000 {
+		return nil, 0, errf(CodeBadRequest, "list at most 1 to 1000 sessions, not %d", max)
+	}
+	q, err := b.sessionQueue(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	// The ids are sorted outside the queue mutex: senders and receivers
+	// wait on it.
+	q.mu.Lock()
+	ids := make([]string, 0, len(q.mu.sessions.byID))
+	for id, s := range q.mu.sessions.byID {
+		if s.count > 0 || s.state != nil || s.lock != (LockToken{}) {
+			ids = append(ids, id)
+		}
+	}
+	q.mu.Unlock()
+	sort.Strings(ids)
+	total := len(ids)
+	i := sort.SearchStrings(ids, after)
+	if i < len(ids) && ids[i] == after {
+		i++
+	}
+	ids = ids[i:min(i+max, len(ids))]
+	out := make([]SessionInfo, 0, len(ids))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, id := range ids {
+		s := q.mu.sessions.byID[id]
+		if s == nil {
+			continue // gone meanwhile
+		}
+		info := SessionInfo{ID: id, Messages: s.count, StateSize: len(s.state)}
+		if s.state != nil {
+			info.StatePrefix = append([]byte{}, s.state[:min(len(s.state), SessionStatePrefix)]...)
+			info.StateSetAt = nanosToTime(s.stateAt)
+		}
+		if s.lock != (LockToken{}) {
+			info.Locked = true
+			info.LockedUntil = nanosToTime(s.lockedUntil)
+		}
+		out = append(out, info)
+	}
+	return out, total, nil
+}

@@ -1,0 +1,93 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/omnibusmq/omnibus/core/sas"
+)
+
+// loginRequest is what the login form sends: a key name and key, or a
+// SAS token made elsewhere.
+type loginRequest struct {
+	KeyName string `json:"keyName"`
+	Key     string `json:"key"`
+	Token   string `json:"token"`
+}
+
+// loginResponse hands the page the token it then sends with every call,
+// to this API and to the gateway's REST and ATOM endpoints alike.
+type loginResponse struct {
+	Token     string    `json:"token"`
+	KeyName   string    `json:"keyName"`
+	Rights    string    `json:"rights"`
+	Scope     string    `json:"scope"` // "" for the namespace
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// login checks a key (or a pasted token) and answers with a token. From a
+// key it signs a namespace-wide token lasting the session TTL, so the key
+// itself never stays in the browser; a pasted token is checked and handed
+// back as it is. Either way the token, not a cookie, is the session: it
+// travels in the Authorization header, where another site's page cannot
+// make a browser put it.
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	var req loginRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if req.Token != "" {
+		h.loginToken(w, req.Token)
+		return
+	}
+	if req.KeyName == "" || req.Key == "" {
+		writeJSONError(w, http.StatusBadRequest, "give a key name and key, or a SAS token")
+		return
+	}
+	rule, err := h.auth.Authenticate(req.KeyName, req.Key)
+	if err != nil {
+		writeJSONError(w, http.StatusUnauthorized, authText(err))
+		return
+	}
+	exp := time.Now().Add(h.ttl).Truncate(time.Second)
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	token := sas.Sign(scheme+"://"+r.Host+"/"+rule.Scope, req.KeyName, req.Key, exp)
+	writeJSON(w, http.StatusOK, loginResponse{
+		Token: token, KeyName: req.KeyName, Rights: rule.Rights.Effective().String(),
+		Scope: rule.Scope, ExpiresAt: exp.UTC(),
+	})
+}
+
+func (h *Handler) loginToken(w http.ResponseWriter, token string) {
+	t, err := sas.Parse(token)
+	if err != nil {
+		writeJSONError(w, http.StatusUnauthorized, authText(err))
+		return
+	}
+	aud, err := t.Audience()
+	if err != nil {
+		writeJSONError(w, http.StatusUnauthorized, authText(err))
+		return
+	}
+	rights, err := h.auth.Validate(token, aud, 0)
+	if err != nil {
+		writeJSONError(w, http.StatusUnauthorized, authText(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, loginResponse{
+		Token: token, KeyName: t.KeyName, Rights: rights.String(), Scope: aud, ExpiresAt: t.ExpiresAt(),
+	})
+}
+
+// authText is the text of a refused credential.
+func authText(err error) string {
+	var se *sas.Error
+	if errors.As(err, &se) {
+		return se.Reason() + ": " + se.Detail
+	}
+	return err.Error()
+}
