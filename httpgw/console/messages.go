@@ -25,28 +25,28 @@ const (
 // the custom properties with their types, and the body in base64 (the
 // page decides whether it is text, JSON or binary).
 type messageJSON struct {
-	SequenceNumber       int64     `json:"sequenceNumber"`
-	State                string    `json:"state"`
-	MessageID            string    `json:"messageId,omitempty"`
-	CorrelationID        string    `json:"correlationId,omitempty"`
-	SessionID            string    `json:"sessionId,omitempty"`
-	ReplyToSessionID     string    `json:"replyToSessionId,omitempty"`
-	To                   string    `json:"to,omitempty"`
-	ReplyTo              string    `json:"replyTo,omitempty"`
-	Subject              string    `json:"subject,omitempty"`
-	ContentType          string    `json:"contentType,omitempty"`
-	ContentEncoding      string    `json:"contentEncoding,omitempty"`
-	PartitionKey         string    `json:"partitionKey,omitempty"`
-	TimeToLive           string    `json:"timeToLive,omitempty"`
-	EnqueuedTime         time.Time `json:"enqueuedTime"`
-	ScheduledEnqueueTime time.Time `json:"scheduledEnqueueTime"`
-	ExpiresAt            time.Time `json:"expiresAt"`
-	DeliveryCount        int32     `json:"deliveryCount"`
-	DeadLetterSource     string    `json:"deadLetterSource,omitempty"`
-	EnqueuedSequence     int64     `json:"enqueuedSequenceNumber"`
-	BodyType             string    `json:"bodyType"`
-	BodySize             int       `json:"bodySize"`
-	Body                 string    `json:"body"` // base64
+	SequenceNumber       int64      `json:"sequenceNumber"`
+	State                string     `json:"state"`
+	MessageID            string     `json:"messageId,omitempty"`
+	CorrelationID        string     `json:"correlationId,omitempty"`
+	SessionID            string     `json:"sessionId,omitempty"`
+	ReplyToSessionID     string     `json:"replyToSessionId,omitempty"`
+	To                   string     `json:"to,omitempty"`
+	ReplyTo              string     `json:"replyTo,omitempty"`
+	Subject              string     `json:"subject,omitempty"`
+	ContentType          string     `json:"contentType,omitempty"`
+	ContentEncoding      string     `json:"contentEncoding,omitempty"`
+	PartitionKey         string     `json:"partitionKey,omitempty"`
+	TimeToLive           string     `json:"timeToLive,omitempty"`
+	EnqueuedTime         time.Time  `json:"enqueuedTime"`
+	ScheduledEnqueueTime time.Time  `json:"scheduledEnqueueTime"`
+	ExpiresAt            time.Time  `json:"expiresAt"`
+	DeliveryCount        int32      `json:"deliveryCount"`
+	DeadLetterSource     string     `json:"deadLetterSource,omitempty"`
+	EnqueuedSequence     int64      `json:"enqueuedSequenceNumber"`
+	BodyType             string     `json:"bodyType"`
+	BodySize             int        `json:"bodySize"`
+	Body                 string     `json:"body"` // base64
 	Properties           []propJSON `json:"properties"`
 }
 

@@ -63,4 +63,3 @@ func (h *Handler) sessions(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
-
