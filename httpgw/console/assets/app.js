@@ -1,6 +1,6 @@
 // The console's entry point: login, the hash router, the namespace view.
 import { api, login, logout, session } from './api.js';
-import { el, clear, toast, busy, num, bytes, sparkline, field, live, stopLive, status, pagerControls } from './ui.js';
+import { el, clear, fill, toast, busy, num, bytes, sparkline, field, live, stopLive, status, pagerControls } from './ui.js';
 import { history, record, rate } from './history.js';
 import { entityView } from './entity.js';
 import { createView } from './forms.js';
@@ -52,7 +52,7 @@ function loginView() {
   }, el('h1', {}, 'Log in'),
   el('p', { class: 'muted' }, 'Use a shared access key of this namespace (the emulator default is RootManageSharedAccessKey / SAS_KEY_VALUE), or paste a SAS token.'),
   tabs, keyFields, tokenFields, err, el('div', { class: 'buttons' }, submit));
-  clear(main).append(form);
+  fill(main, form);
   keyName.focus();
 }
 
@@ -73,7 +73,7 @@ function overview(kind) {
     : ['Name', 'Status', 'Subscriptions', 'Size', 'Size (live)'];
   const table = el('table', { class: 'list' }, el('caption', { class: 'sr-only' }, title),
     el('thead', {}, el('tr', {}, heads.map((h) => el('th', { scope: 'col' }, h)))), body);
-  clear(main).append(
+  fill(main, 
     el('div', { class: 'bar' }, el('h1', {}, title), search,
       el('a', { class: 'button', href: kind === 'queues' ? '#/new/queue' : '#/new/topic' }, kind === 'queues' ? 'New queue' : 'New topic')),
     el('div', { class: 'scroll' }, table), pager);
@@ -101,7 +101,7 @@ function overview(kind) {
           el('td', { class: 'spark-cell' }, sparkline(hist.map((h) => h.size), { label: 'size of ' + it.path }))));
       }
     }
-    clear(pager).append(pagerControls(state, res.total, load));
+    fill(pager, ...pagerControls(state, res.total, load));
   }
   live(load);
 }

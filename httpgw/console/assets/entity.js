@@ -1,6 +1,6 @@
 // One entity: its counts and chart, and tabs for what can be done with it.
 import { api } from './api.js';
-import { el, clear, num, bytes, chart, live, status, pagerControls, when } from './ui.js';
+import { el, clear, fill, num, bytes, chart, live, status, pagerControls, when } from './ui.js';
 import { history, record, rate } from './history.js';
 import { messagesTab, receiveTab } from './messages.js';
 import { sendTab, settingsTab, rulesTab } from './forms.js';
@@ -10,7 +10,7 @@ export async function entityView(main, path, tab) {
   try {
     info = await api('GET', 'entity', { params: { path } });
   } catch (err) {
-    clear(main).append(el('div', { class: 'panel' }, el('h1', {}, path), el('p', { class: 'error', role: 'alert' }, err.message),
+    fill(main, el('div', { class: 'panel' }, el('h1', {}, path), el('p', { class: 'error', role: 'alert' }, err.message),
       el('a', { href: '#/' }, 'Back to the queues')));
     return;
   }
@@ -27,7 +27,7 @@ export async function entityView(main, path, tab) {
   const base = '#/entity/' + encodeURIComponent(path) + '/';
   const crumbs = [el('a', { href: kind === 'queue' ? '#/' : '#/topics' }, kind === 'queue' ? 'Queues' : 'Topics')];
   if (kind === 'subscription') crumbs.push(' / ', el('a', { href: '#/entity/' + encodeURIComponent(info.topic) }, info.topic));
-  clear(main).append(
+  fill(main, 
     el('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, crumbs),
     el('div', { class: 'bar' }, el('h1', {}, kind === 'subscription' ? info.name : info.path), el('span', { class: 'kind' }, kind), status(info.status),
       info.requiresSession ? el('span', { class: 'kind' }, 'sessions') : null,
@@ -42,12 +42,12 @@ export async function entityView(main, path, tab) {
     const c = it.counts;
     const card = (label, value, cls = '') => el('div', { class: 'card ' + cls }, el('div', { class: 'v' }, value), el('div', { class: 'l' }, label));
     const h = history(path);
-    clear(cards).append(kind === 'topic'
+    fill(cards, ...(kind === 'topic'
       ? [card('Subscriptions', num(c.subscriptions)), card('Size', bytes(c.sizeBytes))]
       : [card('Active', num(c.active)), card('Dead-lettered', num(c.deadLetter), c.deadLetter ? 'warn' : ''),
         card('Scheduled', num(c.scheduled)), card('Deferred', num(c.deferred)), card('Size', bytes(c.sizeBytes)),
-        card('Net change', rate(h) || '—')]);
-    clear(graph).append(kind === 'topic'
+        card('Net change', rate(h) || '—')]));
+    fill(graph, kind === 'topic'
       ? chart([{ name: 'size', values: h.map((s) => s.size) }])
       : chart([{ name: 'active', values: h.map((s) => s.active) }, { name: 'dead-lettered', values: h.map((s) => s.deadLetter) }]),
     el('div', { class: 'legend muted' }, kind === 'topic' ? 'Size, last minutes'
@@ -79,7 +79,7 @@ function subscriptionsTab(pane, ctx) {
   const state = { skip: 0, top: 50 };
   const body = el('tbody');
   const pager = el('div', { class: 'pager' });
-  clear(pane).append(
+  fill(pane, 
     el('div', { class: 'bar' }, el('h2', {}, 'Subscriptions'),
       el('a', { class: 'button', href: '#/new/subscription/' + encodeURIComponent(ctx.path) }, 'New subscription')),
     el('div', { class: 'scroll' }, el('table', { class: 'list' },
@@ -97,7 +97,7 @@ function subscriptionsTab(pane, ctx) {
         el('td', { class: 'n' + (c.deadLetter ? ' warn' : '') }, num(c.deadLetter)), el('td', { class: 'n' }, num(c.scheduled)),
         el('td', { class: 'n' }, num(c.deferred)), el('td', { class: 'n' }, bytes(c.sizeBytes))));
     }
-    clear(pager).append(pagerControls(state, res.total, load));
+    fill(pager, ...pagerControls(state, res.total, load));
   }
   load();
   ctx.refresh = () => load();
@@ -108,7 +108,7 @@ function sessionsTab(pane, ctx) {
   const afters = [''];
   const body = el('tbody');
   const pager = el('div', { class: 'pager' });
-  clear(pane).append(el('h2', {}, 'Sessions'),
+  fill(pane, el('h2', {}, 'Sessions'),
     el('p', { class: 'muted' }, 'Sessions with messages, state or a receiver holding them. The broker knows a holder only by its lock.'),
     el('div', { class: 'scroll' }, el('table', { class: 'list' },
       el('thead', {}, el('tr', {}, ['Session id', 'Messages', 'Held by a receiver', 'State', 'State set'].map((h) => el('th', { scope: 'col' }, h)))), body)),
@@ -125,7 +125,7 @@ function sessionsTab(pane, ctx) {
         el('td', { class: 'state' }, state), el('td', {}, when(s.stateSetAt))));
     }
     const last = res.items.length ? res.items[res.items.length - 1].id : null;
-    clear(pager).append(
+    fill(pager, 
       el('button', { class: 'secondary small', disabled: afters.length === 1, onclick: () => { afters.pop(); load(); } }, '← Previous'),
       el('span', { class: 'muted' }, `${num(res.total)} sessions`),
       el('button', { class: 'secondary small', disabled: !last || res.items.length < 50, onclick: () => { afters.push(last); load(); } }, 'Next →'));

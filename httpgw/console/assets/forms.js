@@ -1,6 +1,6 @@
 // Forms: sending a message, creating and editing entities, rules.
 import { api, sendMessage, getEntity, putEntity, deleteEntity, listRules, putRule, deleteRule } from './api.js';
-import { el, clear, toast, busy, confirmAction, field } from './ui.js';
+import { el, clear, fill, toast, busy, confirmAction, field } from './ui.js';
 
 // ---- Send ----
 
@@ -94,7 +94,7 @@ export function sendTab(pane, ctx) {
     el('table', { class: 'props edit' }, el('thead', {}, el('tr', {}, ['Name', 'Type', 'Value', ''].map((h) => el('th', { scope: 'col' }, h)))), propsBody),
     el('button', { type: 'button', class: 'secondary small', id: 'add-prop', onclick: () => addProp() }, '+ Add property')),
   el('div', { class: 'buttons' }, submit));
-  clear(pane).append(form);
+  fill(pane, form);
 }
 
 // ---- Entities ----
@@ -156,7 +156,7 @@ export function createView(main, kind, topic) {
   const name = el('input', { id: 'new-name', required: true, autocomplete: 'off', pattern: '[A-Za-z0-9._/\\-]+' });
   const { inputs, nodes } = fieldInputs(desc, {});
   const submit = el('button', { type: 'submit', id: 'create' }, 'Create ' + kind);
-  clear(main).append(el('form', {
+  fill(main, el('form', {
     class: 'panel', onsubmit: (e) => {
       e.preventDefault();
       busy(submit, async () => {
@@ -177,7 +177,7 @@ export function createView(main, kind, topic) {
 // DELETE).
 export async function settingsTab(pane, ctx) {
   let got;
-  try { got = await getEntity(ctx.path); } catch (err) { clear(pane).append(el('p', { class: 'error' }, err.message)); return; }
+  try { got = await getEntity(ctx.path); } catch (err) { fill(pane, el('p', { class: 'error' }, err.message)); return; }
   const values = Object.fromEntries(got.fields);
   const { inputs, nodes } = fieldInputs(got.kind, values);
   const save = el('button', { type: 'submit', id: 'save' }, 'Save');
@@ -189,7 +189,7 @@ export async function settingsTab(pane, ctx) {
       location.hash = ctx.info.kind === 'subscription' ? '#/entity/' + encodeURIComponent(ctx.info.topic) : ctx.info.kind === 'topic' ? '#/topics' : '#/';
     });
   } }, 'Delete ' + ctx.info.kind);
-  clear(pane).append(el('form', {
+  fill(pane, el('form', {
     onsubmit: (e) => {
       e.preventDefault();
       busy(save, async () => {
@@ -209,7 +209,7 @@ export async function settingsTab(pane, ctx) {
 export async function rulesTab(pane, ctx) {
   const list = el('tbody');
   const editor = el('div');
-  clear(pane).append(el('div', { class: 'bar' }, el('h2', {}, 'Rules'),
+  fill(pane, el('div', { class: 'bar' }, el('h2', {}, 'Rules'),
     el('button', { id: 'add-rule', onclick: () => edit(null) }, 'Add rule')),
   el('div', { class: 'scroll' }, el('table', { class: 'list' },
     el('thead', {}, el('tr', {}, ['Name', 'Filter', 'Action', ''].map((h) => el('th', { scope: 'col' }, h)))), list)),
@@ -249,7 +249,7 @@ export async function rulesTab(pane, ctx) {
     const later = () => { clearTimeout(timer); timer = setTimeout(() => check().catch(() => {}), 300); };
     filter.addEventListener('input', later);
     action.addEventListener('input', later);
-    clear(editor).append(el('form', {
+    fill(editor, el('form', {
       class: 'panel', onsubmit: (e) => {
         e.preventDefault();
         busy(save, async () => {

@@ -1,7 +1,7 @@
 // Peeking, receiving and settling messages, resubmitting dead letters,
 // purging, and showing one message.
 import { api, receive, settleREST } from './api.js';
-import { el, clear, toast, busy, confirmAction, num, bytes, when, field } from './ui.js';
+import { el, clear, fill, toast, busy, confirmAction, num, bytes, when, field } from './ui.js';
 
 const STATES = [['active', 'Active', 'active'], ['deadletter', 'Dead-lettered', 'deadLetter'],
   ['scheduled', 'Scheduled', 'scheduled'], ['deferred', 'Deferred', 'deferred']];
@@ -21,7 +21,7 @@ export function messagesTab(pane, ctx) {
     for (const cb of body.querySelectorAll('input[type=checkbox]')) cb.checked = selectAll.checked;
   } });
   const headRow = el('tr');
-  clear(pane).append(
+  fill(pane, 
     el('div', { class: 'bar wrap' }, seg,
       el('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); st.stack = []; st.from = Number(fromInput.value) || 1; load(); } },
         el('label', {}, 'From #', fromInput), sizeSel, el('button', { type: 'submit', class: 'secondary' }, 'Peek'))),
@@ -32,7 +32,7 @@ export function messagesTab(pane, ctx) {
 
   function drawSeg() {
     const c = ctx.info.counts;
-    clear(seg).append(STATES.map(([id, label, key]) => el('button', {
+    fill(seg, STATES.map(([id, label, key]) => el('button', {
       type: 'button', 'aria-pressed': String(st.state === id), dataset: { state: id },
       onclick: () => { st.state = id; st.from = 1; st.stack = []; fromInput.value = '1'; load(); },
     }, label + ' ', el('span', { class: 'count' }, num(c[key])))));
@@ -49,7 +49,7 @@ export function messagesTab(pane, ctx) {
     } else if (st.state === 'active') {
       actions.append(el('button', { id: 'purge', class: 'danger', onclick: (e) => purge(e.currentTarget, false) }, 'Purge messages'));
     }
-    clear(headRow).append(dl ? el('th', { class: 'check' }, selectAll) : null,
+    fill(headRow, dl ? el('th', { class: 'check' }, selectAll) : null,
       ['#', 'Message id', 'Subject', dl ? 'Reason' : 'Session', 'Enqueued', 'Size', 'Deliveries'].map((h) => el('th', { scope: 'col' }, h)));
   }
 
@@ -81,7 +81,7 @@ export function messagesTab(pane, ctx) {
       el('td', { class: 'n' }, bytes(m.bodySize)), el('td', { class: 'n' }, String(m.deliveryCount)));
       body.append(row);
     }
-    clear(pager).append(
+    fill(pager, 
       el('button', { class: 'secondary small', disabled: !st.stack.length, onclick: () => { st.from = st.stack.pop(); load(); } }, '← Previous'),
       el('span', { class: 'muted' }, res.messages.length ? `#${res.messages[0].sequenceNumber} – #${res.messages[res.messages.length - 1].sequenceNumber}` : ''),
       el('button', { class: 'secondary small', disabled: !res.next, onclick: () => { st.stack.push(st.from); st.from = st.next; load(); } }, 'Next →'));
@@ -136,7 +136,7 @@ export function receiveTab(pane, ctx) {
     el('option', { value: '' }, 'the entity'), el('option', { value: '/$DeadLetterQueue' }, 'its dead-letter queue'));
   const out = el('div', { class: 'detail' });
   const button = el('button', { id: 'receive', onclick: () => busy(button, go) }, 'Receive next message');
-  clear(pane).append(el('h2', {}, 'Receive'),
+  fill(pane, el('h2', {}, 'Receive'),
     el('p', { class: 'muted' }, ctx.info.requiresSession
       ? 'This entity requires sessions: the REST API cannot receive from it. Peek its messages instead, or use an SDK.'
       : 'Takes the next available message now, as a client would.'),
@@ -244,7 +244,7 @@ export function showMessage(box, m, { title }) {
     if (views[v] !== undefined) seg.append(el('button', { type: 'button', dataset: { view: v }, onclick: () => pick(v) }, label));
   }
   const props = m.properties || [];
-  clear(box).append(el('article', { class: 'message', 'aria-label': title },
+  fill(box, el('article', { class: 'message', 'aria-label': title },
     el('h3', {}, title),
     el('div', { class: 'cols' },
       el('section', {}, el('h4', {}, 'System properties'),

@@ -27,6 +27,13 @@ function append(e, children) {
   }
 }
 
+// fill replaces node's children with children (nodes, strings, arrays).
+export function fill(node, ...children) {
+  clear(node);
+  append(node, children);
+  return node;
+}
+
 export function clear(node) {
   while (node.firstChild) node.removeChild(node.firstChild);
   return node;
@@ -114,37 +121,30 @@ export function sparkline(values, { width = 120, height = 28, label = '' } = {})
   return svg;
 }
 
-// chart draws several series over time in an SVG with axes' extremes.
-export function chart(series, { width = 600, height = 160 } = {}) {
+// chart draws several series over time: an SVG that stretches to its
+// box (lines keep their width), with the scale's top written beside it.
+export function chart(series, { width = 1000, height = 160 } = {}) {
   const NS = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(NS, 'svg');
   svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  svg.setAttribute('preserveAspectRatio', 'none');
   svg.setAttribute('class', 'chart');
   svg.setAttribute('role', 'img');
   svg.setAttribute('aria-label', series.map((s) => s.name).join(', ') + ' over time');
-  const all = series.flatMap((s) => s.values);
-  const max = Math.max(1, ...all);
+  const max = Math.max(1, ...series.flatMap((s) => s.values));
   const n = Math.max(...series.map((s) => s.values.length));
-  const pad = 24;
-  const txt = (x, y, s, anchor = 'start') => {
-    const t = document.createElementNS(NS, 'text');
-    t.setAttribute('x', x); t.setAttribute('y', y); t.setAttribute('text-anchor', anchor);
-    t.textContent = s;
-    svg.appendChild(t);
-  };
-  txt(0, 12, num(Math.round(max)));
-  txt(0, height - 4, '0');
   series.forEach((s, k) => {
     if (s.values.length < 2) return;
-    const step = (width - pad) / (n - 1);
+    const step = width / Math.max(1, n - 1);
     const off = n - s.values.length;
-    const pts = s.values.map((v, i) => `${(pad + (i + off) * step).toFixed(1)},${(height - 14 - (v / max) * (height - 30)).toFixed(1)}`);
+    const pts = s.values.map((v, i) => `${((i + off) * step).toFixed(1)},${(height - 4 - (v / max) * (height - 12)).toFixed(1)}`);
     const line = document.createElementNS(NS, 'polyline');
     line.setAttribute('points', pts.join(' '));
     line.setAttribute('class', 'series s' + k);
+    line.setAttribute('vector-effect', 'non-scaling-stroke');
     svg.appendChild(line);
   });
-  return svg;
+  return el('div', { class: 'chartbox' }, el('span', { class: 'ymax' }, num(Math.round(max))), el('span', { class: 'ymin' }, '0'), svg);
 }
 
 let stopper = () => {};

@@ -1,0 +1,186 @@
+package browsertest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// TestConsoleInChromium walks the console as a person would: log in,
+// create a queue, send a message whose body and property hold markup,
+// peek it (shown as text, not run), receive it with a lock and
+// dead-letter it, resubmit it from the dead-letter queue, purge the
+// queue; then the rule editor's parser error, the sessions of a session
+// queue, and the namespace on a phone. At each step it checks what the
+// page shows and, through the broker itself, what happened.
+func TestConsoleInChromium(t *testing.T) {
+	env := newEnv(t)
+	ctx := browser(t)
+	p := &page{t: t, ctx: ctx, shots: artifactsDir(t)}
+	b := env.broker
+	bg := context.Background()
+	ok := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Some namespace to look at: queues with messages, a topic with a
+	// subscription, a session queue.
+	for i := range 3 {
+		name := fmt.Sprintf("billing-%d", i)
+		ok(b.CreateEntity(bg, core.Entity{Kind: core.KindQueue, Name: name}))
+		for j := range 5 * (i + 1) {
+			ok(b.Send(bg, name, &core.Message{Body: []byte(fmt.Sprintf(`{"invoice": %d}`, j)), ContentType: "application/json"}))
+		}
+	}
+	ok(b.CreateEntity(bg, core.Entity{Kind: core.KindTopic, Name: "events"}))
+	ok(b.CreateEntity(bg, core.Entity{Kind: core.KindSubscription, Topic: "events", Name: "audit"}))
+	ok(b.CreateEntity(bg, core.Entity{Kind: core.KindQueue, Name: "carts", RequiresSession: true}))
+	ok(b.Send(bg, "carts", &core.Message{SessionID: "cart-42", Body: []byte("add apples")}, &core.Message{SessionID: "cart-7", Body: []byte("checkout")}))
+
+	// Log in with the emulator's key.
+	p.do(chromedp.Navigate(env.url + "/console"))
+	p.waitFor("the login form", `!!document.getElementById('login')`)
+	p.fill("input[name=key]", "wrong")
+	p.click("#login")
+	p.waitText(".login .error", "wrong")
+	p.shot("01-login")
+	p.fill("input[name=key]", "SAS_KEY_VALUE")
+	p.click("#login")
+	p.waitText("main h1", "Queues")
+	p.waitText("table.list", "billing-2")
+
+	// Create a queue through the form (ATOM PUT).
+	p.clickText("New queue")
+	p.fill("#new-name", "orders")
+	p.click("#create")
+	p.waitText("main h1", "orders")
+	if _, err := b.GetEntity("orders"); err != nil {
+		t.Fatalf("the queue the page created: %v", err)
+	}
+
+	// Send a message whose body and custom property hold markup.
+	p.clickText("Send")
+	p.fill("#send-body", `{"id": 1, "note": "<script>window.__xss = 1</script><img src=x onerror=\"window.__xss = 2\">"}`)
+	p.click("#add-prop")
+	p.fill(".p-name", "region")
+	p.fill(".p-value", `<b id="injected">eu</b>`)
+	p.click("#send")
+	p.waitText("#toasts", "Sent to orders")
+	if c := counts(t, b, "orders"); c.Active != 1 {
+		t.Fatalf("after the page's send the queue holds %d active messages, want 1", c.Active)
+	}
+
+	// Peek it: body pretty-printed as text, property as text, nothing run.
+	p.clickText("Messages")
+	p.waitFor("the message row", `!!document.querySelector('tr[data-seq]')`)
+	p.click("tr[data-seq]")
+	p.waitText("#message-body", `"note": "<script>window.__xss = 1</script>`)
+	p.waitText("#message-props", `<b id="injected">eu</b>`)
+	var injected bool
+	p.eval(`window.__xss !== undefined || !!document.getElementById('injected') || document.querySelectorAll('main script, main img').length > 0`, &injected)
+	if injected {
+		t.Fatal("message content was run or parsed as markup; it must show as text")
+	}
+	p.shot("02-peek")
+
+	// Receive it with a lock and dead-letter it.
+	p.clickText("Receive")
+	p.click("#receive")
+	p.waitFor("the settle buttons", `!!document.getElementById('settle-deadletter')`)
+	p.waitText("#message-body", "<script>")
+	p.fill("#dl-reason", "checked-by-test")
+	p.shot("03-locked")
+	p.click("#settle-deadletter")
+	p.waitText("#toasts", "dead-lettered")
+	if c := counts(t, b, "orders"); c.Active != 0 || c.DeadLetter != 1 {
+		t.Fatalf("after dead-lettering: active %d, dead-lettered %d; want 0 and 1", c.Active, c.DeadLetter)
+	}
+
+	// The dead-letter queue shows it with its reason; resubmit it.
+	p.clickText("Messages")
+	p.click(`button[data-state=deadletter]`)
+	p.waitText("table.messages", "checked-by-test")
+	p.shot("04-dead-letter")
+	p.click(`tr[data-seq] input[type=checkbox]`)
+	p.click("#resubmit-selected")
+	p.click("#confirm-ok")
+	p.waitText("#toasts", "Resubmitted 1 message")
+	if c := counts(t, b, "orders"); c.Active != 1 || c.DeadLetter != 0 {
+		t.Fatalf("after resubmit: active %d, dead-lettered %d; want 1 and 0", c.Active, c.DeadLetter)
+	}
+	p.waitText("table.messages", "No messages here")
+	p.click(`button[data-state=active]`)
+	p.waitFor("the resubmitted message", `!!document.querySelector('tr[data-seq]')`)
+
+	// Purge the queue, confirming.
+	p.click("#purge")
+	p.waitFor("the confirmation", `document.getElementById('confirm').open`)
+	p.shot("05-confirm-purge")
+	p.click("#confirm-ok")
+	p.waitText("#toasts", "Purged 1 message")
+	if c := counts(t, b, "orders"); c.Total != 0 {
+		t.Fatalf("after purge the queue holds %d messages, want 0", c.Total)
+	}
+	p.waitText("table.messages", "No messages here")
+
+	// The rule editor shows the parser's error with line and column and
+	// will not save it.
+	p.open("#/entity/"+"events%2FSubscriptions%2Faudit"+"/rules")
+	p.waitText("main h1", "audit")
+	p.click("#add-rule")
+	p.fill("#rule-name", "big")
+	p.fill("#rule-filter", "amount > 100\nAND (region = 'eu'")
+	p.waitText("#filter-check", "Line 2, column")
+	var disabled bool
+	p.eval(`document.getElementById('save-rule').disabled`, &disabled)
+	if !disabled {
+		t.Fatal("the rule editor lets an invalid filter be saved")
+	}
+	p.shot("06-rule-editor")
+	p.fill("#rule-filter", "amount > 100\nAND region = 'eu'")
+	p.waitText("#filter-check", "valid")
+	p.click("#save-rule")
+	p.waitText("table.list", "region = 'eu'")
+	rules, err := b.ListRules("events/Subscriptions/audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range rules {
+		found = found || r.Name == "big"
+	}
+	if !found {
+		t.Fatalf("the rule the page saved is not on the subscription: %+v", rules)
+	}
+
+	// Sessions of a session queue.
+	p.open("#/entity/carts/sessions")
+	p.waitText("table.list", "cart-42")
+	p.waitText("table.list", "cart-7")
+	p.shot("07-sessions")
+
+	// The namespace, on a laptop and on a phone.
+	p.open("#/")
+	p.waitText("table.list", "billing-1")
+	p.waitFor("a live chart", `document.querySelectorAll('svg.spark polyline').length > 0`)
+	p.shot("08-queues")
+	p.open("#/entity/billing-2")
+	p.waitFor("the chart", `document.querySelectorAll('svg.chart polyline').length > 0`)
+	p.shot("09-queue")
+	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	p.open("#/")
+	p.waitText("table.list", "billing-1")
+	var overflow bool
+	p.eval(`document.documentElement.scrollWidth > window.innerWidth + 1`, &overflow)
+	if overflow {
+		t.Error("on a phone-sized screen the page scrolls sideways; only tables may")
+	}
+	p.shot("10-phone")
+}
