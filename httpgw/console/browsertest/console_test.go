@@ -132,7 +132,7 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// The rule editor shows the parser's error with line and column and
 	// will not save it.
-	p.open("#/entity/"+"events%2FSubscriptions%2Faudit"+"/rules")
+	p.open("#/entity/" + "events%2FSubscriptions%2Faudit" + "/rules")
 	p.waitText("main h1", "audit")
 	p.click("#add-rule")
 	p.fill("#rule-name", "big")
