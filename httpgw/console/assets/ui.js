@@ -1,5 +1,5 @@
 // DOM helpers. Text always goes in through textContent (el's string
-// children) or attributes, never through innerHTML: whatever a message
+// children) or attributes, never parsed as HTML: whatever a message
 // holds shows as text.
 
 // el builds an element: attrs are properties or attributes (on* keys are
