@@ -2,6 +2,8 @@ package console
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -103,6 +105,11 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	d := json.NewDecoder(r.Body)
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSONError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("a console API request body may hold at most %d bytes", maxAPIBody))
+			return false
+		}
 		writeJSONError(w, http.StatusBadRequest, "malformed request body: "+err.Error())
 		return false
 	}

@@ -44,6 +44,7 @@ export function toast(text, kind = 'ok') {
   const box = document.getElementById('toasts');
   const t = el('div', { class: 'toast ' + kind, role: kind === 'error' ? 'alert' : 'status' }, text);
   box.appendChild(t);
+  while (box.children.length > 3) box.firstChild.remove();
   setTimeout(() => t.remove(), kind === 'error' ? 8000 : 4000);
 }
 

@@ -51,6 +51,7 @@ func artifactsDir(t *testing.T) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	_ = os.Remove(filepath.Join(dir, "failure.png")) // an earlier run's
 	return dir
 }
 
@@ -190,9 +191,12 @@ func (p *page) fill(sel, value string) {
 	p.eval(fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.focus(); e.value = %q; e.dispatchEvent(new Event('input', {bubbles: true})); return true; })()`, sel, value), &ok)
 }
 
-// shot writes a screenshot of the whole page.
+// shot writes a screenshot of the whole page, without the notices of
+// earlier steps.
 func (p *page) shot(name string) {
 	p.t.Helper()
+	var ok bool
+	p.eval(`document.querySelectorAll('.toast').forEach(t => t.remove()), true`, &ok)
 	png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		p.t.Fatalf("screenshot %s: %v", name, err)
