@@ -66,8 +66,12 @@ type conn struct {
 	senders   []*link           // links with deliveries queued for the broker
 	completes []pendingComplete // accepted deliveries queued for the broker
 	settles   []pendingSettle   // other settlements queued for the broker
-	closing   bool              // the peer's close arrived: frames are ignored, our close follows (afterOwed)
-	closed    bool              // our close is written: run returns after this pass
+	// Transactions (coordinator.go), by txn-id, and the bytes of
+	// messages they hold to send.
+	txns     map[string]*connTxn
+	txnBytes int
+	closing  bool // the peer's close arrived: frames are ignored, our close follows (afterOwed)
+	closed   bool // our close is written: run returns after this pass
 
 	// Tickets of work whose answers the peer is owed, and the work
 	// waiting for them (owed.go). Owned by run.

@@ -59,6 +59,10 @@ func (s *session) settleOut(id uint32, od *outDelivery, d *frames.Disposition) {
 		}
 		return
 	}
+	if ts, ok := d.State.(*frames.TransactionalState); ok {
+		s.settleInTxn(id, od, d, ts)
+		return
+	}
 	outcome, ok := outcomeOf(d.State)
 	if !ok {
 		return // received{} and the like: not an outcome

@@ -53,6 +53,7 @@ type partial struct {
 	id      uint32
 	settled bool
 	format  uint32
+	state   frames.DeliveryState // the client's delivery state (transactional-state in a transaction)
 	// buf is the whole delivery once its last frame arrived. Until then
 	// the payloads of its frames wait in chunks (each frame is a fresh
 	// slice from the reader), so a large message is copied once, into a
@@ -87,7 +88,12 @@ func (l *link) attachSender(a *frames.Attach) {
 	if e, err := srv.b.GetEntity(l.entity); err == nil && e.MaxMessageSizeInKilobytes > 0 {
 		l.in.maxSize = min(l.in.maxSize, uint64(e.MaxMessageSizeInKilobytes)*1024)
 	}
-	l.attach(a, encoding.Map{{Key: propMaxBatchSize, Value: min(l.in.maxSize, maxBatchSize)}})
+	props, e := l.attachSendVia(a)
+	if e != nil {
+		l.refuse(a, e)
+		return
+	}
+	l.attach(a, append(encoding.Map{{Key: propMaxBatchSize, Value: min(l.in.maxSize, maxBatchSize)}}, props...))
 }
 
 // grantCredit tops the link credit up to creditWindow when it is low and
@@ -139,6 +145,9 @@ func (s *session) handleTransfer(t *frames.Transfer) error {
 	}
 	p := in.cur
 	p.settled = p.settled || t.Settled
+	if t.State != nil {
+		p.state = t.State
+	}
 	if t.Aborted {
 		l.dropPartial()
 		l.grantCredit()
@@ -243,6 +252,8 @@ func (l *link) delivered(p *partial) {
 	case nodeManagement:
 		l.s.c.received(len(p.buf))
 		l.managementRequest(p)
+	case nodeCoordinator:
+		l.coordinate(p)
 	default:
 		l.send(p)
 	}
@@ -270,6 +281,10 @@ func (c *conn) received(n int) {
 // submitSends), so a burst of pipelined sends costs the broker one plan,
 // one store write and one completion instead of one each.
 func (l *link) send(p *partial) {
+	if ts, ok := p.state.(*frames.TransactionalState); ok {
+		l.sendInTxn(p, ts)
+		return
+	}
 	msgs, err := decodeMessage(p.buf, p.format)
 	if err != nil {
 		l.s.c.received(len(p.buf))
@@ -324,7 +339,7 @@ func (l *link) sendAsync(parts []*partial, msgs []*core.Message) bool {
 	c := l.s.c
 	c.work.Add(1)
 	ticket := c.owe()
-	err := c.srv.b.SendAsync(l.entity, msgs, func(_ []int64, err error) {
+	err := c.srv.b.SendAsync(l.sendPath(), msgs, func(_ []int64, err error) {
 		defer c.work.Done()
 		c.post(func() {
 			l.sendsDone(parts, err)

@@ -19,6 +19,8 @@ const (
 	DefaultMaxQueuedReplies         = 1000
 	DefaultMaxDeliveryBuffer        = 16 << 20
 	DefaultMaxIncomingBuffer        = 256 << 20
+	DefaultMaxTransactions          = 1000
+	DefaultMaxTransactionBytes      = 256 << 20
 )
 
 // Limits bounds what one AMQP connection can make the server hold once it
@@ -60,6 +62,16 @@ type Limits struct {
 	// the largest size) detach their link with
 	// amqp:resource-limit-exceeded. Default [DefaultMaxIncomingBuffer].
 	MaxIncomingBuffer int
+	// MaxTransactionsPerConnection caps the transactions a connection
+	// holds declared and not discharged; a declare beyond it is rejected
+	// with amqp:resource-limit-exceeded. Default [DefaultMaxTransactions].
+	MaxTransactionsPerConnection int
+	// MaxTransactionBytes caps the bytes of messages a connection's open
+	// transactions hold to store when they commit (never less than one
+	// message of the largest size); a transactional transfer beyond it is
+	// rejected with amqp:resource-limit-exceeded. Default
+	// [DefaultMaxTransactionBytes].
+	MaxTransactionBytes int
 }
 
 // setDefaults fills zero fields and checks the others.
@@ -77,6 +89,8 @@ func (l *Limits) setDefaults() error {
 		{&l.MaxQueuedReplies, DefaultMaxQueuedReplies, 1 << 31, "MaxQueuedReplies"},
 		{&l.MaxDeliveryBuffer, DefaultMaxDeliveryBuffer, 1 << 40, "MaxDeliveryBuffer"},
 		{&l.MaxIncomingBuffer, DefaultMaxIncomingBuffer, 1 << 40, "MaxIncomingBuffer"},
+		{&l.MaxTransactionsPerConnection, DefaultMaxTransactions, 1 << 31, "MaxTransactionsPerConnection"},
+		{&l.MaxTransactionBytes, DefaultMaxTransactionBytes, 1 << 40, "MaxTransactionBytes"},
 	} {
 		switch {
 		case *f.p < 0:

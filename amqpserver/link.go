@@ -13,9 +13,10 @@ import (
 type nodeKind uint8
 
 const (
-	nodeEntity     nodeKind = iota // a queue, topic, subscription or dead-letter subqueue
-	nodeCBS                        // the $cbs claims node
-	nodeManagement                 // <entity>/$management
+	nodeEntity      nodeKind = iota // a queue, topic, subscription or dead-letter subqueue
+	nodeCBS                         // the $cbs claims node
+	nodeManagement                  // <entity>/$management
+	nodeCoordinator                 // a transaction coordinator (coordinator.go)
 )
 
 const (
@@ -50,6 +51,12 @@ type link struct {
 	// and lifetimeCheck.
 	need    sas.Rights
 	needAny bool
+	// sendTo is the entity a send-via sender stores into (its
+	// com.microsoft:transfer-destination-address); via is the entity the
+	// transactional sends of a sender on a cross-entity session go
+	// through. "" for the link's own entity (txn.go).
+	sendTo string
+	via    string
 
 	in  *inLink
 	out *outLink
@@ -77,8 +84,17 @@ func (s *session) handleAttach(a *frames.Attach) error {
 	l := &link{s: s, name: a.Name, handle: a.Handle, snd: a.SenderSettleMode(), rcv: a.ReceiverSettleMode()}
 	s.addLink(l)
 	if a.Role == frames.RoleSender {
+		if a.Coordinator != nil {
+			l.in = &inLink{}
+			if e := s.c.authorizeCoordinator(); e != nil {
+				l.refuse(a, e)
+				return nil
+			}
+			l.attachCoordinator(a)
+			return nil
+		}
 		if a.Target == nil {
-			l.refuse(a, errorf(frames.CondNotImplemented, "Attach without a target (coordinator links are not supported)."))
+			l.refuse(a, errorf(frames.CondInvalidField, "Attach of a sender without a target."))
 			return nil
 		}
 		l.address = linkPath(a.Target.Address)
@@ -118,6 +134,10 @@ func (s *session) handleAttach(a *frames.Attach) error {
 			return nil
 		}
 		if e := s.c.srv.checkDirection(l.entity, l.in != nil); e != nil {
+			l.refuse(a, e)
+			return nil
+		}
+		if e := l.joinTxnGroup(); e != nil {
 			l.refuse(a, e)
 			return nil
 		}
@@ -196,6 +216,7 @@ func (l *link) attach(a *frames.Attach, props encoding.Map) {
 		RcvSettleMode: a.RcvSettleMode,
 		Source:        a.Source,
 		Target:        a.Target,
+		Coordinator:   a.Coordinator,
 		Properties:    props,
 	}
 	if l.out != nil {
@@ -284,6 +305,9 @@ func (l *link) release() {
 		l.releaseOut()
 	} else if l.in != nil {
 		l.dropPartial()
+		if l.kind == nodeCoordinator {
+			l.releaseCoordinator()
+		}
 	}
 }
 

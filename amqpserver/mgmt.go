@@ -18,12 +18,14 @@ import (
 // transport takes every complete request delivered on a sender link
 // attached to it, settles the transfer (accepted), and calls
 //
-//	func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message, linkSession string) *frames.Message
+//	func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message, linkSession string, txn *core.Txn) *frames.Message
 //
 // with the requesting connection, the entity path (the link target without
-// "/$management"), the rights the connection holds for that entity and
+// "/$management"), the rights the connection holds for that entity,
 // the session held by the receiver link the request names in
-// associated-link-name ("" if none). It sends the returned reply
+// associated-link-name ("" if none), and the transaction the request's
+// transfer names in its transactional-state (nil if none; txn.go):
+// update-disposition and renew-lock then run inside it. It sends the returned reply
 // pre-settled on the link chosen by req.Properties.ReplyTo (§2.1). The reply
 // is never nil: failures are replies too, with a non-2xx statusCode, an
 // errorCondition and correlation-id = the request's message-id.
@@ -88,8 +90,8 @@ type mgmtRequest struct {
 
 // handleManagement runs one $management request against the broker and
 // returns the reply to send. See the comment at the top of this file.
-func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message, linkSession string) *frames.Message {
-	n := mgmtNode{b: s.b, sessionLock: func(entity, id string) *core.SessionLock { return s.locks.get(c, entity, id) }, linkSession: linkSession}
+func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message, linkSession string, txn *core.Txn) *frames.Message {
+	n := mgmtNode{b: s.b, sessionLock: func(entity, id string) *core.SessionLock { return s.locks.get(c, entity, id) }, linkSession: linkSession, txn: txn}
 	reply := n.handle(ctx, entity, rights, req)
 	if v, ok := appProperty(reply, "statusCode"); ok {
 		if code, ok := v.(int32); ok {
@@ -109,6 +111,8 @@ type mgmtNode struct {
 	// linkSession is the session held by the request's associated link,
 	// the default session-id of operations scoped to a session.
 	linkSession string
+	// txn is the transaction the request runs in, nil for none.
+	txn *core.Txn
 }
 
 // handle is [Server.handleManagement].

@@ -24,8 +24,12 @@ func (s *mgmtNode) mgmtRenewLock(ctx context.Context, r *mgmtRequest) (encoding.
 		return nil, 0, err
 	}
 	exp := encoding.Array{Type: encoding.TypeCodeTimestamp, Elems: make([]any, len(toks))}
+	renew := s.b.RenewLock
+	if s.txn != nil {
+		renew = s.txn.RenewLock
+	}
 	for i, tok := range toks {
-		until, err := s.b.RenewLock(ctx, r.entity, tok)
+		until, err := renew(ctx, r.entity, tok)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -81,6 +85,9 @@ func (s *mgmtNode) mgmtPeek(ctx context.Context, r *mgmtRequest) (encoding.Map, 
 // (array of long). Each encoded message carries its
 // x-opt-scheduled-enqueue-time.
 func (s *mgmtNode) mgmtSchedule(ctx context.Context, r *mgmtRequest) (encoding.Map, int32, error) {
+	if s.txn != nil {
+		return nil, 0, &core.Error{Code: core.CodeBadRequest, Msg: "Scheduling messages inside a transaction is not supported by omnibus; schedule them outside it."}
+	}
 	entries, err := r.elems("messages")
 	if err != nil {
 		return nil, 0, err
@@ -248,7 +255,13 @@ func (s *mgmtNode) mgmtUpdateDisposition(ctx context.Context, r *mgmtRequest) (e
 		return nil, 0, sessionLockLost(sid)
 	}
 	for _, tok := range toks {
-		if err := s.b.Settle(ctx, r.entity, tok, o); err != nil {
+		var err error
+		if s.txn != nil {
+			err = s.txn.Settle(r.entity, tok, o)
+		} else {
+			err = s.b.Settle(ctx, r.entity, tok, o)
+		}
+		if err != nil {
 			return nil, 0, err
 		}
 	}

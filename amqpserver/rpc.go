@@ -8,6 +8,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
 )
 
 // Request/response nodes ($cbs and <entity>/$management): the client
@@ -32,6 +33,15 @@ func (l *link) managementRequest(p *partial) {
 		return
 	}
 	l.settleIncoming(p, &frames.Accepted{})
+	ct, failure := c.mgmtTxn(p, req)
+	if failure != nil {
+		c.routeReply(s, entity+mgmtSuffix, req, failure)
+		return
+	}
+	var txn *core.Txn
+	if ct != nil {
+		txn = ct.t
+	}
 	rights := c.auth.rights(l.address)
 	linkSession := c.associatedSession(entity, req)
 	// Requests in flight count against the request link's credit
@@ -47,10 +57,13 @@ func (l *link) managementRequest(p *partial) {
 			return // the connection ended while the request waited
 		}
 		c.goWork(func() {
-			reply := c.srv.handleManagement(c.ctx, c, entity, rights, req, linkSession)
+			reply := c.srv.handleManagement(c.ctx, c, entity, rights, req, linkSession, txn)
 			c.post(func() {
 				l.in.inflight--
 				l.grantCredit()
+				if ct != nil {
+					c.armTxnTimer(ct)
+				}
 				if s.live() {
 					c.routeReply(s, entity+mgmtSuffix, req, reply)
 				}

@@ -31,6 +31,12 @@ type session struct {
 	starved              bool           // on conn.starved, its incoming window waiting for the incoming buffer
 	windowWaiters        []*link        // links waiting for window room (outgoing.go)
 
+	// A session whose first link is a coordinator groups a transaction's
+	// work across entities (txn.go): viaEntity is the top-level entity of
+	// its first entity link, txnGroup whether a coordinator came first.
+	txnGroup  bool
+	viaEntity string
+
 	ending bool             // we sent end; waiting for the peer's
 	links  map[uint32]*link // by the peer's handle; our handle is the same number
 	// awaiting holds the handles of links we detached (or refused) first:

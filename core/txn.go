@@ -294,3 +294,7 @@ func (t *Txn) Commit() error {
 	t.mu.Unlock()
 	return t.b.commitTxn(sends, settles)
 }
+
+// TxnTimeout returns how long a transaction may stay open after its
+// first operation (Config.TxnTimeout).
+func (b *Broker) TxnTimeout() time.Duration { return b.cfg.TxnTimeout }
