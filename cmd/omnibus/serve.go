@@ -51,6 +51,9 @@ func serve(args []string) error {
 	fs.IntVar(&o.AMQPLimits.MaxQueuedReplies, "amqp-max-queued-replies", amqpserver.DefaultMaxQueuedReplies, "$cbs/$management replies waiting on one reply link")
 	fs.IntVar(&o.AMQPLimits.MaxDeliveryBuffer, "amqp-delivery-buffer", amqpserver.DefaultMaxDeliveryBuffer, "bytes of messages an AMQP connection holds for its clients, taken and not yet written")
 	fs.IntVar(&o.AMQPLimits.MaxIncomingBuffer, "amqp-incoming-buffer", amqpserver.DefaultMaxIncomingBuffer, "bytes of incoming messages an AMQP connection holds, read and not yet stored and answered")
+	fs.IntVar(&o.AMQPLimits.MaxTransactionsPerConnection, "amqp-max-transactions", amqpserver.DefaultMaxTransactions, "transactions an AMQP connection holds declared and not discharged")
+	fs.IntVar(&o.AMQPLimits.MaxTransactionBytes, "amqp-transaction-buffer", amqpserver.DefaultMaxTransactionBytes, "bytes of messages an AMQP connection's open transactions hold until they commit")
+	fs.DurationVar(&o.TxnTimeout, "txn-timeout", core.DefaultTxnTimeout, "a transaction still open this long after its first operation is rolled back")
 	// Store (pebblestore.Options).
 	diskReserve := byteSize(-1) // unset: the store's default
 	fs.Var(&diskReserve, "disk-reserve", "free space kept on the data directory's disk: below it sends are refused, settlements go on "+

@@ -93,6 +93,10 @@ type Options struct {
 
 	// The core's memory bounds (dedup history, body cache); zero fields mean the defaults.
 	Limits core.Limits
+	// TxnTimeout is how long a transaction may stay open after its first
+	// operation (core.Config.TxnTimeout); zero means Service Bus's two
+	// minutes.
+	TxnTimeout time.Duration
 
 	// Store, when set, is the store to run on instead of opening one (a
 	// cluster node's Session, see cluster.go); Shutdown closes it.
@@ -191,7 +195,7 @@ func Start(opts Options) (a *App, err error) {
 		coreStore = metrics.CountBatches(a.store, a.batches)
 	}
 	a.Broker, err = core.New(core.Config{Store: coreStore, Clock: opts.Clock, Logger: opts.Logger.Named("core"),
-		Namespace: a.Namespace, Faults: opts.Faults, Limits: opts.Limits, Stats: stats})
+		Namespace: a.Namespace, Faults: opts.Faults, Limits: opts.Limits, Stats: stats, TxnTimeout: opts.TxnTimeout})
 	if err != nil {
 		return a, fmt.Errorf("recovering the broker from %s: %w", a.storeName(), err)
 	}
