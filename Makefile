@@ -27,7 +27,7 @@ run: ## run the broker with its defaults (data in ./omnibus-data, AMQP :5672, HT
 test: jsdeps pydeps lint gotest allocs jstest conformance ## everything CI runs (installing what the JS and Python SDK tests need first): lint, Go tests with -race, allocation counts, JS SDK tests, conformance
 	@echo "make test: all green"
 
-gotest: pydeps ## Go tests, with the race detector (TestPythonSDK runs the Python SDK's tests in amqpserver/pytest)
+gotest: pydeps ## Go tests, with the race detector (TestPythonSDK runs the Python SDK's tests in amqpserver/pytest, TestProtonTransactions Qpid Proton's in amqpserver/protontest)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 allocs: ## allocation-count tests, without -race (whose runtime allocates on its own, so they skip there)
@@ -68,14 +68,16 @@ browserdeps: ## install Debian's chromium and libnss3-tools (certutil) for the b
 	fi
 
 # The Python SDK tests (amqpserver/pytest, run by amqpserver's TestPythonSDK)
-# use Debian's python3-azure (azure-servicebus 7.8 on uamqp 1.5), which only
-# /usr/bin/python3 imports.
-pydeps: ## install what the Python SDK tests need: Debian's python3-azure (apt) if /usr/bin/python3 cannot import it
-	@if ! /usr/bin/python3 -c 'import azure.servicebus, uamqp' >/dev/null 2>&1; then \
-	  echo "== installing python3-azure (apt-get)"; \
+# use Debian's python3-azure (azure-servicebus 7.8 on uamqp 1.5); the
+# transaction tests (amqpserver/protontest, run by cmd/omnibus's
+# TestProtonTransactions) use Debian's python3-qpid-proton. Only
+# /usr/bin/python3 imports them.
+pydeps: ## install what the Python tests need: Debian's python3-azure and python3-qpid-proton (apt) if /usr/bin/python3 cannot import them
+	@if ! /usr/bin/python3 -c 'import azure.servicebus, uamqp, proton' >/dev/null 2>&1; then \
+	  echo "== installing python3-azure and python3-qpid-proton (apt-get)"; \
 	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
-	  $$sudo apt-get update -qq && $$sudo apt-get install -y -qq python3-azure >/dev/null || \
-	    { echo "make pydeps: apt-get could not install python3-azure"; exit 1; }; \
+	  $$sudo apt-get update -qq && $$sudo apt-get install -y -qq python3-azure python3-qpid-proton >/dev/null || \
+	    { echo "make pydeps: apt-get could not install python3-azure and python3-qpid-proton"; exit 1; }; \
 	fi
 
 lint: ## gofmt, go vet
