@@ -60,6 +60,9 @@ func profileTable() []Profile {
 		queueProfile("cf-dlq-expiry", admin.QueueProperties{DeadLetteringOnMessageExpiration: to.Ptr(true)}),
 		queueProfile("cf-dedup", admin.QueueProperties{RequiresDuplicateDetection: to.Ptr(true), DuplicateDetectionHistoryTimeWindow: to.Ptr("PT1M")}),
 		queueProfile("cf-fwd-target", admin.QueueProperties{}),
+		// Transactions: the input's lock outlives a scenario's steps.
+		queueProfile("cf-txn-in", admin.QueueProperties{LockDuration: to.Ptr("PT30S")}),
+		queueProfile("cf-txn-out", admin.QueueProperties{}),
 		queueProfile("cf-fwd-source", admin.QueueProperties{ForwardTo: to.Ptr("cf-fwd-target")}),
 		queueProfile("cf-fwd-dlq-source", admin.QueueProperties{ForwardDeadLetteredMessagesTo: to.Ptr("cf-fwd-target")}),
 		{Name: "cf-autodelete", Queue: &admin.QueueProperties{AutoDeleteOnIdle: to.Ptr("PT5M")},

@@ -50,6 +50,9 @@ type Target struct {
 	// and REST (omnibus does; Service Bus does not). Scenarios that need it
 	// are skipped otherwise.
 	CrossProtocolLocks bool
+	// TxnTimeout is how long the endpoint keeps a transaction open after
+	// its first operation; zero means Service Bus's two minutes.
+	TxnTimeout time.Duration
 
 	recording bool // the no-network pass that notes the profiles scenarios use
 	cs        sas.ConnectionString
@@ -57,6 +60,14 @@ type Target struct {
 	admin     *admin.Client
 	httpc     *http.Client
 	restBase  *url.URL
+}
+
+// txnTimeout is TxnTimeout or its default.
+func (tg *Target) txnTimeout() time.Duration {
+	if tg.TxnTimeout > 0 {
+		return tg.TxnTimeout
+	}
+	return 2 * time.Minute
 }
 
 // open parses the connection string and creates the clients.

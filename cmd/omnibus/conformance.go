@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"time"
 
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/conformance"
@@ -32,7 +33,8 @@ func runConformance(args []string) error {
 	caFile := fs.String("ca-file", "", "PEM file of certificates to trust besides the system's, for AMQPS and WebSockets (omnibus cert prints omnibus's)")
 	cross := fs.Bool("cross-protocol", false, "the endpoint shares lock tokens between AMQP and REST (implied for in-process omnibus)")
 	prove := fs.Bool("prove-failure", false, "inject one fault at a time into an in-process omnibus: every scenario claiming that fault must fail at its named check")
-	slow := fs.Bool("slow", false, "also run scenarios that take minutes (AutoDeleteOnIdle deletion)")
+	slow := fs.Bool("slow", false, "also run scenarios that take minutes (AutoDeleteOnIdle deletion, a transaction timeout over a minute)")
+	txnTimeout := fs.Duration("txn-timeout", core.DefaultTxnTimeout, "the endpoint's transaction timeout (an in-process omnibus runs with "+inProcessTxnTimeout.String()+")")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
@@ -45,7 +47,8 @@ func runConformance(args []string) error {
 		opts.Only = re
 	}
 	target := &conformance.Target{ConnectionString: *cs, HTTP: *httpBase, Predeclared: *predeclared,
-		InsecureTLS: *insecure, CrossProtocolLocks: *cross, AMQPS: *amqps, WebSocket: *webSocket, CAFile: *caFile}
+		InsecureTLS: *insecure, CrossProtocolLocks: *cross, AMQPS: *amqps, WebSocket: *webSocket, CAFile: *caFile,
+		TxnTimeout: *txnTimeout}
 	if *prove {
 		if target.ConnectionString != "" {
 			return &exitError{code: 2, err: errors.New("--prove-failure starts its own fault-injected omnibus: give no --connection-string")}
@@ -59,7 +62,7 @@ func runConformance(args []string) error {
 		}
 		defer os.RemoveAll(tlsDir)
 		a, err := app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-			AMQPSAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", TLSDir: tlsDir})
+			AMQPSAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", TLSDir: tlsDir, TxnTimeout: inProcessTxnTimeout})
 		if err != nil {
 			return err
 		}
@@ -67,6 +70,7 @@ func runConformance(args []string) error {
 		target.ConnectionString = a.ConnectionString()
 		target.HTTP = "http://" + a.HTTPAddr().String()
 		target.CrossProtocolLocks = true
+		target.TxnTimeout = inProcessTxnTimeout
 		// Every transport: AMQPS, and WebSockets over HTTPS, trusting the
 		// in-process omnibus's local CA.
 		target.AMQPS = a.AMQPSAddr().String()
@@ -88,6 +92,10 @@ func runConformance(args []string) error {
 	}
 	return nil
 }
+
+// inProcessTxnTimeout is the transaction timeout of the in-process
+// omnibus, short so that the timeout scenario runs in seconds.
+const inProcessTxnTimeout = 3 * time.Second
 
 // startInProcess starts an in-memory omnibus on loopback ports.
 func startInProcess(faults core.Faults) (*app.App, error) {
