@@ -1,77 +1,114 @@
 package conformance
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+
+	"github.com/omnibusmq/omnibus/conformance/txnwire"
 )
 
 // Transactions (seed: "Overview of transaction processing" and the AMQP
 // protocol guide's "Transaction capability"), driven frame by frame as
-// the .NET SDK drives them (scen_txn_wire.go): neither the Go nor the JS
+// the .NET SDK drives them (package txnwire): neither the Go nor the JS
 // SDK has transactions. What the scenarios observe goes through the Go
 // SDK: peeking shows every stored message, locked or not, so "nothing
 // is visible before the commit" is checked without waiting on a clock.
+
+// txnDial connects a txnwire client as AMQPSession connects go-amqp
+// (AMQPS for an ordinary connection string, plain AMQP for the
+// emulator's); it closes when the scenario ends.
+func (t *T) txnDial() *txnwire.Conn {
+	t.live()
+	tg := t.target
+	host, _, _ := strings.Cut(tg.cs.Host, ":")
+	o := txnwire.Options{Addr: tg.AMQPHost(), Host: host, User: tg.cs.SharedAccessKeyName, Password: tg.cs.SharedAccessKey}
+	if !tg.cs.UseDevelopmentEmulator {
+		addr, h := t.amqpsEndpoint()
+		o.Addr, o.Host, o.TLS = addr, h, tg.tlsConfig(h)
+	}
+	c, err := txnwire.Dial(t.ctx, o)
+	t.must(err, "connecting for transactions")
+	if dl, ok := t.ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// begin begins a session.
+func (t *T) begin(c *txnwire.Conn) *txnwire.Session {
+	s, err := c.Begin()
+	t.must(err, "beginning a session")
+	return s
+}
+
+// controller declares a transaction on a controller of its own session.
+func (t *T) controller(c *txnwire.Conn) (*txnwire.Link, []byte) {
+	ctl, err := t.begin(c).AttachController()
+	t.must(err, "attaching a transaction controller")
+	txn, err := ctl.Declare()
+	t.must(err, "declaring a transaction")
+	return ctl, txn
+}
 
 // txnStep is the exactly-once step's setup: the input received
 // (peek-lock) on one session, a sender on a second and a controller on a
 // third, each on its own session as the .NET SDK opens them, and a
 // declared transaction.
 type txnStep struct {
-	c   *txnConn
-	rch uint16 // the receiver's session
-	in  uint32 // the input's delivery id
-	sch uint16 // the sender's session and handle
-	sh  uint32
-	cch uint16 // the controller's session and handle
-	ch  uint32
-	txn []byte
+	rs     *txnwire.Session // the receiver's session
+	in     uint32           // the input's delivery id
+	sender *txnwire.Link
+	ctl    *txnwire.Link
+	txn    []byte
 }
 
 // startTxnStep sends body to in, receives it, attaches a sender to
-// sendTo (with the send-via property naming via, if set) and declares a
+// sendTo (storing into via, if set: send-via) and declares a
 // transaction.
 func (t *T) startTxnStep(in, sendTo, via, body string) *txnStep {
 	t.Send(in, Text(body))
 	c := t.txnDial()
-	s := &txnStep{c: c}
-	rch := c.begin()
-	id, got := c.receive(rch, c.attachReceiver(rch, in, 1))
-	if got != body {
-		t.Fatalf("received %q, want %q", got, body)
+	s := &txnStep{rs: t.begin(c)}
+	r, err := s.rs.AttachReceiver(in, 1)
+	t.must(err, "attaching a receiver to %s", in)
+	d, err := r.Receive()
+	t.must(err, "receiving the input")
+	if string(d.Body) != body {
+		t.Fatalf("received %q, want %q", d.Body, body)
 	}
-	s.rch, s.in = rch, id
-	sch := c.begin()
-	var props amqpMap
-	if via != "" {
-		props = amqpMap{{amqpSymbol("com.microsoft:transfer-destination-address"), via}}
-	}
-	sh, err := c.attachSender(sch, sendTo, props)
+	s.in = d.ID
+	s.sender, err = t.begin(c).AttachSender(sendTo, via)
 	t.must(err, "attaching a sender to %s", sendTo)
-	s.sch, s.sh = sch, sh
-	s.cch = c.begin()
-	s.ch = c.attachController(s.cch)
-	s.txn = c.declare(s.cch, s.ch)
+	s.ctl, s.txn = t.controller(c)
 	return s
 }
 
 // complete completes the input inside the transaction.
 func (s *txnStep) complete(t *T) {
-	if st := s.c.settle(s.rch, s.in, inTxn(s.txn, accepted)); !isAccepted(st) {
-		t.Fatalf("completing the input in the transaction: %s", stateText(st))
+	st, err := s.rs.Complete(s.in, s.txn)
+	t.must(err, "completing the input in the transaction")
+	if !st.Accepted {
+		t.Fatalf("completing the input in the transaction: %s", st)
 	}
 }
 
 // send sends body inside the transaction and returns the answer.
-func (s *txnStep) send(body string) any {
-	return s.c.outcome(s.sch, s.c.transfer(s.sch, s.sh, inTxn(s.txn, nil), dataMessage(body)))
+func (s *txnStep) send(t *T, body string) txnwire.State {
+	st, err := s.sender.Send(s.txn, []byte(body))
+	t.must(err, "sending %s in the transaction", body)
+	return st
 }
 
 // discharge commits or rolls back.
-func (s *txnStep) discharge(fail bool) any {
-	return s.c.discharge(s.cch, s.ch, s.txn, fail)
+func (s *txnStep) discharge(t *T, fail bool) txnwire.State {
+	st, err := s.ctl.Discharge(s.txn, fail)
+	t.must(err, "discharging the transaction")
+	return st
 }
 
 // peekAll returns the bodies of every message stored in entity, locked
@@ -102,15 +139,15 @@ func init() {
 			t.Check("operations")
 			s.complete(t)
 			for _, b := range []string{"output-1", "output-2"} {
-				if st := s.send(b); !isAccepted(st) {
-					t.Fatalf("sending %s in the transaction: %s", b, stateText(st))
+				if st := s.send(t, b); !st.Accepted {
+					t.Fatalf("sending %s in the transaction: %s", b, st)
 				}
 			}
 			t.Check("invisible before the commit")
 			t.expectPeek(q, "input") // the input still stored (locked), the outputs not yet
 			t.Check("commit")
-			if st := s.discharge(false); !isAccepted(st) {
-				t.Fatalf("commit answered %s", stateText(st))
+			if st := s.discharge(t, false); !st.Accepted {
+				t.Fatalf("commit answered %s", st)
 			}
 			t.Check("visible after the commit")
 			t.expectPeek(q, "output-1", "output-2")
@@ -121,18 +158,20 @@ func init() {
 			q := t.Queue("cf-txn-in")
 			s := t.startTxnStep(q, q, "", "input")
 			s.complete(t)
-			if st := s.send("never"); !isAccepted(st) {
-				t.Fatalf("sending in the transaction: %s", stateText(st))
+			if st := s.send(t, "never"); !st.Accepted {
+				t.Fatalf("sending in the transaction: %s", st)
 			}
 			t.Check("rollback")
-			if st := s.discharge(true); !isAccepted(st) {
-				t.Fatalf("rollback answered %s", stateText(st))
+			if st := s.discharge(t, true); !st.Accepted {
+				t.Fatalf("rollback answered %s", st)
 			}
 			t.Check("nothing happened")
 			t.expectPeek(q, "input")
 			// The receiver still holds the input's lock: a plain complete works.
-			if st := s.c.settle(s.rch, s.in, accepted); !isAccepted(st) {
-				t.Fatalf("completing the input after the rollback: %s", stateText(st))
+			st, err := s.rs.Complete(s.in, nil)
+			t.must(err, "completing the input after the rollback")
+			if !st.Accepted {
+				t.Fatalf("completing the input after the rollback: %s", st)
 			}
 			t.expectPeek(q)
 		}},
@@ -140,14 +179,14 @@ func init() {
 			in, out := t.Queue("cf-txn-in"), t.Queue("cf-txn-out")
 			s := t.startTxnStep(in, in, out, "input")
 			s.complete(t)
-			if st := s.send("forwarded"); !isAccepted(st) {
-				t.Fatalf("sending via %s to %s in the transaction: %s", in, out, stateText(st))
+			if st := s.send(t, "forwarded"); !st.Accepted {
+				t.Fatalf("sending via %s to %s in the transaction: %s", in, out, st)
 			}
 			t.Check("invisible before the commit")
 			t.expectPeek(out)
 			t.Check("commit")
-			if st := s.discharge(false); !isAccepted(st) {
-				t.Fatalf("commit answered %s", stateText(st))
+			if st := s.discharge(t, false); !st.Accepted {
+				t.Fatalf("commit answered %s", st)
 			}
 			t.Check("visible after the commit")
 			t.expectPeek(out, "forwarded")
@@ -158,40 +197,42 @@ func init() {
 			s := t.startTxnStep(in, out, "", "input")
 			s.complete(t)
 			t.Check("refused")
-			st := s.send("elsewhere")
-			_, desc, ok := rejection(st)
-			if !ok || !strings.Contains(strings.ToLower(desc), "cannot span multiple top-level entities") {
-				t.Fatalf("a send to a second entity in the transaction answered %s, want rejected: cannot span multiple top-level entities", stateText(st))
+			if st := s.send(t, "elsewhere"); !st.Rejected || !strings.Contains(strings.ToLower(st.Description), "cannot span multiple top-level entities") {
+				t.Fatalf("a send to a second entity in the transaction answered %s, want rejected: cannot span multiple top-level entities", st)
 			}
 			t.Check("nothing sent")
-			s.discharge(true) // whatever its answer: Service Bus may have ended the transaction already
+			s.discharge(t, true) // whatever its answer: Service Bus may have ended the transaction already
 			t.expectPeek(out)
 			t.expectPeek(in, "input")
 		}},
 		Scenario{Name: "txn-message-limit", Seed: "Service Bus quotas: 100 messages per transaction; the next is refused (Cannot send more than 100 messages in a single transaction)", Protocol: AMQP, Run: func(t *T) {
 			q := t.Queue("cf-txn-out")
 			c := t.txnDial()
-			sch := c.begin()
-			sh, err := c.attachSender(sch, q, nil)
+			ss := t.begin(c)
+			snd, err := ss.AttachSender(q, "")
 			t.must(err, "attaching a sender")
-			cch := c.begin()
-			ch := c.attachController(cch)
-			txn := c.declare(cch, ch)
+			ctl, txn := t.controller(c)
 			ids := make([]uint32, 0, 100)
 			for i := range 100 {
-				ids = append(ids, c.transfer(sch, sh, inTxn(txn, nil), dataMessage(strings.Repeat("m", i%7+1))))
+				id, err := snd.Transfer(txn, []byte(fmt.Sprint("m", i)))
+				t.must(err, "sending message %d", i+1)
+				ids = append(ids, id)
 			}
 			for i, id := range ids {
-				if st := c.outcome(sch, id); !isAccepted(st) {
-					t.Fatalf("message %d of 100: %s", i+1, stateText(st))
+				st, err := ss.Outcome(id)
+				t.must(err, "the answer to message %d", i+1)
+				if !st.Accepted {
+					t.Fatalf("message %d of 100: %s", i+1, st)
 				}
 			}
 			t.Check("the 101st refused")
-			st := c.outcome(sch, c.transfer(sch, sh, inTxn(txn, nil), dataMessage("one too many")))
-			if _, desc, ok := rejection(st); !ok || !strings.Contains(desc, "100 messages in a single transaction") {
-				t.Fatalf("the 101st message answered %s", stateText(st))
+			st, err := snd.Send(txn, []byte("one too many"))
+			t.must(err, "sending the 101st message")
+			if !st.Rejected || !strings.Contains(st.Description, "100 messages in a single transaction") {
+				t.Fatalf("the 101st message answered %s", st)
 			}
-			c.discharge(cch, ch, txn, true)
+			_, err = ctl.Discharge(txn, true)
+			t.must(err, "rolling back")
 			t.expectPeek(q)
 		}},
 		Scenario{Name: "txn-timeout-rolls-back", Seed: "Overview of transaction processing: a transaction times out two minutes after its first operation and is rolled back", Protocol: AMQP,
@@ -202,14 +243,13 @@ func init() {
 					t.Skipf("waits for the endpoint's transaction timeout (%s): run with --slow", timeout)
 				}
 				c := t.txnDial()
-				sch := c.begin()
-				sh, err := c.attachSender(sch, q, nil)
+				snd, err := t.begin(c).AttachSender(q, "")
 				t.must(err, "attaching a sender")
-				cch := c.begin()
-				ch := c.attachController(cch)
-				txn := c.declare(cch, ch)
-				if st := c.outcome(sch, c.transfer(sch, sh, inTxn(txn, nil), dataMessage("too slow"))); !isAccepted(st) {
-					t.Fatalf("sending in the transaction: %s", stateText(st))
+				ctl, txn := t.controller(c)
+				st, err := snd.Send(txn, []byte("too slow"))
+				t.must(err, "sending in the transaction")
+				if !st.Accepted {
+					t.Fatalf("sending in the transaction: %s", st)
 				}
 				t.Check("refused after the timeout")
 				// The transaction's clock started with that send: once its
@@ -220,22 +260,22 @@ func init() {
 					t.Fatalf("the scenario's budget ended before the transaction timeout")
 				}
 				for {
-					st := c.outcome(sch, c.transfer(sch, sh, inTxn(txn, nil), dataMessage("later")))
-					if _, _, ok := rejection(st); ok {
+					st, err := snd.Send(txn, []byte("later"))
+					t.must(err, "sending after the timeout")
+					if st.Rejected {
 						break
-					}
-					if t.ctx.Err() != nil {
-						t.Fatalf("operations still accepted %s after the timeout", timeout)
 					}
 					select {
 					case <-time.After(500 * time.Millisecond):
 					case <-t.ctx.Done():
+						t.Fatalf("operations still accepted long after the %s timeout", timeout)
 					}
 				}
 				t.Check("commit refused")
-				st := c.discharge(cch, ch, txn, false)
-				if cond, _, ok := rejection(st); !ok || !strings.HasPrefix(cond, "amqp:transaction:") {
-					t.Fatalf("committing a timed-out transaction answered %s, want rejected with amqp:transaction:*", stateText(st))
+				st, err = ctl.Discharge(txn, false)
+				t.must(err, "committing")
+				if !st.Rejected || !strings.HasPrefix(st.Condition, "amqp:transaction:") {
+					t.Fatalf("committing a timed-out transaction answered %s, want rejected with amqp:transaction:*", st)
 				}
 				t.Check("nothing stored")
 				t.expectPeek(q)

@@ -1,4 +1,4 @@
-package conformance
+package txnwire
 
 import (
 	"encoding/binary"
@@ -7,13 +7,11 @@ import (
 	"math"
 )
 
-// The AMQP 1.0 type system, as much of it as the transaction scenarios'
-// client needs (scen_txn_wire.go): go-amqp, which the rest of the suite
-// uses on the wire, has no transaction coordinator. Values are plain Go
-// values: nil, bool, uint8, uint16, uint32, uint64, int32, int64, string,
-// amqpSymbol, []byte, []any (list), amqpMap, amqpDescribed; decoding
-// also yields the other fixed-width types as their Go counterparts and
-// arrays as []any.
+// The AMQP 1.0 type system, as much of it as the client needs. Values
+// are plain Go values: nil, bool, uint8, uint16, uint32, uint64, int32,
+// int64, string, amqpSymbol, []byte, []any (list), amqpMap,
+// amqpDescribed; decoding also yields the other fixed-width types as
+// their Go counterparts and arrays as []any.
 
 // amqpSymbol is an AMQP symbol.
 type amqpSymbol string
@@ -114,7 +112,7 @@ func appendAMQP(b []byte, v any) []byte {
 		}
 		return appendCompound(b, 0xd1, 2*len(v), body)
 	}
-	panic(fmt.Sprintf("conformance: cannot encode %T", v))
+	panic(fmt.Sprintf("txnwire: cannot encode %T", v))
 }
 
 func appendVariable(b []byte, short, long byte, v []byte) []byte {
@@ -132,7 +130,7 @@ func appendCompound(b []byte, code byte, count int, body []byte) []byte {
 	return append(b, body...)
 }
 
-var errShort = errors.New("conformance: AMQP value cut short")
+var errShort = errors.New("txnwire: AMQP value cut short")
 
 // decodeAMQP decodes one value from b and returns it with the rest.
 func decodeAMQP(b []byte) (any, []byte, error) {
@@ -308,7 +306,7 @@ func decodeTyped(code byte, b []byte) (any, []byte, error) {
 		}
 		return elems, after, nil
 	}
-	return nil, nil, fmt.Errorf("conformance: AMQP constructor 0x%02x not understood", code)
+	return nil, nil, fmt.Errorf("txnwire: AMQP constructor 0x%02x not understood", code)
 }
 
 // length reads a one- or four-byte length.
