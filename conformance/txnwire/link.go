@@ -10,8 +10,9 @@ import (
 type Session struct {
 	c       *Conn
 	ch      uint16
-	nextOut uint32 // the next delivery id we send
-	nextIn  uint32 // the next transfer id we expect
+	nextOut uint32           // the next delivery id we send
+	nextIn  uint32           // the next transfer id we expect
+	answers map[uint32]State // dispositions of our deliveries not yet asked for
 }
 
 // Begin begins a session.
@@ -186,23 +187,37 @@ func (l *Link) transfer(state any, message []byte) (uint32, error) {
 	return id, s.c.write(s.ch, 0, described(pTransfer, l.handle, id, tag, uint32(0), false, false, nil, state), message)
 }
 
-// Outcome waits for the endpoint's disposition of our delivery id.
+// Outcome waits for the endpoint's disposition of our delivery id. One
+// disposition may answer a range of deliveries: the others' states are
+// kept for their own Outcome.
 func (s *Session) Outcome(id uint32) (State, error) {
-	f, err := s.c.await(func(f frame) bool {
-		if f.code != pDisposition || f.ch != s.ch || field(f.fields, 0) != true {
-			return false
+	for {
+		if st, ok := s.answers[id]; ok {
+			delete(s.answers, id)
+			return st, nil
+		}
+		f, err := s.c.await(func(f frame) bool {
+			return f.code == pDisposition && f.ch == s.ch && field(f.fields, 0) == true
+		})
+		if err != nil {
+			return State{}, err
 		}
 		first, _ := field(f.fields, 1).(uint32)
 		last, ok := field(f.fields, 2).(uint32)
-		if !ok {
+		if !ok || last < first || last-first > 1<<16 {
 			last = first
 		}
-		return first <= id && id <= last
-	})
-	if err != nil {
-		return State{}, err
+		st := stateOf(field(f.fields, 4))
+		if s.answers == nil {
+			s.answers = map[uint32]State{}
+		}
+		for i := first; ; i++ {
+			s.answers[i] = st
+			if i == last {
+				break
+			}
+		}
 	}
-	return stateOf(field(f.fields, 4)), nil
 }
 
 // Send sends a message inside txn (nil: none) and waits for its answer.

@@ -17,6 +17,7 @@ const (
 	ScenarioFanout   = "fanout"   // a topic with K subscriptions through the SDK
 	ScenarioREST     = "rest"     // REST send and peek-lock+complete through the HTTP gateway
 	ScenarioDrain    = "drain"    // receive whatever the queue holds until it stays quiet for --drain-timeout
+	ScenarioPipeline = "pipeline" // receive, then complete + send a result (--txn: in one transaction); pipeline.go
 )
 
 // Config is one benchmark run. The zero value of a field means its
@@ -42,6 +43,8 @@ type Config struct {
 	Queue         string
 	Topic         string
 	Subscriptions []string
+	PipelineTo    string // pipeline: where results go (default Queue + "-out")
+	Txn           bool   // pipeline: complete and send in one transaction
 
 	// Load shape.
 	Size         int           // payload bytes
@@ -78,7 +81,7 @@ func IsUsage(err error) bool { return errors.Is(err, errUsage) }
 // as defaults.
 func NewFlagSet(c *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("omnibus bench", flag.ContinueOnError)
-	fs.StringVar(&c.Scenario, "scenario", ScenarioSend, "send, receive, both, sessions, fanout, rest or drain")
+	fs.StringVar(&c.Scenario, "scenario", ScenarioSend, "send, receive, both, sessions, fanout, rest, drain or pipeline")
 	fs.StringVar(&c.Label, "label", "", "name of the target in the output")
 	fs.StringVar(&c.URL, "url", "amqp://127.0.0.1:5672", "AMQP 1.0 endpoint: amqp://, amqps:// (TLS), or ws:// or wss:// for AMQP over WebSockets\n(e.g. wss://127.0.0.1:5443/$servicebus/websocket)")
 	fs.StringVar(&c.CAFile, "ca-file", "", "PEM file of certificates to trust for amqps:// and wss:// besides the system's (omnibus cert prints omnibus's)")
@@ -95,6 +98,8 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 		c.Subscriptions = splitList(s)
 		return nil
 	})
+	fs.StringVar(&c.PipelineTo, "to", "", "pipeline: queue the results go to (default --queue with -out)")
+	fs.BoolVar(&c.Txn, "txn", false, "pipeline: complete the input and send its result in one transaction")
 	fs.IntVar(&c.Size, "size", 1024, "payload size in bytes")
 	fs.IntVar(&c.Connections, "connections", 1, "connections")
 	fs.IntVar(&c.Links, "links", 1, "sender and receiver links per connection")
@@ -134,7 +139,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
 	}
 	switch c.Scenario {
-	case ScenarioSend, ScenarioReceive, ScenarioBoth, ScenarioREST, ScenarioDrain:
+	case ScenarioSend, ScenarioReceive, ScenarioBoth, ScenarioREST, ScenarioDrain, ScenarioPipeline:
 	case ScenarioSessions, ScenarioFanout:
 		c.SDK = true
 	default:
@@ -155,7 +160,10 @@ func (c *Config) validate() error {
 	if c.Count == 0 && c.Duration <= 0 && c.Scenario != ScenarioDrain {
 		return bad("give --count or a positive --duration")
 	}
-	if c.Scenario == ScenarioReceive && c.Prefill == 0 {
+	if c.Scenario == ScenarioPipeline && c.PipelineTo == "" {
+		c.PipelineTo = c.Queue + "-out"
+	}
+	if (c.Scenario == ScenarioReceive || c.Scenario == ScenarioPipeline) && c.Prefill == 0 {
 		c.Prefill = c.Count
 		if c.Prefill == 0 {
 			c.Prefill = 20000

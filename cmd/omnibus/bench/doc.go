@@ -8,7 +8,9 @@
 // link, or presettled), receive (pre-fill, then peek-lock + accept with
 // link credit, or receive-and-delete), both (send and receive at once,
 // end-to-end latency from a timestamp the message carries), sessions,
-// fanout, rest, and drain (empty a queue of whatever it holds, counting it).
+// fanout, rest, drain (empty a queue of whatever it holds, counting it),
+// and pipeline (receive, then complete + send a result, with --txn in one
+// transaction: the exactly-once step).
 //
 // A run verifies what it measures: every message carries the run id, a
 // unique sequence number and its send time as application properties,

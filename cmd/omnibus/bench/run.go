@@ -19,6 +19,9 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	if c.Scenario == ScenarioPipeline {
+		return runPipeline(ctx, c, progress)
+	}
 	runID := newRunID()
 	tr, err := openTransport(ctx, &c, runID)
 	if err != nil {
