@@ -23,8 +23,11 @@ type entityItem struct {
 	RequiresSession bool       `json:"requiresSession"`
 	ForwardTo       string     `json:"forwardTo,omitempty"`
 	Counts          countsJSON `json:"counts"`
-	UpdatedAt       time.Time  `json:"updatedAt"`
-	Error           string     `json:"error,omitempty"`
+	// Stats are cumulative counts since the broker started, when it keeps
+	// them (the page turns them into rates); absent when it does not.
+	Stats     *statsJSON `json:"stats,omitempty"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+	Error     string     `json:"error,omitempty"`
 }
 
 type countsJSON struct {
@@ -35,6 +38,14 @@ type countsJSON struct {
 	Total         int64 `json:"total"`
 	SizeBytes     int64 `json:"sizeBytes"`
 	Subscriptions int   `json:"subscriptions"`
+}
+
+type statsJSON struct {
+	Incoming     int64 `json:"incoming"`
+	Outgoing     int64 `json:"outgoing"`
+	Completed    int64 `json:"completed"`
+	DeadLettered int64 `json:"deadLettered"`
+	Expired      int64 `json:"expired"`
 }
 
 type entityList struct {
@@ -125,7 +136,7 @@ func (h *Handler) getEntity(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) item(e *core.Entity, c core.Counts) entityItem {
-	return entityItem{
+	it := entityItem{
 		Path: e.Path(), Name: e.Name, Kind: e.Kind.String(), Topic: e.Topic,
 		Status: string(e.Status), RequiresSession: e.RequiresSession,
 		ForwardTo: e.ForwardTo, UpdatedAt: e.UpdatedAt,
@@ -134,6 +145,15 @@ func (h *Handler) item(e *core.Entity, c core.Counts) entityItem {
 			Total: c.Total, SizeBytes: c.SizeBytes, Subscriptions: c.Subscriptions,
 		},
 	}
+	if h.broker.StatsOn() {
+		if st, err := h.broker.EntityStats(e.Path()); err == nil {
+			it.Stats = &statsJSON{
+				Incoming: st.Incoming, Outgoing: st.Outgoing, Completed: st.Completed,
+				DeadLettered: st.DeadLettered, Expired: st.Expired,
+			}
+		}
+	}
+	return it
 }
 
 // pageParams reads skip and top, writing a 400 when they are not numbers

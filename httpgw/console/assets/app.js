@@ -1,7 +1,7 @@
 // The console's entry point: login, the hash router, the namespace view.
 import { api, login, logout, session } from './api.js';
 import { el, clear, fill, toast, busy, num, bytes, sparkline, field, live, stopLive, status, pagerControls } from './ui.js';
-import { history, record, rate } from './history.js';
+import { history, record, rate, flows, perSec } from './history.js';
 import { entityView } from './entity.js';
 import { createView } from './forms.js';
 
@@ -69,7 +69,7 @@ function overview(kind) {
   const pager = el('div', { class: 'pager' });
   const title = kind === 'queues' ? 'Queues' : 'Topics';
   const heads = kind === 'queues'
-    ? ['Name', 'Status', 'Active', 'Dead-lettered', 'Scheduled', 'Deferred', 'Size', 'Messages (live)']
+    ? ['Name', 'Status', 'Active', 'Dead-lettered', 'Scheduled', 'Deferred', 'Size', 'Live']
     : ['Name', 'Status', 'Subscriptions', 'Size', 'Size (live)'];
   const table = el('table', { class: 'list' }, el('caption', { class: 'sr-only' }, title),
     el('thead', {}, el('tr', {}, heads.map((h) => el('th', { scope: 'col' }, h)))), body);
@@ -94,7 +94,7 @@ function overview(kind) {
           el('td', { class: 'n' }, num(c.active)), el('td', { class: 'n' + (c.deadLetter ? ' warn' : '') }, num(c.deadLetter)),
           el('td', { class: 'n' }, num(c.scheduled)), el('td', { class: 'n' }, num(c.deferred)),
           el('td', { class: 'n' }, bytes(c.sizeBytes)),
-          el('td', { class: 'spark-cell' }, sparkline(hist.map((h) => h.total), { label: 'message count of ' + it.path }), el('small', {}, rate(hist)))));
+          liveCell(it.path, hist)));
       } else {
         body.append(el('tr', {}, el('th', { scope: 'row' }, link), el('td', {}, status(it.status)),
           el('td', { class: 'n' }, num(c.subscriptions)), el('td', { class: 'n' }, bytes(c.sizeBytes)),
@@ -104,6 +104,18 @@ function overview(kind) {
     fill(pager, ...pagerControls(state, res.total, load));
   }
   live(load);
+}
+
+// liveCell charts an entity's incoming rate when the broker keeps
+// statistics, else the messages it holds.
+function liveCell(path, hist) {
+  const f = flows(hist);
+  if (f) {
+    const last = (a) => a[a.length - 1];
+    return el('td', { class: 'spark-cell' }, sparkline(f.inRate, { label: 'incoming messages per second, ' + path }),
+      el('small', {}, 'in ' + perSec(last(f.inRate)) + ' · out ' + perSec(last(f.outRate))));
+  }
+  return el('td', { class: 'spark-cell' }, sparkline(hist.map((h) => h.total), { label: 'message count of ' + path }), el('small', {}, rate(hist)));
 }
 
 // route shows the view the location's hash names.

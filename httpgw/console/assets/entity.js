@@ -1,7 +1,7 @@
 // One entity: its counts and chart, and tabs for what can be done with it.
 import { api } from './api.js';
 import { el, clear, fill, num, bytes, chart, live, status, pagerControls, when } from './ui.js';
-import { history, record, rate } from './history.js';
+import { history, record, rate, flows, perSec } from './history.js';
 import { messagesTab, receiveTab } from './messages.js';
 import { sendTab, settingsTab, rulesTab } from './forms.js';
 
@@ -42,16 +42,21 @@ export async function entityView(main, path, tab) {
     const c = it.counts;
     const card = (label, value, cls = '') => el('div', { class: 'card ' + cls }, el('div', { class: 'v' }, value), el('div', { class: 'l' }, label));
     const h = history(path);
+    const f = kind === 'topic' ? null : flows(h);
     fill(cards, ...(kind === 'topic'
       ? [card('Subscriptions', num(c.subscriptions)), card('Size', bytes(c.sizeBytes))]
       : [card('Active', num(c.active)), card('Dead-lettered', num(c.deadLetter), c.deadLetter ? 'warn' : ''),
         card('Scheduled', num(c.scheduled)), card('Deferred', num(c.deferred)), card('Size', bytes(c.sizeBytes)),
-        card('Net change', rate(h) || '—')]));
-    fill(graph, kind === 'topic'
-      ? chart([{ name: 'size', values: h.map((s) => s.size) }])
-      : chart([{ name: 'active', values: h.map((s) => s.active) }, { name: 'dead-lettered', values: h.map((s) => s.deadLetter) }]),
-    el('div', { class: 'legend muted' }, kind === 'topic' ? 'Size, last minutes'
-      : [el('span', { class: 'key s0' }, 'active'), ' ', el('span', { class: 'key s1' }, 'dead-lettered'), ' — messages held, last minutes, sampled every 3 s']));
+        card('Net change', rate(h) || '—')]),
+    f ? [card('In', perSec(f.inRate[f.inRate.length - 1])), card('Out', perSec(f.outRate[f.outRate.length - 1]))] : []);
+    const held = kind === 'topic'
+      ? [chart([{ name: 'size', values: h.map((s) => s.size) }]), el('div', { class: 'legend muted' }, 'Size, last minutes')]
+      : [chart([{ name: 'active', values: h.map((s) => s.active) }, { name: 'dead-lettered', values: h.map((s) => s.deadLetter) }]),
+        el('div', { class: 'legend muted' }, el('span', { class: 'key s0' }, 'active'), ' ', el('span', { class: 'key s1' }, 'dead-lettered'), ' — messages held')];
+    const rates = f ? [chart([{ name: 'in', values: f.inRate }, { name: 'out', values: f.outRate }]),
+      el('div', { class: 'legend muted' }, el('span', { class: 'key s0' }, 'in'), ' ', el('span', { class: 'key s1' }, 'out'), ' — messages per second')] : [];
+    fill(graph, el('div', {}, held), f ? el('div', {}, rates) : null);
+    graph.append(el('div', { class: 'legend muted wide' }, 'Last minutes, sampled every 3 s while this page is open.'));
   }
   record([info]);
   drawCounts(info);

@@ -13,7 +13,9 @@ export function record(items) {
     if (!h) { h = []; samples.set(it.path, h); }
     const last = h[h.length - 1];
     if (last && t - last.t < 1000) continue; // two views refreshing at once
-    h.push({ t, total: c.total, active: c.active, deadLetter: c.deadLetter, scheduled: c.scheduled, size: c.sizeBytes });
+    const st = it.stats;
+    h.push({ t, total: c.total, active: c.active, deadLetter: c.deadLetter, scheduled: c.scheduled, size: c.sizeBytes,
+      incoming: st ? st.incoming : null, outgoing: st ? st.outgoing : null });
     if (h.length > KEEP) h.shift();
   }
 }
@@ -33,4 +35,26 @@ export function rate(h) {
   const r = (b.total - a.total) / secs;
   if (r === 0) return '±0/s';
   return (r > 0 ? '+' : '') + (Math.abs(r) >= 10 ? r.toFixed(0) : r.toFixed(1)) + '/s';
+}
+
+// flows turns the cumulative incoming and outgoing counts of the samples
+// into messages per second between each two; null when the broker keeps
+// no statistics.
+export function flows(h) {
+  if (!h.length || h[h.length - 1].incoming === null) return null;
+  const inRate = [];
+  const outRate = [];
+  for (let i = 1; i < h.length; i++) {
+    const secs = (h[i].t - h[i - 1].t) / 1000;
+    if (secs <= 0 || h[i - 1].incoming === null) continue;
+    inRate.push(Math.max(0, (h[i].incoming - h[i - 1].incoming) / secs));
+    outRate.push(Math.max(0, (h[i].outgoing - h[i - 1].outgoing) / secs));
+  }
+  return { inRate, outRate };
+}
+
+// perSec formats a rate: "12/s", "0.5/s".
+export function perSec(r) {
+  if (r === undefined) return '—';
+  return (r >= 10 ? r.toFixed(0) : r.toFixed(1).replace(/\.0$/, '')) + '/s';
 }

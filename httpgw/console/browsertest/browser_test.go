@@ -67,7 +67,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := core.New(core.Config{Store: st, Logger: zaptest.NewLogger(t)})
+	b, err := core.New(core.Config{Store: st, Logger: zaptest.NewLogger(t), Stats: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -173,6 +173,11 @@ func TestConsoleInChromium(t *testing.T) {
 	p.shot("08-queues")
 	p.open("#/entity/billing-2")
 	p.waitFor("the chart", `document.querySelectorAll('svg.chart polyline').length > 0`)
+	// Messages flowing in show as a rate (the broker keeps statistics).
+	for i := range 30 {
+		ok(b.Send(bg, "billing-2", &core.Message{Body: []byte(fmt.Sprint(i))}))
+	}
+	p.waitFor("an incoming rate above zero", `[...document.querySelectorAll('.card')].some(c => c.textContent.endsWith('In') && !c.textContent.startsWith('0/s'))`)
 	p.shot("09-queue")
 	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
 	p.open("#/")

@@ -5,6 +5,14 @@ import (
 	"time"
 )
 
+// What a person looking at the broker (the web console) reads beyond the
+// clients' view: sessions with their holders, and whether per-entity
+// statistics are kept.
+
+// StatsOn reports whether the broker keeps per-entity statistics
+// ([Config.Stats]): without them [Broker.EntityStats] answers zeros.
+func (b *Broker) StatsOn() bool { return b.cfg.Stats }
+
 // SessionInfo describes one message session of an entity, for people
 // looking at the broker (the web console): what it holds and whether a
 // receiver has it locked. The broker does not know who a holder is beyond
