@@ -70,7 +70,7 @@ function overview(kind) {
   const title = kind === 'queues' ? 'Queues' : 'Topics';
   const heads = kind === 'queues'
     ? ['Name', 'Status', 'Active', 'Dead-lettered', 'Scheduled', 'Deferred', 'Size', 'Live']
-    : ['Name', 'Status', 'Subscriptions', 'Size', 'Size (live)'];
+    : ['Name', 'Status', 'Subscriptions', 'Size', 'Live'];
   const table = el('table', { class: 'list' }, el('caption', { class: 'sr-only' }, title),
     el('thead', {}, el('tr', {}, heads.map((h) => el('th', { scope: 'col' }, h)))), body);
   fill(main, 
@@ -98,7 +98,7 @@ function overview(kind) {
       } else {
         body.append(el('tr', {}, el('th', { scope: 'row' }, link), el('td', {}, status(it.status)),
           el('td', { class: 'n' }, num(c.subscriptions)), el('td', { class: 'n' }, bytes(c.sizeBytes)),
-          el('td', { class: 'spark-cell' }, sparkline(hist.map((h) => h.size), { label: 'size of ' + it.path }))));
+          flows(hist) ? liveCell(it.path, hist) : el('td', { class: 'spark-cell' }, sparkline(hist.map((h) => h.size), { label: 'size of ' + it.path }))));
       }
     }
     fill(pager, ...pagerControls(state, res.total, load));
