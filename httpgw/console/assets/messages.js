@@ -83,7 +83,9 @@ export function messagesTab(pane, ctx) {
     }
     fill(pager, 
       el('button', { class: 'secondary small', disabled: !st.stack.length, onclick: () => { st.from = st.stack.pop(); load(); } }, '← Previous'),
-      el('span', { class: 'muted' }, res.messages.length ? `#${res.messages[0].sequenceNumber} – #${res.messages[res.messages.length - 1].sequenceNumber}` : ''),
+      el('span', { class: 'muted' }, res.messages.length < st.max && res.next
+        ? `Looked at ${num(res.scanned)} messages up to #${res.next - 1}; Next looks further.`
+        : res.messages.length ? `#${res.messages[0].sequenceNumber} – #${res.messages[res.messages.length - 1].sequenceNumber}` : ''),
       el('button', { class: 'secondary small', disabled: !res.next, onclick: () => { st.stack.push(st.from); st.from = st.next; load(); } }, 'Next →'));
   }
 
