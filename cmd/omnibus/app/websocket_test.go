@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -152,4 +153,46 @@ func TestWebSocketRoutesAndHTTPTimeouts(t *testing.T) {
 
 	c.Close()
 	coretest.WaitGoroutines(t, baseline)
+}
+
+// TestWebSocketCountsTowardMaxConnections: through the app's gateway, an
+// AMQP connection over a WebSocket takes a place under --max-connections
+// like one on 5672: with the only place held by a TCP connection, the
+// Go SDK over wss:// is refused with amqp:resource-limit-exceeded, and
+// once the TCP connection is gone it is served.
+func TestWebSocketCountsTowardMaxConnections(t *testing.T) {
+	a, roots, _ := startTLSApp(t, func(o *Options) { o.MaxConnections = 1 })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	tcp, err := amqp.Dial(ctx, "amqp://"+a.AMQPAddr().String(), &amqp.ConnOptions{SASLType: amqp.SASLTypePlain(DefaultKeyName, DefaultKey)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	_, port, _ := net.SplitHostPort(a.HTTPSAddr().String())
+	cs := "Endpoint=sb://localhost:" + port + "/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;"
+	client, err := azservicebus.NewClientFromConnectionString(cs, &azservicebus.ClientOptions{
+		NewWebSocketConn: newWebSocketConn(httpc, false), RetryOptions: azservicebus.RetryOptions{MaxRetries: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close(context.Background())
+	s, err := client.NewSender("orders", nil)
+	if err == nil {
+		err = s.SendMessage(ctx, &azservicebus.Message{Body: []byte("over the cap")}, nil)
+	}
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Condition != amqp.ErrCondResourceLimitExceeded {
+		t.Fatalf("a WebSocket connection over the cap: %v, want amqp:resource-limit-exceeded", err)
+	}
+	tcp.Close()
+
+	served, err := azservicebus.NewClientFromConnectionString(cs, &azservicebus.ClientOptions{NewWebSocketConn: newWebSocketConn(httpc, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer served.Close(context.Background())
+	// The TCP connection's place is freed once the server has seen it
+	// go; the SDK's retries cover the moment until then.
+	sdkRoundTrip(t, served, "under the cap")
 }
