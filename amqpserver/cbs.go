@@ -24,7 +24,7 @@ func (l *link) putToken(p *partial) {
 		l.settleIncoming(p, &frames.Rejected{Error: errorf(frames.CondDecodeError, "%v", err)})
 		return
 	}
-	l.settleIncoming(p, &frames.Accepted{})
+	l.acceptRequest(p)
 	c := l.s.c
 	status, desc := c.cbsPutToken(req)
 	c.srv.stats.status(status)

@@ -397,3 +397,16 @@ func (l *link) settleIncoming(p *partial, state frames.DeliveryState) {
 		State:   state,
 	})
 }
+
+// acceptRequest accepts a complete $cbs or $management request at once,
+// ahead of the acknowledgements queued for the end of the pass, so that
+// the client hears its request settled before it hears the reply. uamqp
+// (the Python SDK's AMQP stack) forgets a request when its reply comes;
+// a settlement that arrives after that finds freed memory, and uamqp
+// fails the operation or crashes (azure-uamqp-c's amqp_management).
+func (l *link) acceptRequest(p *partial) {
+	if p.settled || !l.s.live() {
+		return
+	}
+	l.s.c.write(l.s.ch, &frames.Disposition{Role: frames.RoleReceiver, First: p.id, Settled: true, State: &frames.Accepted{}})
+}

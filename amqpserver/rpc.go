@@ -32,7 +32,7 @@ func (l *link) managementRequest(p *partial) {
 			"%d replies are waiting for the client on link '%s'. Read them before sending more requests.", r.out.replyBacklog, r.name)})
 		return
 	}
-	l.settleIncoming(p, &frames.Accepted{})
+	l.acceptRequest(p)
 	ct, failure := c.mgmtTxn(p, req)
 	if failure != nil {
 		c.routeReply(s, entity+mgmtSuffix, req, failure)
