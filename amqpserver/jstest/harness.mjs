@@ -339,6 +339,9 @@ export async function startOmnibus({ config = CONFIG, tls = false } = {}) {
     "--http-addr", `127.0.0.1:${httpPort}`,
     "--key-name", KEY_NAME,
     "--key", KEY,
+    // Not the default :5301: other brokers (a developer's, another test
+    // run's) may hold it.
+    "--metrics-addr", "127.0.0.1:0",
     // TLS listeners, with the local CA in the run's directory.
     ...(tls
       ? ["--amqps-addr", `127.0.0.1:${tlsPorts.amqpsPort}`, "--https-addr", `127.0.0.1:${tlsPorts.httpsPort}`, "--tls-dir", dir]
