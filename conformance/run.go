@@ -57,22 +57,33 @@ func Run(ctx context.Context, target *Target, opts Options) (*Report, error) {
 	locks := newProfileLocks(target.Predeclared)
 	sem := make(chan struct{}, opts.Parallel)
 	var wg sync.WaitGroup
+	run := func(i int, s Scenario) {
+		unlock := locks.lock(ProfilesUsed(s))
+		defer unlock()
+		res := runOne(ctx, target, s, opts.Budget, opts.Slow)
+		if opts.Strict {
+			res = failUnexpectedSkip(res)
+		}
+		rep.Results[i] = res
+	}
+	var crashing []int
 	for i, s := range selected {
+		if s.Crashes && target.Crash != nil {
+			crashing = append(crashing, i) // after the others, alone
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			unlock := locks.lock(ProfilesUsed(s))
-			defer unlock()
-			res := runOne(ctx, target, s, opts.Budget, opts.Slow)
-			if opts.Strict {
-				res = failUnexpectedSkip(res)
-			}
-			rep.Results[i] = res
+			run(i, s)
 		}()
 	}
 	wg.Wait()
+	for _, i := range crashing {
+		run(i, selected[i])
+	}
 	rep.Elapsed = time.Since(rep.Started)
 	return rep, nil
 }

@@ -72,6 +72,12 @@ type txnStep struct {
 // transaction.
 func (t *T) startTxnStep(in, sendTo, via, body string) *txnStep {
 	t.Send(in, Text(body))
+	return t.openTxnStep(in, sendTo, via, body)
+}
+
+// openTxnStep is startTxnStep for an input already in the queue, body
+// first.
+func (t *T) openTxnStep(in, sendTo, via, body string) *txnStep {
 	c := t.txnDial()
 	s := &txnStep{rs: t.begin(c)}
 	r, err := s.rs.AttachReceiver(in, 1)

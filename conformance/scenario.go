@@ -56,6 +56,10 @@ type Scenario struct {
 	// Slow marks a scenario that takes minutes: it runs only with
 	// Options.Slow, and skipping it otherwise is expected, never a failure.
 	Slow bool
+	// Crashes marks a scenario that kills the endpoint (Target.Crash): it
+	// runs after all others, alone, and is skipped, as expected, when the
+	// run has no way to crash the endpoint.
+	Crashes bool
 	// Budget overrides the run's per-scenario time limit when larger.
 	Budget time.Duration
 	Run    func(t *T)
@@ -205,7 +209,8 @@ type Result struct {
 	Panicked   bool `json:"panicked,omitempty"`
 	OverBudget bool `json:"overBudget,omitempty"`
 	// ExpectedSkip says a skip was declared by the scenario (Slow without
-	// Options.Slow) rather than found at run time.
+	// Options.Slow, Crashes without Target.Crash) rather than found at
+	// run time.
 	ExpectedSkip bool `json:"expectedSkip,omitempty"`
 }
 
@@ -228,6 +233,11 @@ func runScenario(ctx context.Context, target *Target, s Scenario, budget time.Du
 	if s.Slow && !slow && !target.recording {
 		res.Status, res.ExpectedSkip = Skipped, true
 		res.Detail = "takes minutes; run with --slow"
+		return res, nil
+	}
+	if s.Crashes && target.Crash == nil && !target.recording {
+		res.Status, res.ExpectedSkip = Skipped, true
+		res.Detail = "kills the endpoint: give a way to (--crash-command)"
 		return res, nil
 	}
 	func() {

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -53,6 +54,11 @@ type Target struct {
 	// TxnTimeout is how long the endpoint keeps a transaction open after
 	// its first operation; zero means Service Bus's two minutes.
 	TxnTimeout time.Duration
+	// Crash, when set, kills the endpoint abruptly (SIGKILL) and brings
+	// it back on the same addresses and data, returning once it accepts
+	// connections again. Scenarios that need it (Scenario.Crashes) run
+	// after all others, one at a time; without it they are skipped.
+	Crash func(ctx context.Context) error
 
 	recording bool // the no-network pass that notes the profiles scenarios use
 	cs        sas.ConnectionString

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"regexp"
 	"time"
 
@@ -34,6 +36,7 @@ func runConformance(args []string) error {
 	cross := fs.Bool("cross-protocol", false, "the endpoint shares lock tokens between AMQP and REST (implied for in-process omnibus)")
 	prove := fs.Bool("prove-failure", false, "inject one fault at a time into an in-process omnibus: every scenario claiming that fault must fail at its named check")
 	slow := fs.Bool("slow", false, "also run scenarios that take minutes (AutoDeleteOnIdle deletion, a transaction timeout over a minute)")
+	crashCommand := fs.String("crash-command", "", "shell command that kills the endpoint with SIGKILL and starts it again on the same addresses and data\n(lets the crash scenarios run; they run last, alone)")
 	txnTimeout := fs.Duration("txn-timeout", core.DefaultTxnTimeout, "the endpoint's transaction timeout (an in-process omnibus runs with "+inProcessTxnTimeout.String()+")")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
@@ -49,6 +52,9 @@ func runConformance(args []string) error {
 	target := &conformance.Target{ConnectionString: *cs, HTTP: *httpBase, Predeclared: *predeclared,
 		InsecureTLS: *insecure, CrossProtocolLocks: *cross, AMQPS: *amqps, WebSocket: *webSocket, CAFile: *caFile,
 		TxnTimeout: *txnTimeout}
+	if *crashCommand != "" {
+		target.Crash = func(ctx context.Context) error { return crashEndpoint(ctx, *crashCommand, target) }
+	}
 	if *prove {
 		if target.ConnectionString != "" {
 			return &exitError{code: 2, err: errors.New("--prove-failure starts its own fault-injected omnibus: give no --connection-string")}
@@ -166,4 +172,27 @@ func writeReport(rep *conformance.Report, format conformance.Format, out string)
 	}
 	werr := rep.Write(f, format)
 	return errors.Join(werr, f.Close())
+}
+
+// crashEndpoint runs the --crash-command and waits until the endpoint
+// accepts connections again.
+func crashEndpoint(ctx context.Context, command string, target *conformance.Target) error {
+	if out, err := exec.CommandContext(ctx, "sh", "-c", command).CombinedOutput(); err != nil {
+		return fmt.Errorf("--crash-command: %v\n%s", err, out)
+	}
+	addr := target.AMQPS
+	if addr == "" {
+		addr = target.AMQPHost()
+	}
+	for {
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return c.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the endpoint did not come back after --crash-command: %w", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
