@@ -101,7 +101,11 @@ func (t *T) receiveUpTo(r messageReceiver, n int, wait time.Duration) []*azservi
 			break
 		}
 		ctx, cancel := context.WithTimeout(t.ctx, left)
-		msgs, err := r.ReceiveMessages(ctx, n-len(got), nil)
+		// One call waits for all it asks for: between calls the SDK
+		// releases what arrives on the leftover credit, and a released
+		// message comes back after later ones, which would make a FIFO
+		// check fail on the SDK's doing (see amqpserver's receiveN).
+		msgs, err := r.ReceiveMessages(ctx, n-len(got), &azservicebus.ReceiveMessagesOptions{TimeAfterFirstMessage: left})
 		cancel()
 		got = append(got, msgs...)
 		if err != nil {
