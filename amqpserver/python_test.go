@@ -60,7 +60,10 @@ func TestPythonSDK(t *testing.T) {
 		"OMNIBUS_PY_ADMIN_CONNECTION_STRING=Endpoint=sb://"+ip+":"+httpsPort+"/"+key,
 		"OMNIBUS_PY_CA="+a.CAPath,
 		"REQUESTS_CA_BUNDLE="+a.CAPath,
-		"PYTHONDONTWRITEBYTECODE=1")
+		"PYTHONDONTWRITEBYTECODE=1",
+		// uamqp, a C library, has crashed the interpreter (SIGSEGV) in
+		// some runs under heavy load: the traceback says where.
+		"PYTHONFAULTHANDLER=1")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
