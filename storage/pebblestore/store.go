@@ -38,6 +38,8 @@ type Store struct {
 	applyMu sync.RWMutex
 
 	lazy lazySync // batches applied without Sync reach the disk soon
+
+	fsync fsyncSource // the write-ahead log's fsync histogram, for metrics (metrics.go)
 }
 
 var (

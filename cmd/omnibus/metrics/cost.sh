@@ -12,6 +12,8 @@
 #   REPS=6          runs of each scenario in each mode
 #   DURATION=8s     length of each send run
 #   PREFILL=50000   messages put in before each receive run
+#   SCENARIOS="send receive"   which of the two to run
+#   SCRAPE=1        seconds between scrapes with metrics on (0: none)
 #   OUT=dir         where results go (default: a new /tmp directory, kept)
 #
 # Every broker started here is stopped by PID on exit.
@@ -20,6 +22,8 @@ set -euo pipefail
 REPS=${REPS:-6}
 DURATION=${DURATION:-8s}
 PREFILL=${PREFILL:-50000}
+SCRAPE=${SCRAPE:-1}
+SCENARIOS=${SCENARIOS:-send receive}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 TMP=$(mktemp -d /tmp/omnibus-metrics-cost.XXXXXX)
@@ -70,8 +74,8 @@ start() {
 		--https-addr - --amqps-addr - --metrics-addr "$addr" --log-level warn >>"$OUT/omnibus.log" 2>&1 &
 	PID=$!
 	AMQP_USER=RootManageSharedAccessKey AMQP_PASS=SAS_KEY_VALUE "$TMP/compare" waitopen "amqp://127.0.0.1:$PORT" 60s >/dev/null
-	if [ "$1" = on ]; then
-		(while curl -sf -o /dev/null "http://127.0.0.1:$MPORT/metrics"; do sleep 1; done) &
+	if [ "$1" = on ] && [ "$SCRAPE" != 0 ]; then
+		(while curl -sf -o /dev/null "http://127.0.0.1:$MPORT/metrics"; do sleep "$SCRAPE"; done) &
 		SCRAPER=$!
 	fi
 }
@@ -104,14 +108,14 @@ run() {
 for rep in $(seq 1 "$REPS"); do
 	order="on off"
 	if [ $((rep % 2)) = 0 ]; then order="off on"; fi
-	for scen in send receive; do
+	for scen in $SCENARIOS; do
 		for mode in $order; do run "$scen" "$mode" "$rep"; done
 	done
 done
 
 echo "| scenario | metrics | runs: msg/s | median msg/s | median broker CPU µs/msg |"
 echo "|---|---|---|---:|---:|"
-for scen in send receive; do
+for scen in $SCENARIOS; do
 	for mode in on off; do
 		awk -F'\t' -v s="$scen" -v m="$mode" '
 			$1 == s && $2 == m && $4 != "?" { r[++n] = $4; c[n] = ($6 > 0 ? $5 / $6 * 1e6 : 0); runs = runs sprintf("%s%.0f", n > 1 ? " " : "", $4) }

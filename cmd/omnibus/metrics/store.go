@@ -43,6 +43,15 @@ type countingStore struct {
 	stats *BatchStats
 }
 
+// Health passes on the store's [storage.HealthReporter] (healthy if it
+// has none), so that wrapping hides nothing the store tells.
+func (c *countingStore) Health() error {
+	if h, ok := c.Store.(storage.HealthReporter); ok {
+		return h.Health()
+	}
+	return nil
+}
+
 // Apply implements storage.Store.
 func (c *countingStore) Apply(b *storage.Batch) error {
 	err := c.Store.Apply(b)
