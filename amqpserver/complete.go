@@ -68,8 +68,8 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 		errs := c.srv.b.CompleteMany(entity, toks, durable)
 		for i, pc := range group {
 			errs[i] = c.srv.sessionLockErr(pc.od, errs[i])
-			c.srv.stats.request(errs[i], 1)
 		}
+		c.srv.stats.requests(errs)
 		c.post(func() {
 			for i, pc := range group {
 				if pc.answer {
@@ -110,8 +110,8 @@ func (c *conn) submitSettles() {
 		for i, ps := range pending {
 			err := c.srv.b.Settle(context.WithoutCancel(c.ctx), ps.od.entity, ps.od.token, ps.outcome)
 			errs[i] = c.srv.sessionLockErr(ps.od, err)
-			c.srv.stats.request(errs[i], 1)
 		}
+		c.srv.stats.requests(errs)
 		c.post(func() {
 			for i, ps := range pending {
 				if ps.answer {

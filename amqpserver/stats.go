@@ -73,6 +73,20 @@ func (st *serverStats) request(err error, n int) {
 	}
 }
 
+// requests counts one request per entry of errs, each ended with its
+// error (nil: success); the successes with one addition.
+func (st *serverStats) requests(errs []error) {
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		} else {
+			st.request(err, 1)
+		}
+	}
+	st.request(nil, ok)
+}
+
 // status counts a request answered with a $management or $cbs status code.
 func (st *serverStats) status(code int32) {
 	switch {

@@ -114,12 +114,27 @@ func (h *histogram) observe(d time.Duration, n int64) {
 		return
 	}
 	d = max(d, 0)
+	h.counts[h.bucket(d)].Add(uint64(n))
+	h.sum.Add(int64(d) * n)
+}
+
+// bucket returns the index of the bucket d falls in.
+func (h *histogram) bucket(d time.Duration) int {
 	i := 0 // a linear scan: at most 14 bounds, no closure to allocate
 	for i < len(h.bounds) && d > h.bounds[i] {
 		i++
 	}
-	h.counts[i].Add(uint64(n))
-	h.sum.Add(int64(d) * n)
+	return i
+}
+
+// add adds counts (one per bucket) and their sum in nanoseconds.
+func (h *histogram) add(counts []uint64, sum int64) {
+	for i, c := range counts {
+		if c != 0 {
+			h.counts[i].Add(c)
+		}
+	}
+	h.sum.Add(sum)
 }
 
 // snapshot copies h into out, reusing out's slice.
@@ -199,10 +214,29 @@ func (q *queue) noteDelivered(out []*Message, mode ReceiveMode) {
 		return
 	}
 	now := q.b.Now()
+	var counts [16]uint64
+	if len(out) == 1 || len(s.e2e.counts) > len(counts) { // one message, or more buckets than the tally holds
+		for _, m := range out {
+			if m != nil && m.DeliveryCount == 1 && !m.EnqueuedTime.IsZero() {
+				s.e2e.observe(time.Duration(now-m.EnqueuedTime.UnixNano()), 1)
+			}
+		}
+		return
+	}
+	// A batch is tallied first, so that it costs an atomic addition per
+	// bucket it touches rather than two per message.
+	var sum int64
+	n := 0
 	for _, m := range out {
 		if m != nil && m.DeliveryCount == 1 && !m.EnqueuedTime.IsZero() {
-			s.e2e.observe(time.Duration(now-m.EnqueuedTime.UnixNano()), 1)
+			d := max(time.Duration(now-m.EnqueuedTime.UnixNano()), 0)
+			counts[s.e2e.bucket(d)]++
+			sum += int64(d)
+			n++
 		}
+	}
+	if n > 0 {
+		s.e2e.add(counts[:len(s.e2e.counts)], sum)
 	}
 }
 
