@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -210,8 +209,7 @@ const (
 // routes do; the middleware around both applies protected mode to it.
 func withConsole(web *console.Handler, routes http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.Path
-		if console.IsPageRequest(r) || strings.HasPrefix(p, console.AssetsPath) || strings.HasPrefix(p, console.APIPath) {
+		if isConsoleRequest(r) {
 			web.ServeHTTP(w, r)
 			return
 		}

@@ -43,7 +43,7 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 					g.writeError(rec, r, http.StatusInternalServerError, "SubCode=50000. Internal error")
 				}
 			}
-			g.countRequest(r.URL.Path, rec.status)
+			g.countRequest(r, rec.status)
 			if ce := g.log.Check(zap.DebugLevel, "request"); ce != nil {
 				ce.Write(zap.String("method", r.Method), zap.String("path", r.URL.Path),
 					zap.Int("status", rec.status), zap.Duration("took", time.Since(start)))

@@ -5,19 +5,29 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+
+	"github.com/omnibusmq/omnibus/httpgw/console"
 )
 
 // Stats are what the gateway has counted since it started, for metrics:
 // its connections (HTTP and HTTPS together) and the Service Bus requests
-// it answered, by outcome as Azure Monitor classifies them. GET /health
-// and the WebSocket upgrade (whose AMQP requests the AMQP server counts)
-// are not counted as requests.
+// it answered, by outcome as Azure Monitor classifies them. GET /health,
+// the WebSocket upgrade (whose AMQP requests the AMQP server counts) and
+// the web console's requests are not counted as requests.
 type Stats struct {
 	ConnectionsOpened, ConnectionsClosed, ActiveConnections int64
 	// Successful requests were answered below 400; UserErrors with 400 to
 	// 499 (a missing or bad token included); Throttled with 503 (server
 	// busy); ServerErrors with any other 5xx.
 	Successful, UserErrors, ServerErrors, Throttled int64
+}
+
+// isConsoleRequest reports whether r is for the web console: its page
+// (a browser's GET of /console) or anything under /console/$assets/ and
+// /console/$api/, which no entity path can be (names hold no '$').
+func isConsoleRequest(r *http.Request) bool {
+	p := r.URL.Path
+	return console.IsPageRequest(r) || strings.HasPrefix(p, console.AssetsPath) || strings.HasPrefix(p, console.APIPath)
 }
 
 type gatewayStats struct {
@@ -48,8 +58,8 @@ func (g *Gateway) connState(nc net.Conn, state http.ConnState) {
 }
 
 // countRequest counts a request the gateway answered with status.
-func (g *Gateway) countRequest(path string, status int) {
-	if path == "/health" || strings.EqualFold(path, webSocketPath) {
+func (g *Gateway) countRequest(r *http.Request, status int) {
+	if p := r.URL.Path; p == "/health" || strings.EqualFold(p, webSocketPath) || isConsoleRequest(r) {
 		return
 	}
 	st := &g.stats

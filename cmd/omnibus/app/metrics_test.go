@@ -19,6 +19,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/sas"
+	"github.com/omnibusmq/omnibus/httpgw/console"
 )
 
 // scrapeMetrics GETs /metrics from the app's metrics listener and parses
@@ -170,6 +171,13 @@ func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 			t.Fatalf("%s %s (token %v): %d, want %d", c.method, c.path, c.token != "", status, c.want)
 		}
 	}
+	// The web console's calls are no Service Bus requests: not counted.
+	if status := restDo(t, a, http.MethodGet, console.APIPath+"entities", ""); status != http.StatusUnauthorized {
+		t.Fatalf("console API without a token: %d, want 401", status)
+	}
+	if status := restDo(t, a, http.MethodGet, console.PagePath, ""); status != http.StatusOK {
+		t.Fatalf("console page: %d, want 200", status)
+	}
 
 	after := scrapeMetrics(t, a)
 	for _, c := range []struct {
@@ -199,7 +207,8 @@ func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 	if size := series(t, after, "omnibus_size_bytes", q...); size <= 0 {
 		t.Errorf("size of orders: %v", size)
 	}
-	// HTTP: exactly the three REST requests, one success, two user errors.
+	// HTTP: exactly the three REST requests, one success, two user errors
+	// (the console's two are not counted).
 	if d := delta(after, "omnibus_successful_requests_total", "protocol", "http"); d != 1 {
 		t.Errorf("HTTP successful requests moved by %v, want 1", d)
 	}
