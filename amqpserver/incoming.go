@@ -31,9 +31,11 @@ type sendBatch struct {
 	bytes int             // encoded size of the parts
 }
 
+// add appends delivery p, whose messages were decoded onto b.msgs
+// (appendMessages) to make msgs.
 func (b *sendBatch) add(p *partial, msgs []*core.Message) {
 	b.parts = append(b.parts, p)
-	b.msgs = append(b.msgs, msgs...)
+	b.msgs = msgs
 	b.ends = append(b.ends, len(b.msgs))
 	b.bytes += len(p.buf)
 }
@@ -285,13 +287,13 @@ func (l *link) send(p *partial) {
 		l.sendInTxn(p, ts)
 		return
 	}
-	msgs, err := decodeMessage(p.buf, p.format)
+	in := l.in
+	msgs, err := appendMessages(in.batch.msgs, p.buf, p.format)
 	if err != nil {
 		l.s.c.received(len(p.buf))
 		l.settleIncoming(p, &frames.Rejected{Error: &frames.Error{Condition: frames.CondDecodeError, Description: err.Error()}})
 		return
 	}
-	in := l.in
 	in.inflight++
 	if len(in.batch.parts) == 0 {
 		c := l.s.c

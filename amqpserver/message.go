@@ -66,6 +66,13 @@ var errUnsupportedValue = errors.New("amqpserver: unsupported property value")
 // Errors describe why the message cannot be accepted (the transfer should
 // be rejected with amqp:decode-error).
 func decodeMessage(raw []byte, format uint32) ([]*core.Message, error) {
+	return appendMessages(nil, raw, format)
+}
+
+// appendMessages is decodeMessage appending to dst, so that a link
+// collecting a batch of sends allocates no slice per delivery. On error
+// it returns nil, and dst's elements are as they were.
+func appendMessages(dst []*core.Message, raw []byte, format uint32) ([]*core.Message, error) {
 	am, err := frames.UnmarshalMessageSharing(raw)
 	if err != nil {
 		return nil, err
@@ -75,19 +82,22 @@ func decodeMessage(raw []byte, format uint32) ([]*core.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []*core.Message{m}, nil
+		return append(dst, m), nil
 	}
 	inner, err := frames.SplitBatch(am)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*core.Message, len(inner))
+	n := len(dst)
 	for i, im := range inner {
-		if out[i], err = toCoreMessage(im); err != nil {
+		m, err := toCoreMessage(im)
+		if err != nil {
+			clear(dst[n:])
 			return nil, fmt.Errorf("batch message %d: %w", i, err)
 		}
+		dst = append(dst, m)
 	}
-	return out, nil
+	return dst, nil
 }
 
 // toCoreMessage maps one decoded AMQP message.

@@ -39,6 +39,16 @@ func seqKey(tab byte, id uint64, seq int64) []byte {
 	return binary.BigEndian.AppendUint64(idKey(tab, id), uint64(seq))
 }
 
+// seqKeyLen is the length of a seqKey.
+const seqKeyLen = 17
+
+// appendSeqKey appends seqKey(tab, id, seq) to b.
+func appendSeqKey(b []byte, tab byte, id uint64, seq int64) []byte {
+	b = append(b, tab)
+	b = binary.BigEndian.AppendUint64(b, id)
+	return binary.BigEndian.AppendUint64(b, uint64(seq))
+}
+
 func nameKey(tab byte, id uint64, name string) []byte {
 	return append(idKey(tab, id), name...)
 }

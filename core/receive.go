@@ -278,7 +278,7 @@ func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
 	for i := range got {
 		t := &got[i]
 		if mode == PeekLock {
-			w.batch.Set(seqKey(tabState, q.id, t.seq), t.st.encode(nil))
+			w.setState(q, t.seq, &t.st)
 		} else {
 			w.deleteRecords(q, t.seq, t.st.owner, t.shared)
 		}

@@ -255,7 +255,9 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 		// Service Bus gives every message an id; clients (the JS SDK's
 		// lock renewal among them) rely on one being there.
 		id := NewUUID()
-		m.MessageID = hex.EncodeToString(id[:])
+		var text [2 * len(id)]byte
+		hex.Encode(text[:], id[:])
+		m.MessageID = string(text[:])
 	}
 	base := now
 	if !m.ScheduledEnqueueTime.IsZero() && m.ScheduledEnqueueTime.UnixNano() > now {
@@ -278,12 +280,17 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 			m.TimeToLive = ttl // silently capped by the entity default (seed 003)
 		}
 		r := p.newRec(m, seq, e.id, base, ttl, size)
-		body, err := encodeBody(nil, m)
+		// Both keys and both records share one allocation: the batch
+		// only borrows them until the store has copied them.
+		buf := make([]byte, 0, 2*seqKeyLen+bodyRecordSize(m)+maxStateRecLen+len(r.sessionID))
+		bodyKey := appendSeqKey(buf, tabBody, e.id, seq)
+		stateKey := appendSeqKey(bodyKey[len(bodyKey):], tabState, e.q.id, seq)
+		body, err := encodeBody(stateKey[len(stateKey):], m)
 		if err != nil {
 			return err
 		}
-		p.batch.Set(seqKey(tabBody, e.id, seq), body)
-		p.batch.Set(seqKey(tabState, e.q.id, seq), r.encode(nil))
+		p.batch.Set(bodyKey[:len(bodyKey):len(bodyKey)], body[:len(body):len(body)])
+		p.batch.Set(stateKey[:len(stateKey):len(stateKey)], r.encode(body[len(body):]))
 		ps.places = append(ps.places, placement{q: e.q, r: r})
 		return nil
 	}

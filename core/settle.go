@@ -140,7 +140,7 @@ func (q *queue) planAbandon(w *write, r *msgRec, st stateRec, o Outcome, now int
 	} else if o.Kind == Release {
 		// Like any delivery count, not waited for.
 		w.batch.Sync = false
-		w.batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
+		w.setState(q, r.seq, &st)
 	}
 	return settled{q: q, kind: settledReturned, r: r, st: st, now: now, released: o.Kind == Release}, nil
 }
@@ -169,7 +169,7 @@ func (q *queue) planDefer(w *write, r *msgRec, st stateRec, o Outcome) (settled,
 			return q.planDamaged(w, r, err)
 		}
 	} else {
-		w.batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
+		w.setState(q, r.seq, &st)
 	}
 	return settled{q: q, kind: settledDeferred, r: r, st: st, wasDeferred: wasDeferred}, nil
 }
@@ -202,7 +202,7 @@ func (q *queue) planRewrite(w *write, r *msgRec, st stateRec, stub bool, change 
 		w.releaseRef(q, r.seq)
 	}
 	w.batch.Set(seqKey(tabBody, st.owner, r.seq), body)
-	w.batch.Set(seqKey(tabState, q.id, r.seq), st.encode(nil))
+	w.setState(q, r.seq, &st)
 	return st, nil
 }
 

@@ -158,12 +158,22 @@ func (w *write) refsOf(k refKey) refSum {
 // deleteRecords adds the deletion of a message's records of q: its state
 // record, and its body unless the body is shared and still needed.
 func (w *write) deleteRecords(q *queue, seq int64, owner uint64, shared bool) {
-	w.batch.Delete(seqKey(tabState, q.id, seq))
 	if shared {
+		w.batch.Delete(seqKey(tabState, q.id, seq))
 		w.releaseRef(q, seq)
 		return
 	}
-	w.batch.Delete(seqKey(tabBody, owner, seq))
+	// Both keys in one allocation (a completion's only one).
+	sk := appendSeqKey(make([]byte, 0, 2*seqKeyLen), tabState, q.id, seq)
+	w.batch.Delete(sk[:len(sk):len(sk)])
+	w.batch.Delete(appendSeqKey(sk[len(sk):], tabBody, owner, seq))
+}
+
+// setState adds the write of st as q's state record of message seq, key
+// and value in one allocation (a delivery count's only one).
+func (w *write) setState(q *queue, seq int64, st *stateRec) {
+	k := appendSeqKey(make([]byte, 0, seqKeyLen+maxStateRecLen+len(st.sessionID)), tabState, q.id, seq)
+	w.batch.Set(k[:len(k):len(k)], st.encode(k[len(k):]))
 }
 
 // commit applies the batch. On failure every reservation is given back
