@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
@@ -310,31 +311,34 @@ const encodeOverhead = 512
 // With peekLock, m's lock is announced (x-opt-locked-until and the
 // x-opt-lock-token delivery annotation); peeked messages carry neither.
 func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
-	am := &frames.Message{
-		Header: &frames.MessageHeader{
-			Durable:       m.Durable,
-			Priority:      m.Priority,
-			TTL:           ttlMillis(m),
-			DeliveryCount: uint32(max(m.DeliveryCount-1, 0)),
-		},
-		Properties: &frames.MessageProperties{
-			MessageID:          idToAMQP(m.MessageID),
-			UserID:             m.UserID,
-			To:                 m.To,
-			Subject:            m.Subject,
-			ReplyTo:            m.ReplyTo,
-			CorrelationID:      idToAMQP(m.CorrelationID),
-			ContentType:        encoding.Symbol(m.ContentType),
-			ContentEncoding:    encoding.Symbol(m.ContentEncoding),
-			AbsoluteExpiryTime: absoluteExpiry(m),
-			CreationTime:       m.CreationTime,
-			GroupID:            m.SessionID,
-			ReplyToGroupID:     m.ReplyToSessionID,
-		},
-		MessageAnnotations: deliveryAnnotations(m, peekLock),
+	sc := deliveryScratches.Get().(*deliveryScratch)
+	defer sc.release()
+	sc.hdr = frames.MessageHeader{
+		Durable:       m.Durable,
+		Priority:      m.Priority,
+		TTL:           ttlMillis(m),
+		DeliveryCount: uint32(max(m.DeliveryCount-1, 0)),
 	}
+	sc.props = frames.MessageProperties{
+		MessageID:          idToAMQP(m.MessageID),
+		UserID:             m.UserID,
+		To:                 m.To,
+		Subject:            m.Subject,
+		ReplyTo:            m.ReplyTo,
+		CorrelationID:      idToAMQP(m.CorrelationID),
+		ContentType:        encoding.Symbol(m.ContentType),
+		ContentEncoding:    encoding.Symbol(m.ContentEncoding),
+		AbsoluteExpiryTime: absoluteExpiry(m),
+		CreationTime:       m.CreationTime,
+		GroupID:            m.SessionID,
+		ReplyToGroupID:     m.ReplyToSessionID,
+	}
+	am := &sc.am
+	am.Header, am.Properties = &sc.hdr, &sc.props
+	am.MessageAnnotations = appendDeliveryAnnotations(sc.anns[:0], m, peekLock)
 	if peekLock && m.LockToken != (core.LockToken{}) {
-		am.DeliveryAnnotations = encoding.Map{{Key: annLockToken, Value: encoding.UUID(m.LockToken)}}
+		sc.dann[0] = encoding.KeyValue{Key: annLockToken, Value: encoding.UUID(m.LockToken)}
+		am.DeliveryAnnotations = sc.dann[:]
 	}
 	if len(m.ApplicationProperties) > 0 {
 		ap := valueToAMQP(m.ApplicationProperties).(encoding.Map)
@@ -343,10 +347,11 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 	switch m.BodyType {
 	case core.BodyBinary:
 		am.BodyKind = frames.BodyData
-		am.Data = [][]byte{m.Body}
+		sc.data[0] = m.Body
 		if m.Body == nil {
-			am.Data[0] = []byte{}
+			sc.data[0] = []byte{}
 		}
+		am.Data = sc.data[:]
 	default:
 		if len(m.Body) > 0 {
 			am.RawBody = m.Body
@@ -354,11 +359,33 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 	}
 	// Room for the body and typical sections up front: growing the
 	// buffer through a 1 KiB body would copy it several times.
-	w := buffer.New(make([]byte, 0, len(m.Body)+encodeOverhead))
-	if err := am.MarshalAMQP(w); err != nil {
+	w := buffer.Make(make([]byte, 0, len(m.Body)+encodeOverhead))
+	if err := am.MarshalAMQP(&w); err != nil {
 		return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
 	}
 	return w.Bytes(), nil
+}
+
+// deliveryScratch is the message encodeDelivery builds and marshals, with
+// room for its sections and typical annotations: pooled, so that a
+// delivery allocates its payload and the values boxed into annotations,
+// not the structure around them.
+type deliveryScratch struct {
+	am    frames.Message
+	hdr   frames.MessageHeader
+	props frames.MessageProperties
+	anns  [12]encoding.KeyValue
+	dann  [1]encoding.KeyValue
+	data  [1][]byte
+}
+
+var deliveryScratches = sync.Pool{New: func() any { return new(deliveryScratch) }}
+
+// release drops what sc refers to (message bodies among it) and returns
+// it to the pool.
+func (sc *deliveryScratch) release() {
+	*sc = deliveryScratch{}
+	deliveryScratches.Put(sc)
 }
 
 // absoluteExpiry is the delivered absolute-expiry-time. The JS SDK
@@ -390,11 +417,10 @@ func ttlMillis(m *core.Message) uint32 {
 	return uint32(ms)
 }
 
-// deliveryAnnotations builds the message annotations of a delivered
-// message, each with the exact AMQP type amqp.md §4.2 requires, followed
-// by the sender's own annotations in key order.
-func deliveryAnnotations(m *core.Message, peekLock bool) encoding.Map {
-	anns := make(encoding.Map, 0, 9+len(m.Annotations))
+// appendDeliveryAnnotations appends to anns the message annotations of a
+// delivered message, each with the exact AMQP type amqp.md §4.2 requires,
+// followed by the sender's own annotations in key order.
+func appendDeliveryAnnotations(anns encoding.Map, m *core.Message, peekLock bool) encoding.Map {
 	anns = append(anns,
 		encoding.KeyValue{Key: annSequenceNumber, Value: m.SequenceNumber},
 		encoding.KeyValue{Key: annEnqueuedTime, Value: m.EnqueuedTime})
