@@ -27,6 +27,7 @@ type proxier struct {
 	pipes   map[*pipe]struct{}
 	info    map[uint64]map[string]string // a member's client addresses, by id
 	refused int                          // connections refused at the cap, since the last log line
+	piped   map[string]int64             // connections piped to a leader, by front, since the start
 }
 
 // pipe is one proxied connection: the client's and the leader's sockets.
@@ -35,9 +36,17 @@ type pipe struct {
 	client, server net.Conn
 }
 
+// proxied is how many client connections of front this node has piped
+// to a leader since it started.
+func (p *proxier) proxied(front string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.piped[front]
+}
+
 func newProxier(cl *Cluster) *proxier {
 	return &proxier{cl: cl, sem: make(chan struct{}, cl.copts.MaxProxied), pipes: map[*pipe]struct{}{},
-		info: map[uint64]map[string]string{}}
+		info: map[uint64]map[string]string{}, piped: map[string]int64{}}
 }
 
 // handle proxies conn, or closes it at once when MaxProxied connections
@@ -75,7 +84,7 @@ func (p *proxier) run(front string, conn net.Conn) {
 		}
 		if leader := node.Leader(); leader != 0 && leader != node.ID() {
 			if up, err := p.dial(leader, front); err == nil {
-				p.pipe(leader, conn, up)
+				p.pipe(leader, front, conn, up)
 				return
 			} else if time.Now().After(deadline) {
 				p.cl.log.Debug("cannot reach the leader for a client", zap.Uint64("leader", leader), zap.Error(err))
@@ -158,10 +167,11 @@ func (p *proxier) forget(id uint64) {
 }
 
 // pipe copies both ways until either side ends, then closes both.
-func (p *proxier) pipe(leader uint64, client, server net.Conn) {
+func (p *proxier) pipe(leader uint64, front string, client, server net.Conn) {
 	pp := &pipe{leader: leader, client: client, server: server}
 	p.mu.Lock()
 	p.pipes[pp] = struct{}{}
+	p.piped[front]++
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()

@@ -24,8 +24,17 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// startTestCluster starts three cluster nodes in this process.
+// startTestCluster starts three cluster nodes in this process, with AMQP
+// and HTTP listeners only.
 func startTestCluster(t *testing.T) map[uint64]*Cluster {
+	t.Helper()
+	return startTestClusterWith(t, nil)
+}
+
+// startTestClusterWith starts three cluster nodes in this process; edit,
+// if set, changes each node's options (listeners are on loopback ports,
+// AMQPS and HTTPS off, unless edit turns them on).
+func startTestClusterWith(t *testing.T, edit func(*Options)) map[uint64]*Cluster {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "Config.json")
 	if err := os.WriteFile(cfg, []byte(testConfig), 0o644); err != nil {
@@ -37,9 +46,12 @@ func startTestCluster(t *testing.T) map[uint64]*Cluster {
 	}
 	nodes := map[uint64]*Cluster{}
 	for id := range peers {
-		c, err := StartCluster(Options{DataDir: filepath.Join(t.TempDir(), fmt.Sprint(id)), ConfigPath: cfg,
-			AMQPAddr: "127.0.0.1:0", AMQPSAddr: "-", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Logger: zaptest.NewLogger(t).Named(fmt.Sprint("n", id))},
-			ClusterOptions{NodeID: id, Peers: peers, TickInterval: 50 * time.Millisecond, ElectionTicks: 30})
+		o := Options{DataDir: filepath.Join(t.TempDir(), fmt.Sprint(id)), ConfigPath: cfg,
+			AMQPAddr: "127.0.0.1:0", AMQPSAddr: "-", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Logger: zaptest.NewLogger(t).Named(fmt.Sprint("n", id))}
+		if edit != nil {
+			edit(&o)
+		}
+		c, err := StartCluster(o, ClusterOptions{NodeID: id, Peers: peers, TickInterval: 50 * time.Millisecond, ElectionTicks: 30})
 		if err != nil {
 			t.Fatalf("StartCluster %d: %v", id, err)
 		}
