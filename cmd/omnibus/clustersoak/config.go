@@ -34,9 +34,12 @@ type Config struct {
 	Prefetch  int // messages asked for per receive call
 	Size      int // payload bytes
 
-	// Backlog messages are sent before the receivers start, so every
-	// failover happens with a queue at least that deep.
-	Backlog int
+	// Backlog messages are sent before the receivers start. With
+	// HoldReceivers the receivers start only after the last failover, so
+	// that every failover happens with a queue at least that deep (it
+	// only grows meanwhile); otherwise they drain it under the failovers.
+	Backlog       int
+	HoldReceivers bool
 
 	ReadyTimeout time.Duration // a new leader must acknowledge a send by then
 	DrainTimeout time.Duration // the drain gives up after this long without a delivery
@@ -72,6 +75,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.IntVar(&c.Prefetch, "prefetch", 50, "messages asked for per receive call")
 	fs.IntVar(&c.Size, "size", 512, "payload bytes")
 	fs.IntVar(&c.Backlog, "backlog", 0, "messages queued before the receivers start (failover with a deep queue)")
+	fs.BoolVar(&c.HoldReceivers, "hold-receivers", false, "start the receivers only after the last failover, so every failover has at least --backlog messages queued")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", time.Minute, "a failover must end with an acknowledged send within this")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", time.Minute, "the drain gives up after this long without a delivery")
 	fs.DurationVar(&c.Tick, "raft-tick", 0, "the nodes' --raft-tick (0: omnibus's default)")

@@ -110,9 +110,13 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if !r.Netns {
 		where = "loopback (" + r.NetnsWhyNot + ")"
 	}
-	fmt.Fprintf(w, "cluster soak: %d failovers of a 3-node cluster in %s on %s (seed %d; %d senders × %d in flight, %d peek-lock receivers, %d-byte messages, backlog %d)\n\n",
+	held := ""
+	if r.Config.HoldReceivers {
+		held = ", receivers held until the last failover"
+	}
+	fmt.Fprintf(w, "cluster soak: %d failovers of a 3-node cluster in %s on %s (seed %d; %d senders × %d in flight, %d peek-lock receivers, %d-byte messages, backlog %d%s)\n\n",
 		len(r.Failovers), r.Elapsed.Round(100*time.Millisecond), where, r.Seed, r.Config.Senders, r.Config.Inflight,
-		r.Config.Receivers, r.Config.Size, r.Config.Backlog)
+		r.Config.Receivers, r.Config.Size, r.Config.Backlog, held)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(n int64, what, rule string) { fmt.Fprintf(tw, "%10d  %s\t%s\n", n, what, rule) }
 	row(t.Sent, "sends", "")

@@ -114,7 +114,10 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		fmt.Fprintf(progress, "cluster soak: %d messages queued before the receivers start\n", c.Backlog)
 	}
 	senders.Go(func() { ld.send(claim, c.Senders) })
-	receivers.Go(func() { ld.receive(recvCtx, c.Receivers) })
+	startReceivers := func() { receivers.Go(func() { ld.receive(recvCtx, c.Receivers) }) }
+	if !c.HoldReceivers {
+		startReceivers()
+	}
 
 	var runErr error
 	for k := 1; k <= c.Failovers && runErr == nil; k++ {
@@ -134,6 +137,9 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 			fmt.Fprintf(progress, "cluster soak: failover %d/%d: %s node %d (term %d) → node %d leads (term %d); first send acknowledged after %s\n",
 				k, c.Failovers, f.How, f.Old, f.OldTerm, f.New, f.NewTerm, ms(f.FirstAck))
 		}
+	}
+	if c.HoldReceivers {
+		startReceivers()
 	}
 	if runErr == nil { // the last leader is under load too
 		runErr = waitAcks(ctx, ld, ld.acks.Load()+1, c.ReadyTimeout)
