@@ -117,11 +117,18 @@ func init() {
 // clusterCommand is `omnibus cluster status`: every member's view of the
 // group, asked over the peer transport.
 func clusterCommand(args []string) error {
-	if len(args) > 0 && args[0] == "soak" {
-		return runClusterSoak(args[1:])
+	if len(args) > 0 {
+		switch args[0] {
+		case "soak":
+			return runClusterSoak(args[1:])
+		case "add", "remove":
+			return runMemberChange(args[0], args[1:])
+		}
 	}
 	if len(args) == 0 || args[0] != "status" {
 		return &exitError{code: 2, err: errors.New("usage: omnibus cluster status --peers id=host:port,... | --addr host:port [--json]\n" +
+			"       omnibus cluster add --addr host:port ID=HOST:PORT   (a node started with --join)\n" +
+			"       omnibus cluster remove --addr host:port ID\n" +
 			"       omnibus cluster soak [flags]   (see -h)")}
 	}
 	fs := flag.NewFlagSet("omnibus cluster status", flag.ContinueOnError)

@@ -150,7 +150,12 @@ func (n *Node) release(resps []pb.Message) {
 // catch-up margin (at most catchUpEntries entries and catchUpBytes bytes
 // are kept for followers a little behind).
 func (n *Node) compactLog(c compactWork) {
-	defer n.compactPending.Store(false)
+	defer func() {
+		n.compactPending.Store(false)
+		if n.compactNow.Load() { // a membership change came meanwhile
+			n.applyQ.push(applyWork{})
+		}
+	}()
 	mem := n.logs.mem
 	last, _ := mem.LastIndex()
 	snap, _ := mem.Snapshot()

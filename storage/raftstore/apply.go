@@ -109,6 +109,7 @@ func (n *Node) applyRun(items []applyWork) bool {
 					continue
 				}
 				n.inbox.push(func() { n.applyConfChange(cc) })
+				n.compactNow.Store(true)
 			}
 		}
 	}
@@ -220,17 +221,21 @@ func (n *Node) installSnapshot(snap pb.Snapshot) error {
 
 // maybeCompact (on the applier) asks for a log compaction once the log
 // has grown past SnapshotEntries or SnapshotBytes since the last
-// snapshot. The state database is synced first: the log it drops must be
-// in it, durably. The loop adds the ConfState as of the applied index
+// snapshot, or a membership change was applied: raft sends a new member
+// the latest snapshot, whose ConfState must include it (etcd raft
+// ignores a snapshot that does not name the node it is sent to). The
+// state database is synced first: the log it drops must be in it,
+// durably. The loop adds the ConfState as of the applied index
 // (it has run every conf change the applier sent before this request,
 // and none after) and hands the work to the appender.
 func (n *Node) maybeCompact() {
 	a := &n.apl
 	snap := n.snapshotIndex.Load()
 	if a.applied <= snap || n.compactPending.Load() ||
-		(a.applied-snap < n.cfg.SnapshotEntries && n.logBytes.Load() < n.cfg.SnapshotBytes) {
+		(!n.compactNow.Load() && a.applied-snap < n.cfg.SnapshotEntries && n.logBytes.Load() < n.cfg.SnapshotBytes) {
 		return
 	}
+	n.compactNow.Store(false)
 	sync := &storage.Batch{Sync: true}
 	sync.Set(metaApplied, appliedRecord(a.stateApplied, a.stateTerm))
 	if !n.retry("sync before compaction", func() error { return n.state.apply(sync) }) {

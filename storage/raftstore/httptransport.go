@@ -43,6 +43,7 @@ const (
 	pathStream   = "/raft/stream"
 	pathSnapshot = "/raft/snapshot"
 	pathStatus   = "/raft/status"
+	pathMembers  = "/raft/members"
 	headerFrom   = "Omnibus-Raft-From"
 	headerTo     = "Omnibus-Raft-To"
 )
@@ -90,6 +91,7 @@ func (t *httpTransport) start(h handler) error {
 	mux.HandleFunc("POST "+pathStream, t.serveStream)
 	mux.HandleFunc("POST "+pathSnapshot, t.serveSnapshot)
 	mux.HandleFunc("GET "+pathStatus, t.serveStatus)
+	mux.HandleFunc("POST "+pathMembers, t.serveMembers)
 	t.srv = &http.Server{Handler: mux, Protocols: new(http.Protocols), ReadHeaderTimeout: 5 * time.Second,
 		HTTP2:    &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingTimeout, MaxReadFrameSize: 1 << 20},
 		ErrorLog: zap.NewStdLog(t.log.Named("http"))}

@@ -40,6 +40,9 @@ type loopState struct {
 	// fenceIndex (the entries an ended Session may have left in the log).
 	fenceIndex, fenceTerm uint64
 	lastIndex             uint64 // the last index of the entries raft handed out
+	// confPending: a membership change proposed here is not applied
+	// before this index (members.go).
+	confPending uint64
 }
 
 // initLoop builds the RawNode over the loaded log.

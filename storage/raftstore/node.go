@@ -56,7 +56,10 @@ type Node struct {
 	snapshotsInstalled            atomic.Int64
 	snapshotIndex, logBytes       atomic.Uint64 // the log's latest snapshot, entry bytes since
 	compactPending                atomic.Bool   // a compaction is on its way to the appender
-	stalled                       atomic.Bool   // a write of this node's disk is failing
+	// compactNow: a membership change was applied; compact (snapshot) at
+	// once, so that the snapshot a new member gets names it.
+	compactNow atomic.Bool
+	stalled    atomic.Bool // a write of this node's disk is failing
 
 	appliedMu               sync.Mutex // guards appliedIdx and appliedTerm
 	appliedIdx, appliedTerm uint64

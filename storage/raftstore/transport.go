@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -48,6 +49,9 @@ type handler interface {
 	gone(id uint64)
 	// status is the node's status (served to `omnibus cluster status`).
 	status() Status
+	// changeMembers adds or removes a member (`omnibus cluster add`,
+	// `remove`).
+	changeMembers(ctx context.Context, c MemberChange) error
 }
 
 // frame is what goes over a peer stream: raft messages plus the fields the
