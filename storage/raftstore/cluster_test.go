@@ -35,6 +35,16 @@ func testTiming(c *Config) {
 	c.ElectionTicks = 30 // election after 1.5–3 s; lease 1.35 s
 }
 
+// patientTiming is for tests that need one leader to keep its lease
+// throughout (they write through one Session): a machine loaded far
+// beyond its cores (race detector, other test binaries, loop turns of
+// half a second seen at a load average of 25 on two cores) must not
+// depose it. Elections take 4–8 s; the lease is 3.7 s.
+func patientTiming(c *Config) {
+	c.TickInterval = 100 * time.Millisecond
+	c.ElectionTicks = 40
+}
+
 // newTestCluster starts size nodes (ids 1..size).
 func newTestCluster(t testing.TB, size int, mem bool, tune func(*Config)) *testCluster {
 	c := &testCluster{t: t, peers: map[uint64]string{}, lns: map[uint64]net.Listener{},

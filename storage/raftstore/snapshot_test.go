@@ -11,7 +11,10 @@ import (
 // log was compacted past it catches up from a Pebble checkpoint sent over
 // the HTTP/2 transport, then from the log.
 func TestLaggingFollowerGetsACheckpoint(t *testing.T) {
-	c := newTestCluster(t, 3, false, func(cfg *Config) { cfg.SnapshotEntries, cfg.catchUp = 20, 5 })
+	c := newTestCluster(t, 3, false, func(cfg *Config) {
+		patientTiming(cfg)
+		cfg.SnapshotEntries, cfg.catchUp = 20, 5
+	})
 	s, leader := c.session()
 	down := uint64(1)
 	if down == leader {
@@ -60,7 +63,10 @@ func TestLaggingFollowerGetsACheckpoint(t *testing.T) {
 // TestRestartKeepsEverything: the whole group stops and starts again on
 // its directories; every acknowledged write is there, on every node.
 func TestRestartKeepsEverything(t *testing.T) {
-	c := newTestCluster(t, 3, false, func(cfg *Config) { cfg.SnapshotEntries, cfg.catchUp = 50, 10 })
+	c := newTestCluster(t, 3, false, func(cfg *Config) {
+		patientTiming(cfg)
+		cfg.SnapshotEntries, cfg.catchUp = 50, 10
+	})
 	s, _ := c.session()
 	for i := range 120 {
 		mustPut(t, s, fmt.Sprintf("k%03d", i), fmt.Sprint(i))

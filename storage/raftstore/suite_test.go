@@ -38,7 +38,7 @@ func (s *nodeStore) Close() error {
 // check: each check gets a new Session (the previous check closed its
 // own) on a store emptied first.
 func TestSuiteThreeNodes(t *testing.T) {
-	c := newTestCluster(t, 3, false, nil)
+	c := newTestCluster(t, 3, false, patientTiming)
 	storagetest.RunSuite(t, func(t *testing.T) storage.Store {
 		s, _ := c.session()
 		b := &storage.Batch{Sync: true}
