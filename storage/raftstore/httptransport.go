@@ -31,9 +31,14 @@ import (
 // Timeouts of the peer transport.
 const (
 	dialTimeout  = time.Second
-	writeTimeout = 2 * time.Second // one frame into a stream
+	writeTimeout = 2 * time.Second // one frame into a stream (plus a second per MiB)
 	pingAfter    = time.Second     // an idle connection is pinged...
-	pingTimeout  = time.Second     // ...and closed if the ping is not answered
+	// ...and closed if the ping is not answered within stallTimeout, nor
+	// any byte written for that long. A ping waits behind the appends
+	// already on the connection (up to the HTTP/2 windows, a few MiB):
+	// at a one-second limit, a loaded machine dropped the connection in
+	// the middle of every 12 MiB append, which was then never committed.
+	stallTimeout = 5 * time.Second
 	redialAfter  = 100 * time.Millisecond
 	maxRedial    = time.Second
 )
@@ -69,7 +74,7 @@ func newHTTPTransport(id uint64, listen string, ln net.Listener, log *zap.Logger
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 10 * time.Second}).DialContext,
 		Protocols:           new(http.Protocols),
-		HTTP2:               &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingTimeout, WriteByteTimeout: writeTimeout},
+		HTTP2:               &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: stallTimeout, WriteByteTimeout: stallTimeout},
 		MaxIdleConnsPerHost: 4,
 	}
 	tr.Protocols.SetUnencryptedHTTP2(true)
@@ -93,7 +98,7 @@ func (t *httpTransport) start(h handler) error {
 	mux.HandleFunc("GET "+pathStatus, t.serveStatus)
 	mux.HandleFunc("POST "+pathMembers, t.serveMembers)
 	t.srv = &http.Server{Handler: mux, Protocols: new(http.Protocols), ReadHeaderTimeout: 5 * time.Second,
-		HTTP2:    &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingTimeout, MaxReadFrameSize: 1 << 20},
+		HTTP2:    &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: stallTimeout, WriteByteTimeout: stallTimeout, MaxReadFrameSize: 1 << 20},
 		ErrorLog: zap.NewStdLog(t.log.Named("http"))}
 	t.srv.Protocols.SetHTTP1(true) // status for curl
 	t.srv.Protocols.SetUnencryptedHTTP2(true)
@@ -420,10 +425,14 @@ func (p *peer) open(lane string) (*stream, error) {
 	}
 }
 
-// write writes one frame, giving up after writeTimeout (a peer that
-// stopped reading, or a connection cut without a reset).
+// write writes one frame, giving up after writeTimeout plus a second per
+// MiB (a peer that stopped reading, or a connection cut without a reset).
+// A large append (a 12 MiB batch) takes more than writeTimeout on a loaded
+// machine, paced by HTTP/2 flow control: cut at a fixed time, it was sent
+// again and again and never committed.
 func (s *stream) write(b []byte) error {
-	timer := time.AfterFunc(writeTimeout, func() { s.pr.CloseWithError(errors.New("write timed out")) })
+	limit := writeTimeout + time.Duration(len(b)>>20)*time.Second
+	timer := time.AfterFunc(limit, func() { s.pr.CloseWithError(errors.New("write timed out")) })
 	defer timer.Stop()
 	_, err := s.pw.Write(b)
 	return err
