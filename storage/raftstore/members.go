@@ -50,7 +50,10 @@ func (n *Node) AddMember(ctx context.Context, id uint64, addr string) error {
 	if id == 0 || addr == "" {
 		return errors.New("raftstore: a new member needs an id > 0 and a peer address")
 	}
-	st := n.Status()
+	st, err := n.memberStatus(ctx)
+	if err != nil {
+		return err
+	}
 	if m, ok := memberOf(st, id); ok && m.Voter {
 		return fmt.Errorf("raftstore: node %d is already a voting member", id)
 	} else if !ok {
@@ -79,7 +82,10 @@ func (n *Node) AddMember(ctx context.Context, id uint64, addr string) error {
 // leader itself makes it step down once the change is applied. Ask the
 // leader; a follower answers [NotLeaderError].
 func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
-	st := n.Status()
+	st, err := n.memberStatus(ctx)
+	if err != nil {
+		return err
+	}
 	if _, ok := memberOf(st, id); !ok {
 		return fmt.Errorf("raftstore: node %d is not a member", id)
 	}
@@ -162,10 +168,11 @@ func (n *Node) waitMembers(ctx context.Context, cond func(Status) bool) error {
 	defer t.Stop()
 	for {
 		st := n.Status()
-		if cond(st) {
+		busy := st.Members == nil // the loop was too busy to answer: ask again
+		if !busy && cond(st) {
 			return nil
 		}
-		if st.State != raft.StateLeader.String() {
+		if !busy && st.State != raft.StateLeader.String() {
 			return &NotLeaderError{Leader: st.Leader}
 		}
 		select {
@@ -176,6 +183,18 @@ func (n *Node) waitMembers(ctx context.Context, cond func(Status) bool) error {
 		case <-t.C:
 		}
 	}
+}
+
+// memberStatus is the node's status as its loop sees it (with the
+// members), asked again while the loop is too busy to answer.
+func (n *Node) memberStatus(ctx context.Context) (Status, error) {
+	var st Status
+	err := n.waitMembers(ctx, func(s Status) bool { st = s; return true })
+	var nl *NotLeaderError
+	if errors.As(err, &nl) {
+		err = nil // cond runs first: not reached
+	}
+	return st, err
 }
 
 func memberOf(st Status, id uint64) (Member, bool) {

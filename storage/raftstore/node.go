@@ -133,7 +133,8 @@ func Open(cfg Config) (*Node, error) {
 		logs.close()
 		return nil, err
 	}
-	if err := n.initApplier(); err == nil {
+	err = n.initApplier()
+	if err == nil {
 		err = n.initLoop(fresh)
 	}
 	if err != nil {
