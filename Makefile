@@ -99,7 +99,7 @@ soak: build ## crash soak: SIGKILL the real binary under load KILLS times (20), 
 	bin/omnibus soak --kills $(KILLS) $(SOAK_FLAGS)
 
 FAILOVERS ?= 12
-cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILLed or cut off (network namespaces as root, else SIGSTOP) FAILOVERS times (12), every message accounted (CLUSTER_FLAGS=--backlog 100000)
+cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILLed or cut off (network namespaces as root, else SIGSTOP) FAILOVERS times (12), every message accounted (CLUSTER_FLAGS="--backlog 100000 --hold-receivers": every failover with 100k queued)
 	bin/omnibus cluster soak --failovers $(FAILOVERS) $(CLUSTER_FLAGS)
 
 bench: ## Go benchmarks of core, storage and the fronts
