@@ -24,9 +24,11 @@ import (
 // to each peer and writes length-prefixed frames into their bodies; the
 // peer reads them as they come. Appends (MsgApp, which can carry
 // megabytes) go on one stream, everything else (heartbeats, votes,
-// acknowledgements) on the other, so that a large append never delays a
-// heartbeat (HTTP/2 interleaves the streams' frames). Snapshots go as
-// their own POST. One TCP connection per pair of nodes carries all of it.
+// acknowledgements) on the other, each over its own TCP connection, so
+// that a large append never delays a heartbeat (HTTP/2 interleaving on one
+// connection is not enough: the heartbeat still queues behind the append's
+// bytes in the socket). Snapshots go as their own POST, on the appends'
+// connection.
 
 // Timeouts of the peer transport.
 const (
@@ -57,7 +59,8 @@ type httpTransport struct {
 	id         uint64
 	listenAddr string
 	log        *zap.Logger
-	client     *http.Client
+	client     *http.Client // appends and snapshots
+	ctlClient  *http.Client // everything else: heartbeats, votes, acknowledgements
 	srv        *http.Server
 	ln         net.Listener
 	h          handler
@@ -71,6 +74,17 @@ type httpTransport struct {
 }
 
 func newHTTPTransport(id uint64, listen string, ln net.Listener, log *zap.Logger) *httpTransport {
+	return &httpTransport{id: id, listenAddr: listen, ln: ln, log: log, client: newPeerClient(), ctlClient: newPeerClient(),
+		peers: map[uint64]*peer{}, snapOut: map[uint64]bool{}}
+}
+
+// newPeerClient is an HTTP/2 (h2c) client with its own connections. The
+// control lane has a client of its own: on one TCP connection shared with
+// appends, a heartbeat waited in the socket's send buffer behind megabytes
+// of a large append, and on a slow or loaded link every echo came back
+// older than the lease: the leader could never serve, and, heartbeats
+// flowing, no one else was elected.
+func newPeerClient() *http.Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 10 * time.Second}).DialContext,
 		Protocols:           new(http.Protocols),
@@ -78,8 +92,7 @@ func newHTTPTransport(id uint64, listen string, ln net.Listener, log *zap.Logger
 		MaxIdleConnsPerHost: 4,
 	}
 	tr.Protocols.SetUnencryptedHTTP2(true)
-	return &httpTransport{id: id, listenAddr: listen, ln: ln, log: log, client: &http.Client{Transport: tr},
-		peers: map[uint64]*peer{}, snapOut: map[uint64]bool{}}
+	return &http.Client{Transport: tr}
 }
 
 func (t *httpTransport) start(h handler) error {
@@ -180,6 +193,7 @@ func (t *httpTransport) close() error {
 	}
 	t.wg.Wait()
 	t.client.CloseIdleConnections()
+	t.ctlClient.CloseIdleConnections()
 	return err
 }
 
@@ -394,7 +408,11 @@ func (p *peer) open(lane string) (*stream, error) {
 	started := make(chan error, 1)
 	go func() {
 		defer close(s.dead)
-		resp, err := p.t.client.Do(req)
+		client := p.t.client
+		if lane == "ctl" {
+			client = p.t.ctlClient
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			started <- err
 			pr.CloseWithError(err)

@@ -159,6 +159,10 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 // failover in mixed mode), waits for another to serve and for the first
 // send acknowledged after the act, then brings the old one back.
 func failover(ctx context.Context, c *Config, k int, nodes []*node, nw *network, lb *balancer, ld *load) (Failover, error) {
+	// A loaded machine may be between two leaders just now: wait for one.
+	if _, err := waitServing(ctx, nodes, c.ReadyTimeout); err != nil {
+		return Failover{}, fmt.Errorf("failover %d: no serving leader to depose within %s", k, c.ReadyTimeout)
+	}
 	old, st, err := serving(nodes)
 	if err != nil {
 		return Failover{}, fmt.Errorf("failover %d: no serving leader to depose", k)
