@@ -13,9 +13,11 @@ import (
 // TestConsoleInChromium walks the console as a person would: log in,
 // create a queue, send a message whose body and property hold markup,
 // peek it (shown as text, not run), receive it with a lock and
-// dead-letter it, resubmit it from the dead-letter queue, purge the
-// queue; then the rule editor's parser error, the sessions of a session
-// queue, and the namespace on a phone. At each step it checks what the
+// dead-letter it, resubmit it from the dead-letter queue (opening it by
+// keyboard), purge the queue, edit its settings, create a topic and a
+// subscription, delete the queue; then the rule editor's parser error,
+// the sessions of a session queue, live rates, and the namespace on a
+// phone. At each step it checks what the
 // page shows and, through the broker itself, what happened.
 func TestConsoleInChromium(t *testing.T) {
 	env := newEnv(t)
@@ -118,6 +120,9 @@ func TestConsoleInChromium(t *testing.T) {
 	p.waitText("table.messages", "No messages here")
 	p.click(`button[data-state=active]`)
 	p.waitFor("the resubmitted message", `!!document.querySelector('tr[data-seq]')`)
+	// By keyboard: a row takes the focus and Enter opens it.
+	p.do(chromedp.Focus(chromedp.CSS("tr[data-seq]")), chromedp.KeyEvent("\r"))
+	p.waitText("#message-body", "<script>")
 
 	// Purge the queue, confirming.
 	p.click("#purge")
@@ -129,6 +134,39 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("after purge the queue holds %d messages, want 0", c.Total)
 	}
 	p.waitText("table.messages", "No messages here")
+
+	// Edit the queue's settings (ATOM GET, then PUT with If-Match).
+	p.clickText("Settings")
+	p.waitFor("the settings form", `!!document.getElementById('f-MaxDeliveryCount')`)
+	p.fill("#f-MaxDeliveryCount", "3")
+	p.click("#save")
+	p.waitText("#toasts", "Saved orders")
+	if q, err := b.GetEntity("orders"); err != nil || q.MaxDeliveryCount != 3 {
+		t.Fatalf("after the settings form: %+v, %v; want MaxDeliveryCount 3", q, err)
+	}
+
+	// A topic and a subscription through the forms.
+	p.open("#/topics")
+	p.clickText("New topic")
+	p.fill("#new-name", "news")
+	p.click("#create")
+	p.waitText("main h1", "news")
+	p.clickText("New subscription")
+	p.fill("#new-name", "readers")
+	p.click("#create")
+	p.waitText("main h1", "readers")
+	if _, err := b.GetEntity("news/Subscriptions/readers"); err != nil {
+		t.Fatalf("the subscription the page created: %v", err)
+	}
+
+	// Delete the queue, confirming.
+	p.open("#/entity/orders/settings")
+	p.click("#delete")
+	p.click("#confirm-ok")
+	p.waitText("#toasts", "Deleted orders")
+	if _, err := b.GetEntity("orders"); core.CodeOf(err) != core.CodeNotFound {
+		t.Fatalf("after delete the queue is still there: %v", err)
+	}
 
 	// The rule editor shows the parser's error with line and column and
 	// will not save it.
