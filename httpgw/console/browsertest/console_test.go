@@ -198,6 +198,25 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("the rule the page saved is not on the subscription: %+v", rules)
 	}
 
+	// Receive and delete, then lock and complete, abandon, defer, on a
+	// queue of five.
+	p.open("#/entity/billing-0/receive")
+	p.waitFor("the receive form", `!!document.getElementById('receive-mode')`)
+	var set bool
+	p.eval(`(() => { const s = document.getElementById('receive-mode'); s.value = 'delete'; s.dispatchEvent(new Event('change')); return true; })()`, &set)
+	p.click("#receive")
+	p.waitText("#toasts", "Received and deleted")
+	p.waitText("#message-body", `"invoice": 0`)
+	p.eval(`(() => { const s = document.getElementById('receive-mode'); s.value = 'lock'; return true; })()`, &set)
+	for _, outcome := range []string{"complete", "abandon", "defer"} {
+		p.click("#receive")
+		p.click("#settle-" + outcome)
+		p.waitFor(outcome+" done", `!document.getElementById('settle-`+outcome+`')`)
+	}
+	if c := counts(t, b, "billing-0"); c.Active != 2 || c.Deferred != 1 {
+		t.Fatalf("after receive-and-delete, complete, abandon and defer: %+v; want 2 active, 1 deferred", c)
+	}
+
 	// Sessions of a session queue.
 	p.open("#/entity/carts/sessions")
 	p.waitText("table.list", "cart-42")
