@@ -96,12 +96,15 @@ export function messagesTab(pane, ctx) {
     const what = all ? `all ${num(ctx.info.counts.deadLetter)} dead-lettered messages` : `${seqs.length} message${seqs.length > 1 ? 's' : ''}`;
     if (!await confirmAction('Resubmit', `Send ${what} back to ${target} and remove them from the dead-letter queue?`, 'Resubmit')) return;
     await busy(button, async () => {
+      // "All" means those there when asked: stop once as many moved, so
+      // messages dead-lettered again meanwhile do not keep it going.
+      const had = ctx.info.counts.deadLetter;
       let total = 0;
       for (;;) {
         const res = await api('POST', 'resubmit', { body: all ? { path: ctx.path, all: true } : { path: ctx.path, sequences: seqs } });
         total += res.resubmitted;
         if (res.notFound && res.notFound.length) toast(`Not found (locked by someone, or gone): #${res.notFound.join(', #')}`, 'error');
-        if (!res.more) break;
+        if (!res.more || total >= had) break;
       }
       toast(`Resubmitted ${num(total)} message${total === 1 ? '' : 's'} to ${target}`);
       clear(detail);
@@ -113,11 +116,14 @@ export function messagesTab(pane, ctx) {
     const what = deadLetter ? 'dead-letter queue of ' + ctx.path : ctx.path;
     if (!await confirmAction('Purge', `Delete every available message of the ${what}? Locked, deferred and scheduled messages stay. This cannot be undone.`, 'Purge')) return;
     await busy(button, async () => {
+      // As many as there were when asked: a steady stream of new messages
+      // does not keep the purge going.
+      const had = deadLetter ? ctx.info.counts.deadLetter : ctx.info.counts.active;
       let total = 0;
       for (;;) {
         const res = await api('POST', 'purge', { body: { path: ctx.path, deadLetter } });
         total += res.deleted;
-        if (!res.more) break;
+        if (!res.more || total >= had) break;
       }
       toast(`Purged ${num(total)} message${total === 1 ? '' : 's'}`);
       clear(detail);
