@@ -70,6 +70,7 @@ export function messagesTab(pane, ctx) {
         for (const r of body.children) r.classList.remove('sel');
         row.classList.add('sel');
         showMessage(detail, m, { title: 'Message #' + m.sequenceNumber });
+        detail.scrollIntoView({ block: 'nearest' });
       };
       const row = el('tr', { class: 'clickable', tabindex: 0, dataset: { seq: String(m.sequenceNumber) },
         onclick: (e) => { if (e.target.type !== 'checkbox') open(); },

@@ -245,4 +245,12 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Error("on a phone-sized screen the page scrolls sideways; only tables may")
 	}
 	p.shot("10-phone")
+	p.open("#/entity/billing-1")
+	p.click("tr[data-seq]")
+	p.waitText("#message-body", "invoice")
+	p.eval(`document.documentElement.scrollWidth > window.innerWidth + 1`, &overflow)
+	if overflow {
+		t.Error("on a phone-sized screen a queue's page scrolls sideways; only tables may")
+	}
+	p.shot("11-phone-message")
 }
