@@ -204,3 +204,48 @@ func TestSessionsAndFilterCheck(t *testing.T) {
 		t.Fatalf("a valid filter: %+v", f)
 	}
 }
+
+// TestBadInput: malformed or impossible calls get a clear 4xx and change
+// nothing.
+func TestBadInput(t *testing.T) {
+	e := newEnv(t)
+	e.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	e.MustCreate(t, core.Entity{Kind: core.KindTopic, Name: "t"})
+	e.MustSend(t, "q", &core.Message{Body: []byte("keep")})
+	cases := []struct {
+		method, path, body string
+		status             int
+	}{
+		{"GET", "entities?kind=bogus", "", 400},
+		{"GET", "entities?kind=subscriptions", "", 400},
+		{"GET", "entities?kind=queues&top=0", "", 400},
+		{"GET", "entities?kind=queues&skip=-1", "", 400},
+		{"GET", "entity?path=nope", "", 404},
+		{"GET", "messages?path=q&max=1000", "", 400},
+		{"GET", "messages?path=q&from=x", "", 400},
+		{"GET", "messages", "", 400},
+		{"GET", "sessions?path=q", "", 400},
+		{"POST", "settle", `{"path":"q","lockToken":"nope","outcome":"complete"}`, 400},
+		{"POST", "settle", `{"path":"q","lockToken":"00000000-0000-0000-0000-000000000001","outcome":"explode"}`, 400},
+		{"POST", "settle", `{"path":"q","lockToken":"00000000-0000-0000-0000-000000000001","outcome":"complete"}`, 404},
+		{"POST", "resubmit", `{"path":"q"}`, 400},
+		{"POST", "resubmit", `{"path":"t","all":true}`, 400},
+		{"POST", "resubmit", `{"path":"nope","all":true}`, 404},
+		{"POST", "purge", `{"path":"t"}`, 400},
+		{"POST", "purge", `{"path":"q"`, 400},
+		{"POST", "purge", `{"path":"q","extra":1}`, 400},
+		{"POST", "purge", `{"path":"q"} {"path":"q"}`, 400},
+		{"POST", "purge", `{"path":"q","pad":"` + strings.Repeat("x", 300<<10) + `"}`, 413},
+		{"GET", "nothing-here", "", 404},
+		{"DELETE", "purge", "", 404},
+	}
+	for _, c := range cases {
+		status, body := e.call(t, c.method, "/console/$api/"+c.path, rootToken(), c.body, nil)
+		if status != c.status || !strings.Contains(body, `"error"`) {
+			t.Errorf("%s %s: status %d, want %d (%s)", c.method, c.path, status, c.status, body)
+		}
+	}
+	if c := e.MustCounts(t, "q"); c.Active != 1 {
+		t.Fatalf("bad calls changed the queue: %+v", c)
+	}
+}

@@ -325,6 +325,10 @@ func TestLargeNamespace(t *testing.T) {
 	if page.Total != 2000 || len(page.Items) != 50 || page.Items[49].Path != "q01999" {
 		t.Fatalf("last page: total %d, %d items", page.Total, len(page.Items))
 	}
+	e.apiCall(t, "GET", "entities?kind=queues&skip=9223372036854775807&top=500", "", &page)
+	if page.Total != 2000 || len(page.Items) != 0 {
+		t.Fatalf("a page past the end: total %d, %d items", page.Total, len(page.Items))
+	}
 	e.apiCall(t, "GET", "entities?kind=queues&q=q0199", "", &page)
 	if page.Total != 10 || len(page.Items) != 10 || page.Items[0].Path != "q01990" {
 		t.Fatalf("filtered: total %d, %+v", page.Total, page.Items)

@@ -100,7 +100,9 @@ func (h *Handler) listEntities(w http.ResponseWriter, r *http.Request) {
 		all = kept
 	}
 	out := entityList{Total: len(all), Items: []entityItem{}}
-	for _, e := range all[min(skip, len(all)):min(skip+top, len(all))] {
+	lo := min(skip, len(all))
+	hi := lo + min(top, len(all)-lo) // skip+top could overflow
+	for _, e := range all[lo:hi] {
 		c, err := h.broker.Counts(e.Path())
 		item := h.item(e, c)
 		if err != nil {
