@@ -200,9 +200,9 @@ func TestConsoleInChromium(t *testing.T) {
 
 	// Receive and delete, then lock and complete, abandon, defer, on a
 	// queue of five.
+	var set bool
 	p.open("#/entity/billing-0/receive")
 	p.waitFor("the receive form", `!!document.getElementById('receive-mode')`)
-	var set bool
 	p.eval(`(() => { const s = document.getElementById('receive-mode'); s.value = 'delete'; s.dispatchEvent(new Event('change')); return true; })()`, &set)
 	p.click("#receive")
 	p.waitText("#toasts", "Received and deleted")
@@ -235,6 +235,10 @@ func TestConsoleInChromium(t *testing.T) {
 		ok(b.Send(bg, "billing-2", &core.Message{Body: []byte(fmt.Sprint(i))}))
 	}
 	p.waitFor("an incoming rate above zero", `[...document.querySelectorAll('.card')].some(c => c.textContent.endsWith('In') && !c.textContent.startsWith('0/s'))`)
+	p.eval(`(() => { const s = document.querySelector('select[aria-label="Page size"]'); s.value = '20'; s.dispatchEvent(new Event('change')); return true; })()`, &set)
+	p.waitFor("a page of 20", `document.querySelectorAll('tr[data-seq]').length === 20`)
+	p.click("tr[data-seq]")
+	p.waitText("#message-body", "invoice")
 	p.shot("09-queue")
 	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
 	p.open("#/")
