@@ -197,6 +197,23 @@ func TestConsoleInChromium(t *testing.T) {
 	if !found {
 		t.Fatalf("the rule the page saved is not on the subscription: %+v", rules)
 	}
+	// Edit it (ATOM PUT with If-Match), with an action.
+	p.click(`button[aria-label="Edit rule big"]`)
+	p.fill("#rule-filter", "amount > 500")
+	p.fill("#rule-action", "SET sys.Label = 'big'")
+	p.waitText("#action-check", "valid")
+	p.click("#save-rule")
+	p.waitText("table.list", "amount > 500")
+	if rules, err = b.ListRules("events/Subscriptions/audit"); err != nil {
+		t.Fatal(err)
+	}
+	edited := false
+	for _, r := range rules {
+		edited = edited || (r.Name == "big" && r.Filter.SQL == "amount > 500" && r.Action == "SET sys.Label = 'big'")
+	}
+	if !edited {
+		t.Fatalf("after editing rule big: %+v", rules)
+	}
 
 	// Receive and delete, then lock and complete, abandon, defer, on a
 	// queue of five.
