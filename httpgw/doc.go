@@ -8,7 +8,9 @@
 // [sas.Validator], decodes BrokerProperties and custom-property headers
 // into a [core.Message], and maps core errors to HTTP statuses through one
 // table (errors.go). Every route is listed in one function, routes, in
-// gateway.go.
+// gateway.go; the web console (package console: its page at /console and
+// everything under /console/$assets/ and /console/$api/) is served in
+// front of them, checking tokens per call itself.
 //
 // The wire contract is /work/shared/spec/rest.md: status codes (§0, §1.2),
 // BrokerProperties (§2), custom property typing (§2.3), SAS (§3), ATOM
