@@ -105,11 +105,6 @@ func serve(args []string) error {
 	if o.MetricsMaxEntities < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--metrics-max-entities must not be negative")}
 	}
-	if cf.enabled() {
-		// A cluster node's broker starts and stops with its leadership,
-		// and several nodes may share a machine: no metrics listener yet.
-		o.MetricsAddr = ""
-	}
 	log, err := newLogger(*level)
 	if err != nil {
 		return err

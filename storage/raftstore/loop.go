@@ -36,6 +36,7 @@ type loopState struct {
 	leaderTerm uint64
 	campaigned bool             // campaignAlone ran
 	acks       map[uint64]int64 // voter → latest echoed send time (this term)
+	heard      map[uint64]int64 // peer → when (mono) its latest frame arrived
 	// A new Session of fenceTerm waits until the applied index reaches
 	// fenceIndex (the entries an ended Session may have left in the log).
 	fenceIndex, fenceTerm uint64
@@ -49,6 +50,7 @@ type loopState struct {
 func (n *Node) initLoop(fresh bool) error {
 	l := &n.loop
 	l.acks = map[uint64]int64{}
+	l.heard = map[uint64]int64{}
 	l.peers = map[uint64]string{}
 	for id, addr := range n.cfg.Peers {
 		l.peers[id] = addr
@@ -172,7 +174,9 @@ func (n *Node) campaignAlone() bool {
 // stepFrame steps a peer's messages and does the lease's bookkeeping.
 func (n *Node) stepFrame(f *frame) {
 	l := &n.loop
-	holdVotes := n.mono() < n.voteHold
+	now := n.mono()
+	l.heard[f.from] = now
+	holdVotes := now < n.voteHold
 	reset := uint64(0) // the term of a timer-resetting message in f
 	for i := range f.msgs {
 		m := f.msgs[i]

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"go.etcd.io/raft/v3"
 )
 
@@ -30,10 +31,13 @@ type Status struct {
 	// Serving: the node has a live Session (its broker runs).
 	Serving bool `json:"serving"`
 	// LeaseMillis is what remains of the leader's lease.
-	LeaseMillis int64             `json:"leaseMillis,omitempty"`
-	Members     []Member          `json:"members"`
-	Client      map[string]string `json:"client,omitempty"` // client listener addresses
-	Error       string            `json:"error,omitempty"`  // why the node stopped, if it did
+	LeaseMillis int64 `json:"leaseMillis,omitempty"`
+	// Stalled: a write of this node's disk is failing (it sends nothing
+	// to its peers until the disk takes it).
+	Stalled bool              `json:"stalled,omitempty"`
+	Members []Member          `json:"members"`
+	Client  map[string]string `json:"client,omitempty"` // client listener addresses
+	Error   string            `json:"error,omitempty"`  // why the node stopped, if it did
 }
 
 // Member is one member of the group as this node sees it.
@@ -44,6 +48,14 @@ type Member struct {
 	// Match is the leader's view of the member's log (leader only).
 	Match    uint64 `json:"match,omitempty"`
 	Progress string `json:"progress,omitempty"`
+	// HeardMillis is how long ago this node last received a frame from
+	// the member, -1 if never since it started (and for itself, 0).
+	// Raft's followers send nothing to each other: a follower hears only
+	// its leader, which hears every member.
+	HeardMillis int64 `json:"heardMillis"`
+	// Reachable: the member is this node itself, or a frame from it
+	// arrived within the election timeout.
+	Reachable bool `json:"reachable"`
 }
 
 // Status reports the node's status. It asks the loop, and falls back to
@@ -76,6 +88,7 @@ func (n *Node) withShared(st Status) Status {
 	}
 	st.Client = n.clientInfoCopy()
 	st.SnapshotsInstalled = n.snapshotsInstalled.Load()
+	st.Stalled = n.stalled.Load()
 	return st
 }
 
@@ -87,13 +100,22 @@ func (n *Node) loopStatus() Status {
 		Commit: rs.Commit, Snapshot: n.snapshotIndex.Load()}
 	st.Applied, _ = n.appliedPos()
 	st.LastIndex, _ = n.logs.mem.LastIndex()
+	now := n.mono()
+	electionTimeout := int64(time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval)
 	seen := map[uint64]bool{}
 	add := func(id uint64, voter bool) {
 		if seen[id] {
 			return
 		}
 		seen[id] = true
-		m := Member{ID: id, Addr: l.peers[id], Voter: voter}
+		m := Member{ID: id, Addr: l.peers[id], Voter: voter, HeardMillis: -1}
+		if id == n.id {
+			m.HeardMillis, m.Reachable = 0, true
+		} else if at, ok := l.heard[id]; ok {
+			ago := now - at
+			m.HeardMillis = ago / int64(time.Millisecond)
+			m.Reachable = ago <= electionTimeout
+		}
 		if pr, ok := rs.Progress[id]; ok {
 			m.Match, m.Progress = pr.Match, pr.State.String()
 		}
@@ -131,3 +153,8 @@ func FetchStatus(ctx context.Context, addr string) (Status, error) {
 	}
 	return st, nil
 }
+
+// LogFsyncLatency reports the fsyncs of the Raft log's write-ahead log
+// (cumulative counts at upper bounds in nanoseconds, as
+// pebblestore.Store.WALFsyncLatency); ok is false once the node is closed.
+func (n *Node) LogFsyncLatency() (h *dto.Histogram, ok bool) { return n.logs.db.WALFsyncLatency() }

@@ -116,6 +116,11 @@ type Options struct {
 	// Stats keeps the core's per-entity statistics even without a metrics
 	// listener (the console's rate charts read them).
 	Stats bool
+
+	// metricsSink, when set, takes the broker's metrics instead of a
+	// listener of the App's own: a cluster node serves them on its
+	// listener, with its Raft node's (cluster_metrics.go).
+	metricsSink func(*metrics.Metrics)
 }
 
 func (o *Options) setDefaults() {

@@ -60,6 +60,9 @@ type Cluster struct {
 	node  *raftstore.Node
 	front map[string]*publicFront // the client listeners by name
 	proxy *proxier
+	// metrics serves /metrics when Options.MetricsAddr asks for it (nil
+	// otherwise): the Raft node's always, the broker's while it leads.
+	metrics *clusterMetrics
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -103,6 +106,7 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 		if err != nil {
 			cancel()
 			c0.closeFronts()
+			c0.metrics.close(context.Background())
 			if c0.node != nil {
 				c0.node.Close()
 			}
@@ -125,6 +129,9 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 		Store: pebblestore.Options{DiskReserve: o.DiskReserve}})
 	if err != nil {
 		return nil, fmt.Errorf("cluster node: %w", err)
+	}
+	if cl.metrics, err = cl.startClusterMetrics(); err != nil {
+		return nil, err
 	}
 	cl.node.SetClientInfo(cl.advertised())
 	cl.proxy = newProxier(cl)
@@ -198,6 +205,7 @@ func (cl *Cluster) serve(sess *raftstore.Session) {
 	}
 	o := cl.opts
 	o.Store = sess
+	o.metricsSink = cl.metrics.sink()
 	o.Listen = func(front, _ string) (net.Listener, error) {
 		if l := local[front]; l != nil {
 			return l, nil
@@ -207,6 +215,7 @@ func (cl *Cluster) serve(sess *raftstore.Session) {
 	a, err := Start(o)
 	if err != nil {
 		cl.log.Error("cannot serve as leader", zap.Uint64("term", sess.Term()), zap.Error(err))
+		cl.metrics.brokerStopped()
 		sess.Close()
 		select {
 		case <-cl.ctx.Done():
@@ -227,6 +236,7 @@ func (cl *Cluster) serve(sess *raftstore.Session) {
 	cl.mu.Lock()
 	cl.serving = nil
 	cl.mu.Unlock()
+	cl.metrics.brokerStopped()
 	for _, l := range local {
 		l.cut() // the broker's clients, at once
 	}
@@ -289,6 +299,7 @@ func (cl *Cluster) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	cl.proxy.cutAll()
+	cl.metrics.close(ctx)
 	return cl.node.Close()
 }
 

@@ -52,7 +52,7 @@ func (a *App) startMetrics() error {
 		}})
 	}
 	cfg := metrics.Config{Broker: a.Broker, MaxEntities: o.MetricsMaxEntities, Fronts: fronts,
-		Batches: a.batches, Logger: o.Logger.Named("metrics")}
+		Batches: a.batches, Logger: o.Logger.Named("metrics"), NoRuntime: o.metricsSink != nil}
 	if fr, ok := a.store.(metrics.FsyncReporter); ok {
 		cfg.Store = fr
 	}
@@ -60,14 +60,29 @@ func (a *App) startMetrics() error {
 	if err != nil {
 		return err
 	}
+	if o.metricsSink != nil {
+		o.metricsSink(m)
+		return nil
+	}
+	srv, addr, err := serveMetrics(o, m.Handler())
+	if err != nil {
+		return err
+	}
+	a.metricsAddr = addr
+	a.fronts = append(a.fronts, httpFront{srv})
+	return nil
+}
+
+// serveMetrics serves h at /metrics on a listener of its own at
+// o.MetricsAddr.
+func serveMetrics(o Options, h http.Handler) (*http.Server, net.Addr, error) {
 	l, err := net.Listen("tcp", o.MetricsAddr)
 	if err != nil {
-		return fmt.Errorf("metrics listener: %w", err)
+		return nil, nil, fmt.Errorf("metrics listener: %w", err)
 	}
-	a.metricsAddr = l.Addr()
 	protect := newProtection(o)
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /metrics", h)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "omnibus serves its Prometheus metrics at /metrics", http.StatusNotFound)
 	})
@@ -85,11 +100,10 @@ func (a *App) startMetrics() error {
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(o.Logger.Named("metrics"))}
 	go func() {
 		if err := srv.Serve(netutil.LimitListener(l, MaxMetricsConnections)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.log.Error("metrics listener stopped", zap.Error(err))
+			o.Logger.Error("metrics listener stopped", zap.Error(err))
 		}
 	}()
-	a.fronts = append(a.fronts, httpFront{srv})
-	return nil
+	return srv, l.Addr(), nil
 }
 
 // metricsOn reports whether the app serves metrics (and so keeps the

@@ -79,6 +79,9 @@ func newNodes(c *Config, nw *network, dir, key string, count int) ([]*node, erro
 		n.args = []string{"serve", "--node-id", fmt.Sprint(n.id), "--peers", strings.Join(peers, ","),
 			"--data", filepath.Join(dir, fmt.Sprintf("node%d", n.id)), "--config", cfg,
 			"--amqp-addr", n.amqp, "--amqps-addr", "-", "--http-addr", "-", "--https-addr", "-",
+			// Metrics on (the default for a node), on a port of their own
+			// per node: the default one would be taken by the first.
+			"--metrics-addr", net.JoinHostPort(nw.nodeIP(n.id), "0"),
 			"--key-name", keyName, "--key", key}
 		if c.Tick > 0 {
 			n.args = append(n.args, "--raft-tick", c.Tick.String())

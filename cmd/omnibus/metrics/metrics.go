@@ -50,6 +50,9 @@ type Config struct {
 	Batches *BatchStats
 	// Logger receives the failures of serving a scrape.
 	Logger *zap.Logger
+	// NoRuntime leaves out the Go runtime's and the process's metrics:
+	// another registry serves them (a cluster node's, [Node]).
+	NoRuntime bool
 }
 
 // Front is one protocol front's source of connection and request counts.
@@ -87,8 +90,11 @@ func New(cfg Config) (*Metrics, error) {
 		cfg.Logger = zap.NewNop()
 	}
 	m := &Metrics{cfg: cfg, reg: prometheus.NewRegistry(), col: newCollector(cfg)}
-	for _, c := range []prometheus.Collector{m.col, collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+	cs := []prometheus.Collector{m.col}
+	if !cfg.NoRuntime {
+		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	for _, c := range cs {
 		if err := m.reg.Register(c); err != nil {
 			return nil, err
 		}
