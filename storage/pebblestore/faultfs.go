@@ -189,6 +189,12 @@ func (fs *faultFS) retryOpen(what, name string, open func() (vfs.File, error)) (
 func (fs *faultFS) wrap(name string, role fileRole, f vfs.File) vfs.File {
 	ff := &faultFile{File: f, fs: fs, path: name, name: baseName(name), role: role}
 	ff.logNum, ff.wal = walLogNum(name)
+	if role.flushOutput() {
+		// Written whole, then synced: gather Pebble's 4 KiB writes
+		// (bufwrite.go). Each gathered write is still one faultFile
+		// write, retried and reported as before.
+		return newBufferedFile(ff)
+	}
 	return ff
 }
 
