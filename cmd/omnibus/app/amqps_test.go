@@ -141,9 +141,13 @@ func TestAMQPSOrdinaryConnectionString(t *testing.T) {
 // closes only that connection, is logged at debug level, and leaves no
 // goroutine behind; a good client is served meanwhile.
 func TestAMQPSBadHandshakes(t *testing.T) {
-	a, roots, logs := startTLSApp(t, func(o *Options) { o.AuthTimeout = time.Second })
+	a, roots, logs := startTLSApp(t, func(o *Options) { o.AuthTimeout = badInputAuthTimeout })
 	addr := a.AMQPSAddr().String()
 	baseline := coretest.Goroutines()
+
+	// 4 first: a socket that never starts the handshake, closed by the
+	// AMQP handshake deadline (AuthTimeout here) while the rest runs.
+	silent := dialRaw(t, addr)
 
 	// 1. Plain AMQP spoken to the TLS port.
 	nc := dialRaw(t, addr)
@@ -167,11 +171,6 @@ func TestAMQPSBadHandshakes(t *testing.T) {
 	}
 	old.Close()
 
-	// 4. A socket that never starts the handshake is closed by the
-	// AMQP handshake deadline (AuthTimeout here).
-	silent := dialRaw(t, addr)
-	expectClosed(t, silent, "silent socket on the AMQPS port")
-
 	// A good client meanwhile.
 	client, err := azservicebus.NewClientFromConnectionString(a.TLSConnectionString(), &azservicebus.ClientOptions{
 		TLSConfig: &tls.Config{RootCAs: roots, ServerName: "localhost"}})
@@ -180,6 +179,9 @@ func TestAMQPSBadHandshakes(t *testing.T) {
 	}
 	sdkRoundTrip(t, client, "still served")
 	client.Close(context.Background())
+
+	// 4. The silent socket.
+	expectClosed(t, silent, "silent socket on the AMQPS port")
 
 	coretest.WaitGoroutines(t, baseline)
 	if n := logs.FilterMessage("handshake failed").FilterLevelExact(zapcore.DebugLevel).Len(); n < 3 {
@@ -197,14 +199,20 @@ func dialRaw(t *testing.T, addr string) net.Conn {
 	return nc
 }
 
-// expectClosed waits (up to 10 s) for the server to close nc.
+// badInputAuthTimeout is the AuthTimeout of the tests that wait for it to
+// close a silent socket. A good client in the same test must log in within
+// it too (TLS, SASL, open and its $cbs token), which under -race on a
+// loaded machine took more than a second.
+const badInputAuthTimeout = 5 * time.Second
+
+// expectClosed waits (up to 30 s) for the server to close nc.
 func expectClosed(t *testing.T, nc net.Conn, what string) {
 	t.Helper()
-	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 	_, err := io.Copy(io.Discard, nc)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("%s: still open after 10 s", what)
+		t.Fatalf("%s: still open after 30 s", what)
 	}
 	nc.Close()
 }

@@ -40,7 +40,7 @@ import (
 func TestTransportBadInputCostsNothing(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	a, roots, logs := startTLSApp(t, func(o *Options) {
-		o.AuthTimeout = time.Second
+		o.AuthTimeout = badInputAuthTimeout
 		o.HTTPReadTimeout, o.HTTPWriteTimeout, o.HTTPIdleTimeout = timeout, timeout, timeout
 	})
 	amqps, https, plainHTTP := a.AMQPSAddr().String(), a.HTTPSAddr().String(), a.HTTPAddr().String()
@@ -57,15 +57,17 @@ func TestTransportBadInputCostsNothing(t *testing.T) {
 	goroutines, fds := coretest.Goroutines(), openFDs(t)
 	logged := logs.Len()
 
-	// AMQPS.
+	// AMQPS. The silent socket is dialed first: AuthTimeout closes it
+	// while the rest runs.
+	silent := dialRaw(t, amqps)
 	nc := dialRaw(t, amqps)
 	if _, err := io.WriteString(nc, "AMQP\x03\x01\x00\x00"); err != nil {
 		t.Fatal(err)
 	}
 	expectClosed(t, nc, "plain AMQP on the AMQPS port")
 	expectHandshakeFails(t, amqps, "an untrusting client on the AMQPS port")
-	expectClosed(t, dialRaw(t, amqps), "a silent socket on the AMQPS port")
 	wrongSNI(t, amqps, roots)
+	expectClosed(t, silent, "a silent socket on the AMQPS port")
 
 	// HTTPS.
 	nc = dialRaw(t, https)
