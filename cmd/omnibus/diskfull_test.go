@@ -122,7 +122,7 @@ func TestDiskFullPastTheReserve(t *testing.T) {
 	d := newDiskTest(t, "--disk-reserve", "0")
 	d.fillUntilRefused()
 	d.checkRunning()
-	if !strings.Contains(d.proc.logs.String(), "store refuses writes") {
+	if !d.proc.logs.contains("store refuses writes") {
 		t.Fatalf("no warning logged for the full disk:\n%s", d.proc.logs)
 	}
 

@@ -58,6 +58,20 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
+// contains reports whether the broker logged text within a generous
+// deadline: a line reaches the buffer through a pipe and the reader
+// goroutine, a moment after what it reports was seen by a client.
+func (l *logBuffer) contains(text string) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(l.String(), text) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
 var amqpAddrRE = regexp.MustCompile(`"amqp": "([^"]+)"`)
 
 // startBinary runs omnibus and waits for its ready line.
