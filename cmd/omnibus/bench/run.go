@@ -43,7 +43,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	if c.Scenario == ScenarioReceive {
 		// Pre-fill, untimed, into a throw-away Stats.
 		pre := &sendPlan{c: &c, tr: tr, ledger: ledger, stats: NewStats(time.Now(), 0),
-			pacer: &pacer{count: c.Prefill, start: time.Now()}}
+			pacer: newPacer(c.Prefill, 0, time.Now())}
 		if err := pre.run(ctx, ctx); err != nil {
 			return nil, err
 		}
@@ -84,7 +84,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 			claimCtx, cancel = context.WithTimeout(ctx, c.Duration)
 		}
 		sp := &sendPlan{c: &c, tr: tr, ledger: ledger, stats: stats, sessions: sessions,
-			pacer: &pacer{count: c.Count, rate: c.Rate, start: start}}
+			pacer: newPacer(c.Count, c.Rate, start)}
 		sendErr = sp.run(claimCtx, ctx)
 		cancel()
 	}

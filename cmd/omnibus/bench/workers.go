@@ -8,41 +8,6 @@ import (
 	"time"
 )
 
-// pacer hands out message slots to sender goroutines: at most count of
-// them (0: until the context ends), each at its scheduled time when a
-// target rate is set. The scheduled time is what the message carries as
-// its send timestamp, so a slow broker cannot hide queueing delay in the
-// sender (no coordinated omission).
-type pacer struct {
-	count int64
-	rate  float64
-	start time.Time
-	next  atomic.Int64
-}
-
-// claim waits for the next slot and returns its scheduled time; ok is
-// false when the run has sent enough or ctx ended.
-func (p *pacer) claim(ctx context.Context) (sched time.Time, ok bool) {
-	i := p.next.Add(1) - 1
-	if (p.count > 0 && i >= p.count) || ctx.Err() != nil {
-		return time.Time{}, false
-	}
-	if p.rate <= 0 {
-		return time.Now(), true
-	}
-	sched = p.start.Add(time.Duration(float64(i) / p.rate * float64(time.Second)))
-	if d := time.Until(sched); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return time.Time{}, false
-		}
-	}
-	return sched, true
-}
-
 // sendPlan says who sends: one sender link per (connection, link), with
 // Inflight goroutines each; for sessions, one goroutine per session so
 // that each session's messages go out in order.
@@ -79,6 +44,7 @@ func (p *sendPlan) run(claimCtx, sendCtx context.Context) error {
 	for i := range payload {
 		payload[i] = byte('a' + i%26)
 	}
+	defer p.pacer.begin(claimCtx)()
 	var wg sync.WaitGroup
 	if p.sessions != nil {
 		for j, session := range p.sessions {
