@@ -13,15 +13,7 @@ import (
 // rejection, and the connection, its other links and the transaction
 // named correctly go on.
 func TestTxnBadInput(t *testing.T) {
-	ts := newTestServer(t, nil)
-	ts.MustSend(t, "q", coretest.Text("input"))
-	p := ts.dotnetDial(t)
-	p.begin(0)
-	p.attachController(0, 0)
-	p.attachSender(0, 1, "q", nil)
-	p.attachReceiver(0, 2, "q", 1)
-	in := p.received(2)
-	txn := p.declare(0, 0)
+	ts, p, in, txn := declaredOnInput(t)
 
 	rejected := func(what string, st frames.DeliveryState, cond encoding.Symbol) {
 		t.Helper()

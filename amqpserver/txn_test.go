@@ -453,9 +453,12 @@ func TestTxnLimits(t *testing.T) {
 	}
 }
 
-// Detaching the coordinator, or closing the connection, rolls back what
-// it declared: the connection holds nothing of it afterwards.
-func TestTxnCoordinatorGoneRollsBack(t *testing.T) {
+// declaredOnInput sets up what several transaction tests start from: a
+// queue q holding one message, a .NET-style connection with a coordinator
+// (handle 0), a sender (1) and a receiver (2) on one session, the message
+// received and a transaction declared.
+func declaredOnInput(t *testing.T) (*testServer, *dotnetPeer, *frames.Transfer, []byte) {
+	t.Helper()
 	ts := newTestServer(t, nil)
 	ts.MustSend(t, "q", coretest.Text("input"))
 	p := ts.dotnetDial(t)
@@ -464,7 +467,13 @@ func TestTxnCoordinatorGoneRollsBack(t *testing.T) {
 	p.attachSender(0, 1, "q", nil)
 	p.attachReceiver(0, 2, "q", 1)
 	in := p.received(2)
-	txn := p.declare(0, 0)
+	return ts, p, in, p.declare(0, 0)
+}
+
+// Detaching the coordinator, or closing the connection, rolls back what
+// it declared: the connection holds nothing of it afterwards.
+func TestTxnCoordinatorGoneRollsBack(t *testing.T) {
+	ts, p, in, txn := declaredOnInput(t)
 	p.settleInTxn(0, *in.DeliveryID, txn, &frames.Accepted{})
 	p.answer(p.transfer(0, 1, &frames.TransactionalState{TxnID: txn}, text("x")))
 	ts.waitFor(t, "the transaction", func(c *conn) bool { return len(c.txns) == 1 && c.txnBytes > 0 })

@@ -58,11 +58,30 @@ func newestLog(t *testing.T, fs vfs.FS, dir string) string {
 // length.
 func garble(t *testing.T, fs vfs.FS, path string, at float64) int64 {
 	t.Helper()
+	off := int64(float64(fileSize(t, fs, path)) * at)
+	garbleAt(t, fs, path, off)
+	return off
+}
+
+// garbleFromEnd overwrites a few bytes of the file back bytes before its
+// end.
+func garbleFromEnd(t *testing.T, fs vfs.FS, path string, back int64) {
+	t.Helper()
+	garbleAt(t, fs, path, fileSize(t, fs, path)-back)
+}
+
+func fileSize(t *testing.T, fs vfs.FS, path string) int64 {
+	t.Helper()
 	st, err := fs.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := int64(float64(st.Size()) * at)
+	return st.Size()
+}
+
+// garbleAt overwrites a few bytes of the file at offset off.
+func garbleAt(t *testing.T, fs vfs.FS, path string, off int64) {
+	t.Helper()
 	f, err := fs.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +92,6 @@ func garble(t *testing.T, fs vfs.FS, path string, at float64) int64 {
 	if err := errors.Join(f.Sync(), f.Close()); err != nil {
 		t.Fatal(err)
 	}
-	return off
 }
 
 // cut keeps only the given fraction of the file.
@@ -163,17 +181,6 @@ func repairOpen(t *testing.T, fs vfs.FS, dir string) int {
 		t.Fatalf("after repair %d messages, after a plain reopen %d", n, m)
 	}
 	return n
-}
-
-// garbleFromEnd overwrites a few bytes of the file back bytes before its
-// end.
-func garbleFromEnd(t *testing.T, fs vfs.FS, path string, back int64) {
-	t.Helper()
-	st, err := fs.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	garble(t, fs, path, float64(st.Size()-back)/float64(st.Size()))
 }
 
 // tailMargin is how far before the end of a crashed log the tests garble

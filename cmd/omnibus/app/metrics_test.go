@@ -13,8 +13,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/omnibusmq/omnibus/core"
@@ -23,22 +21,12 @@ import (
 )
 
 // scrapeMetrics GETs /metrics from the app's metrics listener and parses
-// the text format.
+// the text format, or fails.
 func scrapeMetrics(t *testing.T, a *App) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get("http://" + a.MetricsAddr().String() + "/metrics")
+	fams, err := scrapeAt(a.MetricsAddr().String())
 	if err != nil {
-		t.Fatalf("scrape: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("scrape: %d %s", resp.StatusCode, b)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse: %v", err)
+		t.Fatal(err)
 	}
 	return fams
 }
@@ -47,32 +35,11 @@ func scrapeMetrics(t *testing.T, a *App) map[string]*dto.MetricFamily {
 // given labels (a histogram's sample count), or fails.
 func series(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
 	t.Helper()
-	want := map[string]string{}
-	for i := 0; i+1 < len(labels); i += 2 {
-		want[labels[i]] = labels[i+1]
+	v, ok := value(fams, name, labels...)
+	if !ok {
+		t.Fatalf("no series %s%v", name, labels)
 	}
-	for _, m := range fams[name].GetMetric() {
-		if len(m.Label) != len(want) {
-			continue
-		}
-		match := true
-		for _, l := range m.Label {
-			match = match && want[l.GetName()] == l.GetValue()
-		}
-		if !match {
-			continue
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue()
-		case m.Gauge != nil:
-			return m.Gauge.GetValue()
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount())
-		}
-	}
-	t.Fatalf("no series %s%v", name, labels)
-	return 0
+	return v
 }
 
 // TestMetricsMoveByWhatClientsDid sends, schedules, receives, completes,
