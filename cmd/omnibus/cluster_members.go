@@ -49,9 +49,9 @@ func runMemberChange(op string, args []string) error {
 		return fmt.Errorf("cluster %s %d: %w", op, c.ID, err)
 	}
 	if op == "add" {
-		fmt.Fprintf(os.Stdout, "node %d (%s) is a voting member; add it to every node's --peers before their next restart\n", c.ID, c.Addr)
+		fmt.Fprintf(os.Stdout, "node %d (%s) is a voting member (every member keeps its address; add it to the --peers you give new nodes)\n", c.ID, c.Addr)
 	} else {
-		fmt.Fprintf(os.Stdout, "node %d is no longer a member; stop it, and drop it from the others' --peers before their next restart\n", c.ID)
+		fmt.Fprintf(os.Stdout, "node %d is no longer a member; stop it (the others forget its address)\n", c.ID)
 	}
 	return nil
 }

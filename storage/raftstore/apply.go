@@ -108,6 +108,9 @@ func (n *Node) applyRun(items []applyWork) bool {
 					n.log.Error("skipping a conf change that does not decode", zap.Uint64("index", e.Index), zap.Error(err))
 					continue
 				}
+				if e.Index > a.stateApplied {
+					recordPeers(&batch, cc)
+				}
 				n.inbox.push(func() { n.applyConfChange(cc) })
 				n.compactNow.Store(true)
 			}
@@ -214,7 +217,16 @@ func (n *Node) installSnapshot(snap pb.Snapshot) error {
 	n.setApplied(idx, snap.Metadata.Term)
 	n.snapshotsInstalled.Add(1)
 	cs := snap.Metadata.ConfState
-	n.inbox.push(func() { n.loop.confState = cs })
+	book, err := n.state.peerBook()
+	if err != nil {
+		n.log.Warn("cannot read the peer book of an installed snapshot", zap.Error(err))
+	}
+	n.inbox.push(func() {
+		n.loop.confState = cs
+		for _, id := range n.learnPeers(book, cs) {
+			n.tr.setPeer(id, n.loop.peers[id])
+		}
+	})
 	n.log.Info("installed a snapshot", zap.Uint64("index", idx), zap.Uint64("stateApplied", applied))
 	return nil
 }

@@ -60,6 +60,13 @@ func (n *Node) initLoop(fresh bool) error {
 		return err
 	}
 	l.confState = cs
+	book, err := n.state.peerBook()
+	if err != nil {
+		return err
+	}
+	if learned := n.learnPeers(book, cs); len(learned) > 0 {
+		n.log.Info("peer addresses of members --peers does not name, from the peer book", zap.Uint64s("ids", learned))
+	}
 	rc := &raft.Config{
 		ID:                        n.id,
 		ElectionTick:              n.cfg.ElectionTicks,
