@@ -77,7 +77,8 @@ func newTestCluster(t testing.TB, size int, mem bool, tune func(*Config)) *testC
 func (c *testCluster) start(id uint64) *Node {
 	c.t.Helper()
 	cfg := Config{ID: id, Peers: c.peers, Dir: c.dirs[id], Logger: zaptest.NewLogger(c.t).Named(fmt.Sprint("n", id)),
-		Store: pebblestore.Options{LazySyncDelay: 50 * time.Millisecond}}
+		Store:        pebblestore.Options{LazySyncDelay: 50 * time.Millisecond},
+		segmentBytes: 1 << 20} // the log rotates often: every test goes through it
 	testTiming(&cfg)
 	if c.tune != nil {
 		c.tune(&cfg)

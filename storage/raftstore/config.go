@@ -59,7 +59,7 @@ type Config struct {
 	// Join starts a node that is not an initial member: it does not
 	// bootstrap and waits for the leader to add it.
 	Join bool
-	// Dir holds the node's raft log and state databases.
+	// Dir holds the node's Raft log (segment files) and state database.
 	Dir string
 	// ListenAddr is where the peer transport listens; "" means
 	// Peers[ID]. ":0" picks a port (see Node.PeerAddr).
@@ -69,8 +69,9 @@ type Config struct {
 	Listener net.Listener
 	// Logger receives the node's and raft's messages; nil means none.
 	Logger *zap.Logger
-	// Store are the options of both Pebble databases (Logger is set
-	// from Logger).
+	// Store are the options of the state database (Logger is set from
+	// Logger). Its Repair applies to the Raft log too: damage there is
+	// cut instead of refused.
 	Store pebblestore.Options
 
 	// TickInterval and ElectionTicks set Raft's timing; zero means the
@@ -89,6 +90,10 @@ type Config struct {
 	transport transport
 	// catchUp overrides catchUpEntries (tests).
 	catchUp uint64
+	// logFS replaces the file system of the Raft log (tests inject
+	// faults); segmentBytes overrides DefaultSegmentBytes (tests).
+	logFS        logFS
+	segmentBytes int64
 }
 
 func (c *Config) setDefaults() error {

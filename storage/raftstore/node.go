@@ -123,7 +123,8 @@ func Open(cfg Config) (*Node, error) {
 
 	sopts := cfg.Store
 	sopts.Logger = cfg.Logger.Named("pebble")
-	logs, fresh, err := openLogStore(filepath.Join(cfg.Dir, "raftlog"), cfg.ID, sopts)
+	logs, fresh, err := openLogStore(filepath.Join(cfg.Dir, "raftlog"), cfg.ID, logOptions{fs: cfg.logFS,
+		repair: cfg.Store.Repair, log: cfg.Logger.Named("log"), segmentBytes: cfg.segmentBytes})
 	if err != nil {
 		return nil, err
 	}

@@ -154,7 +154,7 @@ func FetchStatus(ctx context.Context, addr string) (Status, error) {
 	return st, nil
 }
 
-// LogFsyncLatency reports the fsyncs of the Raft log's write-ahead log
+// LogFsyncLatency reports the fdatasyncs of the Raft log's segment files
 // (cumulative counts at upper bounds in nanoseconds, as
 // pebblestore.Store.WALFsyncLatency); ok is false once the node is closed.
-func (n *Node) LogFsyncLatency() (h *dto.Histogram, ok bool) { return n.logs.db.WALFsyncLatency() }
+func (n *Node) LogFsyncLatency() (h *dto.Histogram, ok bool) { return n.logs.fsyncLatency() }

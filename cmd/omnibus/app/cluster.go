@@ -126,7 +126,7 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 	}
 	cl.node, err = raftstore.Open(raftstore.Config{ID: c.NodeID, Peers: c.Peers, Join: c.Join, Dir: c.Dir,
 		ListenAddr: c.PeerListen, Logger: o.Logger.Named("raft"), TickInterval: c.TickInterval, ElectionTicks: c.ElectionTicks,
-		Store: pebblestore.Options{DiskReserve: o.DiskReserve}})
+		Store: pebblestore.Options{DiskReserve: o.DiskReserve, Repair: o.Repair}})
 	if err != nil {
 		return nil, fmt.Errorf("cluster node: %w", err)
 	}

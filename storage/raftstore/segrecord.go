@@ -1,0 +1,234 @@
+package raftstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The Raft log is a sequence of segment files in raftlog/, named by a
+// sequence number (0000000000000001.seg, ...), each a sequence of records
+// from its start (DESIGN.md, "Where things live on disk"). A record is
+//
+//	[0:4]   CRC-32C of the header: the node id, the segment's number and
+//	        the record's offset (8 bytes each, not stored), then [4:24]
+//	[4:8]   payload length
+//	[8]     type
+//	[9:12]  zero
+//	[12:16] CRC-32C of the payload
+//	[16:24] synced: how far the segment had been fdatasynced when the
+//	        record was written
+//	[24:]   payload, then zeros up to a multiple of 8 bytes
+//
+// Binding the header's checksum to the node, the file and the offset
+// means that a record's bytes found anywhere else (a torn write's
+// leftovers, a message body that happens to hold a record) do not read
+// as a record. synced is what tells a crash's torn write from damage:
+// a record written after the damaged one had been made durable says so.
+const (
+	recHeaderLen = 24
+	recAlign     = 8
+)
+
+// recType is the type of a record.
+type recType byte
+
+const (
+	// recSegment opens every segment: the node id, the segment's number,
+	// and where the previous segment's trusted data ends.
+	recSegment recType = 1 + iota
+	// recEntry is one Raft log entry. An entry whose index is at or below
+	// the last one read replaces it and everything after it (a new
+	// leader overwrote our uncommitted tail).
+	recEntry
+	// recHardState is Raft's HardState; the latest wins.
+	recHardState
+	// recSnapshot is the metadata of a snapshot the log was compacted to;
+	// the entries before it stay (the catch-up margin).
+	recSnapshot
+	// recInstall is the metadata of a snapshot received from the leader:
+	// every entry read before it is void.
+	recInstall
+)
+
+func (t recType) String() string {
+	switch t {
+	case recSegment:
+		return "segment header"
+	case recEntry:
+		return "entry"
+	case recHardState:
+		return "hard state"
+	case recSnapshot:
+		return "snapshot"
+	case recInstall:
+		return "installed snapshot"
+	}
+	return "type " + strconv.Itoa(int(t))
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// recordLen is the length on disk of a record with n bytes of payload.
+func recordLen(n int) int64 {
+	return int64(recHeaderLen+n+recAlign-1) &^ (recAlign - 1)
+}
+
+// headerCRC is the checksum of a record header at off in segment seq of
+// node id.
+func headerCRC(id, seq uint64, off int64, h []byte) uint32 {
+	var prefix [24]byte
+	binary.LittleEndian.PutUint64(prefix[0:], id)
+	binary.LittleEndian.PutUint64(prefix[8:], seq)
+	binary.LittleEndian.PutUint64(prefix[16:], uint64(off))
+	c := crc32.Update(0, castagnoli, prefix[:])
+	return crc32.Update(c, castagnoli, h[4:recHeaderLen])
+}
+
+// recordWriter lays records out in a buffer that will be written at
+// offset base of segment seq.
+type recordWriter struct {
+	id, seq uint64
+	base    int64
+	synced  int64
+	buf     []byte
+}
+
+// add appends a record of typ whose payload, of size bytes, fill writes.
+func (w *recordWriter) add(typ recType, size int, fill func(p []byte) error) error {
+	start := len(w.buf)
+	n := int(recordLen(size))
+	w.buf = slices.Grow(w.buf, n)[:start+n]
+	rec := w.buf[start : start+n]
+	clear(rec)
+	payload := rec[recHeaderLen : recHeaderLen+size]
+	if err := fill(payload); err != nil {
+		w.buf = w.buf[:start]
+		return err
+	}
+	binary.LittleEndian.PutUint32(rec[4:], uint32(size))
+	rec[8] = byte(typ)
+	binary.LittleEndian.PutUint32(rec[12:], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint64(rec[16:], uint64(w.synced))
+	binary.LittleEndian.PutUint32(rec[0:], headerCRC(w.id, w.seq, w.base+int64(start), rec))
+	return nil
+}
+
+// marshaler is what the Raft types offer.
+type marshaler interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+func (w *recordWriter) addProto(typ recType, m marshaler) error {
+	return w.add(typ, m.Size(), func(p []byte) error {
+		_, err := m.MarshalToSizedBuffer(p)
+		return err
+	})
+}
+
+// record is a record read back.
+type record struct {
+	typ     recType
+	off     int64 // where it starts
+	end     int64 // where the next one starts
+	synced  int64
+	payload []byte
+}
+
+// readRecord reads the record at off of data (a segment's bytes from its
+// start). It returns ok = false, with why, when there is no valid record
+// there; zero is true when the header is all zeros (the unwritten rest
+// of a preallocated segment).
+func readRecord(data []byte, id, seq uint64, off int64) (r record, zero bool, why string) {
+	if off+recHeaderLen > int64(len(data)) {
+		return r, off == int64(len(data)), "the file ends inside a record header"
+	}
+	h := data[off : off+recHeaderLen]
+	if allZero(h) {
+		return r, true, "no record (zeros)"
+	}
+	size := binary.LittleEndian.Uint32(h[4:])
+	typ := recType(h[8])
+	synced := int64(binary.LittleEndian.Uint64(h[16:]))
+	switch {
+	case h[9] != 0 || h[10] != 0 || h[11] != 0 || typ < recSegment || typ > recInstall:
+		return r, false, "not a record header"
+	case synced > off || synced%recAlign != 0:
+		return r, false, "not a record header (its synced offset is past it)"
+	case binary.LittleEndian.Uint32(h[0:]) != headerCRC(id, seq, off, h):
+		return r, false, "header checksum mismatch"
+	}
+	end := off + recordLen(int(size))
+	if end > int64(len(data)) {
+		return r, false, fmt.Sprintf("the file ends inside the record (%d bytes of payload)", size)
+	}
+	payload := data[off+recHeaderLen : off+recHeaderLen+int64(size)]
+	if binary.LittleEndian.Uint32(h[12:]) != crc32.Checksum(payload, castagnoli) {
+		return r, false, "payload checksum mismatch"
+	}
+	return record{typ: typ, off: off, end: end, synced: synced, payload: payload}, false, ""
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// The segment header's payload.
+const (
+	segMagic      = "omnibus-raftlog\x00"
+	segVersion    = 1
+	segHeaderSize = len(segMagic) + 4 + 8 + 8 + 8
+)
+
+// segHeader is what a segment's first record says.
+type segHeader struct {
+	id, seq uint64
+	// prevEnd is where the previous segment's trusted records end: its
+	// length when it filled up, less after a failed write or fsync
+	// (whatever lies beyond is never read again).
+	prevEnd int64
+}
+
+func (h segHeader) fill(p []byte) error {
+	n := copy(p, segMagic)
+	binary.LittleEndian.PutUint32(p[n:], segVersion)
+	binary.LittleEndian.PutUint64(p[n+4:], h.id)
+	binary.LittleEndian.PutUint64(p[n+12:], h.seq)
+	binary.LittleEndian.PutUint64(p[n+20:], uint64(h.prevEnd))
+	return nil
+}
+
+func parseSegHeader(p []byte) (segHeader, error) {
+	if len(p) != segHeaderSize || string(p[:len(segMagic)]) != segMagic {
+		return segHeader{}, fmt.Errorf("not a segment header")
+	}
+	p = p[len(segMagic):]
+	if v := binary.LittleEndian.Uint32(p); v != segVersion {
+		return segHeader{}, fmt.Errorf("segment format version %d, not %d", v, segVersion)
+	}
+	return segHeader{id: binary.LittleEndian.Uint64(p[4:]), seq: binary.LittleEndian.Uint64(p[12:]),
+		prevEnd: int64(binary.LittleEndian.Uint64(p[20:]))}, nil
+}
+
+// Segment file names.
+const segExt = ".seg"
+
+func segName(seq uint64) string { return fmt.Sprintf("%016x%s", seq, segExt) }
+
+func parseSegName(name string) (uint64, bool) {
+	s, ok := strings.CutSuffix(name, segExt)
+	if !ok || len(s) != 16 {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(s, 16, 64)
+	return seq, err == nil && seq > 0
+}

@@ -1,0 +1,138 @@
+package raftstore
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// create starts a new log: segment 1 (written full of zeros at once, as
+// spares are) with its opening records, durable.
+func (ls *logStore) create() error {
+	ls.segs = ls.segs[:0]
+	if err := ls.startSegment(1, 0); err != nil {
+		return err
+	}
+	if err := zeroFill(ls.act.f, ls.segBytes, nil); err != nil {
+		return ls.unavailable("writing "+ls.act.seg.path, err)
+	}
+	return ls.write(nil, 0)
+}
+
+// startSegment makes segment seq the one written: the spare prepared
+// ahead, renamed, or else a file created and preallocated now; its header (saying the previous segment's trusted records end
+// at prevEnd), the snapshot metadata and the HardState go first with the
+// next write, so that older segments can be deleted whole.
+func (ls *logStore) startSegment(seq uint64, prevEnd int64) error {
+	path := filepath.Join(ls.dir, segName(seq))
+	f := ls.takeSpare(path)
+	if f == nil { // no spare ready: preallocate this one with fallocate
+		var err error
+		if f, err = ls.fs.Create(path); err != nil {
+			return ls.unavailable("creating "+path, err)
+		}
+		if err := f.Allocate(ls.segBytes); err != nil {
+			f.Close()
+			_ = ls.fs.Remove(path)
+			return ls.unavailable("preallocating "+path, err)
+		}
+	}
+	if ls.act != nil {
+		ls.act.f.Close()
+	}
+	s := &segment{seq: seq, path: path}
+	ls.segs = append(ls.segs, s)
+	ls.act = &activeSegment{seg: s, f: f, alloc: ls.segBytes, prevEnd: prevEnd}
+	ls.prepareSpare()
+	return nil
+}
+
+// write writes the records fill adds (nil: none) with one write and one
+// fdatasync, starting a new segment first when the active one is full or
+// failed. maxIndex is the highest entry index among them (0: none).
+func (ls *logStore) write(fill func(w *recordWriter) error, maxIndex uint64) error {
+	w := &recordWriter{id: ls.id, buf: ls.buf[:0]}
+	defer func() {
+		ls.buf = nil
+		if cap(w.buf) <= 16<<20 { // keep the buffer, unless a huge batch grew it
+			ls.buf = w.buf[:0]
+		}
+	}()
+	for rotated := false; ; rotated = true {
+		a := ls.act
+		if a.failed {
+			if a.synced == 0 {
+				a.off, a.writes = 0, 0 // not even its start is durable: write it again
+			} else if err := ls.startSegment(a.seg.seq+1, a.synced); err != nil {
+				return err
+			}
+			a = ls.act
+		}
+		w.seq, w.base, w.synced, w.buf = a.seg.seq, a.off, a.synced, w.buf[:0]
+		if a.off == 0 {
+			if err := ls.opening(w, a.prevEnd); err != nil {
+				return err
+			}
+		}
+		if fill != nil {
+			if err := fill(w); err != nil {
+				return err
+			}
+		}
+		if !rotated && a.writes > 0 && a.off+int64(len(w.buf)) > ls.segBytes {
+			if err := ls.startSegment(a.seg.seq+1, a.off); err != nil {
+				return err
+			}
+			continue
+		}
+		break
+	}
+	a := ls.act
+	end := a.off + int64(len(w.buf))
+	if end > a.alloc {
+		if err := a.f.Allocate(end); err != nil {
+			return ls.unavailable("preallocating "+a.seg.path, err)
+		}
+		a.alloc = end
+	}
+	if _, err := a.f.WriteAt(w.buf, a.off); err != nil {
+		a.failed = true
+		return ls.unavailable("writing "+a.seg.path, err)
+	}
+	start := time.Now()
+	if err := a.f.Datasync(); err != nil {
+		a.failed = true
+		return ls.unavailable("fdatasync of "+a.seg.path, err)
+	}
+	ls.fsyncs.observe(time.Since(start))
+	if !a.dirSynced {
+		if err := ls.fs.SyncDir(ls.dir); err != nil {
+			a.failed = true
+			return ls.unavailable("syncing "+ls.dir, err)
+		}
+		a.dirSynced = true
+	}
+	a.off, a.synced, a.failed = end, end, false
+	if fill != nil {
+		a.writes++
+	}
+	a.seg.maxIndex = max(a.seg.maxIndex, maxIndex)
+	return nil
+}
+
+// opening adds a segment's first records: its header, then the snapshot
+// metadata and the HardState as they stand.
+func (ls *logStore) opening(w *recordWriter, prevEnd int64) error {
+	h := segHeader{id: ls.id, seq: w.seq, prevEnd: prevEnd}
+	if err := w.add(recSegment, segHeaderSize, h.fill); err != nil {
+		return err
+	}
+	if snap, _ := ls.mem.Snapshot(); snap.Metadata.Index > 0 {
+		if err := w.addProto(recSnapshot, &snap.Metadata); err != nil {
+			return err
+		}
+	}
+	if hs, _, _ := ls.mem.InitialState(); hs.Term != 0 || hs.Vote != 0 || hs.Commit != 0 {
+		return w.addProto(recHardState, &hs)
+	}
+	return nil
+}
