@@ -3,9 +3,9 @@
 // so that a lost machine loses no acknowledged message.
 //
 // A [Node] is one member. It drives etcd raft's RawNode from one loop,
-// keeps Raft's log and HardState in a Pebble database of its own, and
-// applies committed entries to a second Pebble database, the state the
-// broker reads. While a node leads the group and holds its lease it hands
+// keeps Raft's log and HardState in append-only segment files of its own
+// (one write and one fdatasync per group of appends), and applies
+// committed entries to a Pebble database, the state the broker reads. While a node leads the group and holds its lease it hands
 // out a [Session]: the storage.Store the leader's core runs on. Apply on a
 // Session proposes the batch and returns once a quorum has it on disk and
 // the local state database has applied it; concurrent Apply calls are
