@@ -1,45 +1,45 @@
 package raftstore
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 )
 
-// The peer transport is HTTP/2 over plain TCP (h2c, prior knowledge),
-// served and dialled by net/http: each node keeps two long POST streams
-// to each peer and writes length-prefixed frames into their bodies; the
-// peer reads them as they come. Appends (MsgApp, which can carry
-// megabytes) go on one stream, everything else (heartbeats, votes,
-// acknowledgements) on the other, each over its own TCP connection, so
-// that a large append never delays a heartbeat (HTTP/2 interleaving on one
-// connection is not enough: the heartbeat still queues behind the append's
-// bytes in the socket). Snapshots go as their own POST, on the appends'
-// connection.
+// The peer transport listens on one port, served by net/http: the peer
+// API (GET /raft/status, POST /raft/members), snapshots (POST
+// /raft/snapshot, HTTP/2 without TLS, one request each) and the streams
+// raft's messages travel on. Each node keeps two streams to each peer, one
+// per lane: appends (MsgApp, which can carry megabytes) on one, everything
+// else (heartbeats, votes, acknowledgements) on the other, each over its
+// own TCP connection, so that a large append never delays a heartbeat. A
+// stream starts as an HTTP/1.1 request that net/http answers with 101
+// Switching Protocols; from then on the connection carries length-prefixed
+// frames one way and keepalives the other (stream.go).
 
 // Timeouts of the peer transport.
 const (
 	dialTimeout  = time.Second
 	writeTimeout = 2 * time.Second // one frame into a stream (plus a second per MiB)
-	pingAfter    = time.Second     // an idle connection is pinged...
-	// ...and closed if the ping is not answered within stallTimeout, nor
-	// any byte written for that long. A ping waits behind the appends
-	// already on the connection (up to the HTTP/2 windows, a few MiB):
-	// at a one-second limit, a loaded machine dropped the connection in
-	// the middle of every 12 MiB append, which was then never committed.
+	// Each end of a stream writes something at least every pingAfter
+	// (frames, or a ping when idle, one way; keepalives the other) and
+	// closes it when it read nothing for stallTimeout: a peer frozen, or a
+	// connection cut without a reset. A frame larger than a MiB extends
+	// the read deadline, as the write deadline, by a second per MiB. Not
+	// less than 5 s: with a one-second limit (HTTP/2 pings, which waited
+	// behind the appends already on the connection), a loaded machine
+	// dropped the connection in the middle of every 12 MiB append, which
+	// was then never committed.
+	pingAfter    = time.Second
 	stallTimeout = 5 * time.Second
 	redialAfter  = 100 * time.Millisecond
 	maxRedial    = time.Second
@@ -59,31 +59,29 @@ type httpTransport struct {
 	id         uint64
 	listenAddr string
 	log        *zap.Logger
-	client     *http.Client // appends and snapshots
-	ctlClient  *http.Client // everything else: heartbeats, votes, acknowledgements
+	client     *http.Client // snapshots
+	dialer     net.Dialer   // streams
 	srv        *http.Server
 	ln         net.Listener
 	h          handler
 
 	mu      sync.Mutex // guards the fields below
 	peers   map[uint64]*peer
+	inbound map[inboundKey]*inStream // streams peers opened to us, one per peer and lane
 	closed  bool
 	snapOut map[uint64]bool // peers with a snapshot being sent
 	snapIn  bool            // a snapshot is being received
-	wg      sync.WaitGroup  // peer senders and snapshot senders
+	wg      sync.WaitGroup  // peer senders, snapshot senders, inbound streams
 }
 
 func newHTTPTransport(id uint64, listen string, ln net.Listener, log *zap.Logger) *httpTransport {
-	return &httpTransport{id: id, listenAddr: listen, ln: ln, log: log, client: newPeerClient(), ctlClient: newPeerClient(),
-		peers: map[uint64]*peer{}, snapOut: map[uint64]bool{}}
+	return &httpTransport{id: id, listenAddr: listen, ln: ln, log: log, client: newPeerClient(),
+		dialer: net.Dialer{Timeout: dialTimeout, KeepAlive: 10 * time.Second},
+		peers:  map[uint64]*peer{}, inbound: map[inboundKey]*inStream{}, snapOut: map[uint64]bool{}}
 }
 
-// newPeerClient is an HTTP/2 (h2c) client with its own connections. The
-// control lane has a client of its own: on one TCP connection shared with
-// appends, a heartbeat waited in the socket's send buffer behind megabytes
-// of a large append, and on a slow or loaded link every echo came back
-// older than the lease: the leader could never serve, and, heartbeats
-// flowing, no one else was elected.
+// newPeerClient is the HTTP/2 (h2c) client snapshots are sent with: its
+// pings and write timeouts find a peer that stopped reading.
 func newPeerClient() *http.Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 10 * time.Second}).DialContext,
@@ -106,14 +104,14 @@ func (t *httpTransport) start(h handler) error {
 		t.ln = ln
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+pathStream, t.serveStream)
+	mux.HandleFunc("GET "+pathStream, t.serveStream)
 	mux.HandleFunc("POST "+pathSnapshot, t.serveSnapshot)
 	mux.HandleFunc("GET "+pathStatus, t.serveStatus)
 	mux.HandleFunc("POST "+pathMembers, t.serveMembers)
 	t.srv = &http.Server{Handler: mux, Protocols: new(http.Protocols), ReadHeaderTimeout: 5 * time.Second,
 		HTTP2:    &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: stallTimeout, WriteByteTimeout: stallTimeout, MaxReadFrameSize: 1 << 20},
 		ErrorLog: zap.NewStdLog(t.log.Named("http"))}
-	t.srv.Protocols.SetHTTP1(true) // status for curl
+	t.srv.Protocols.SetHTTP1(true) // streams, status for curl
 	t.srv.Protocols.SetUnencryptedHTTP2(true)
 	go func() {
 		if err := t.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -141,8 +139,8 @@ func (t *httpTransport) setPeer(id uint64, addr string) {
 		return
 	}
 	p := &peer{t: t, id: id, addr: addr, stop: make(chan struct{})}
-	p.app = &lane{p: p, name: "app", q: make(chan pb.Message, sendQueueLen)}
-	p.ctl = &lane{p: p, name: "ctl", q: make(chan pb.Message, sendQueueLen)}
+	p.app = &lane{p: p, name: laneApp, q: make(chan pb.Message, sendQueueLen)}
+	p.ctl = &lane{p: p, name: laneCtl, q: make(chan pb.Message, sendQueueLen)}
 	t.peers[id] = p
 	t.wg.Go(p.app.run)
 	t.wg.Go(p.ctl.run)
@@ -185,53 +183,23 @@ func (t *httpTransport) close() error {
 		delete(t.peers, id)
 	}
 	t.mu.Unlock()
+	// The listener first (Shutdown closes it at once), then the streams
+	// peers opened: a peer that sees its stream end redials, and must be
+	// refused (this node is gone), not taken in again.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := t.srv.Shutdown(ctx)
 	if err != nil {
 		err = t.srv.Close()
 	}
+	t.mu.Lock()
+	for _, in := range t.inbound {
+		in.closeLocked()
+	}
+	t.mu.Unlock()
 	t.wg.Wait()
 	t.client.CloseIdleConnections()
-	t.ctlClient.CloseIdleConnections()
 	return err
-}
-
-// serveStream reads a peer's frames until the stream ends.
-func (t *httpTransport) serveStream(w http.ResponseWriter, r *http.Request) {
-	from, err := t.checkHeaders(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
-	br := bufio.NewReaderSize(r.Body, 64<<10)
-	var hdr [4]byte
-	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			return
-		}
-		n := binary.BigEndian.Uint32(hdr[:])
-		if n > maxFrameBytes {
-			t.log.Warn("peer sent an oversized frame; closing its stream", zap.Uint64("peer", from), zap.Uint32("bytes", n))
-			return
-		}
-		data := make([]byte, n) // messages keep pointing into it
-		if _, err := io.ReadFull(br, data); err != nil {
-			return
-		}
-		f, err := parseFrame(data)
-		if err != nil || f.from != from || f.to != t.id {
-			t.log.Warn("bad frame from a peer; closing its stream", zap.Uint64("peer", from), zap.Error(err))
-			return
-		}
-		if !t.h.receive(f) {
-			return
-		}
-	}
 }
 
 // checkHeaders returns the sender's id, checking the request is for us.
@@ -264,11 +232,12 @@ type peer struct {
 }
 
 // lane is one queue of messages to a peer and the stream it writes them
-// into.
+// into; its goroutine (run) alone uses refusal.
 type lane struct {
-	p    *peer
-	name string
-	q    chan pb.Message
+	p       *peer
+	name    string
+	q       chan pb.Message
+	refusal string // the peer's last refusal to open a stream, logged once
 }
 
 func (p *peer) setAddr(a string) {
@@ -277,104 +246,13 @@ func (p *peer) setAddr(a string) {
 	p.addr = a
 }
 
-func (p *peer) url(path string) string {
+func (p *peer) address() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return "http://" + p.addr + path
+	return p.addr
 }
 
-// run takes queued messages and writes them, as many as are waiting per
-// frame, into the current stream, opening one when needed. While the peer
-// cannot be reached, messages are dropped (raft re-sends).
-func (l *lane) run() {
-	p := l.p
-	var s *stream
-	defer func() {
-		if s != nil {
-			s.close(errors.New("stopped"))
-		}
-	}()
-	backoff := redialAfter
-	var buf []byte
-	for {
-		var first pb.Message
-		var dead <-chan struct{}
-		if s != nil {
-			dead = s.dead
-		}
-		select {
-		case <-p.stop:
-			return
-		case first = <-l.q:
-		case <-dead:
-			// The stream ended under us (the peer stopped, or the
-			// connection broke). Redial at once rather than at the next
-			// message: a refusal tells that the peer's process is gone,
-			// and a follower of a dead leader has nothing to send it.
-			s.close(errors.New("stream ended"))
-			s = nil
-			ns, err := p.open(l.name)
-			if err != nil {
-				p.t.h.unreachable(p.id)
-				if errors.Is(err, syscall.ECONNREFUSED) {
-					p.t.h.gone(p.id)
-				}
-				if !p.sleep(backoff) {
-					return
-				}
-				backoff = min(2*backoff, maxRedial)
-				continue
-			}
-			s = ns
-			continue
-		}
-		msgs := []pb.Message{first}
-		size := first.Size()
-	more:
-		for len(msgs) < 1024 && size < maxMsgBytes*4 {
-			select {
-			case m := <-l.q:
-				msgs = append(msgs, m)
-				size += m.Size()
-			default:
-				break more
-			}
-		}
-		if s == nil {
-			var err error
-			if s, err = p.open(l.name); err != nil {
-				p.t.h.unreachable(p.id)
-				if errors.Is(err, syscall.ECONNREFUSED) {
-					p.t.h.gone(p.id)
-				}
-				if !p.sleep(backoff) {
-					return
-				}
-				backoff = min(2*backoff, maxRedial)
-				continue
-			}
-		}
-		f := &frame{from: p.t.id, to: p.id, msgs: msgs}
-		p.t.h.stamp(f)
-		var err error
-		buf, err = appendFrame(append(buf[:0], 0, 0, 0, 0), f)
-		if err != nil {
-			p.t.log.Error("cannot encode a frame", zap.Error(err))
-			continue
-		}
-		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-		if err := s.write(buf); err != nil {
-			s.close(err)
-			s = nil
-			p.t.h.unreachable(p.id)
-			continue
-		}
-		backoff = redialAfter
-		if cap(buf) > 1<<20 {
-			buf = nil // do not keep a big one
-		}
-	}
-}
+func (p *peer) url(path string) string { return "http://" + p.address() + path }
 
 func (p *peer) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -385,78 +263,4 @@ func (p *peer) sleep(d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// stream is one open POST to the peer whose body we write.
-type stream struct {
-	pw   *io.PipeWriter
-	pr   *io.PipeReader
-	dead chan struct{} // closed when the request ended
-}
-
-// open starts a stream. The request runs in the background; its body is
-// the pipe we write frames into.
-func (p *peer) open(lane string) (*stream, error) {
-	pr, pw := io.Pipe()
-	req, err := http.NewRequest(http.MethodPost, p.url(pathStream)+"?lane="+lane, pr)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set(headerFrom, strconv.FormatUint(p.t.id, 10))
-	req.Header.Set(headerTo, strconv.FormatUint(p.id, 10))
-	s := &stream{pw: pw, pr: pr, dead: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		defer close(s.dead)
-		client := p.t.client
-		if lane == "ctl" {
-			client = p.t.ctlClient
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			started <- err
-			pr.CloseWithError(err)
-			return
-		}
-		if resp.StatusCode != http.StatusOK {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			resp.Body.Close()
-			err := fmt.Errorf("peer %d refused the stream: %s: %s", p.id, resp.Status, body)
-			started <- err
-			pr.CloseWithError(err)
-			return
-		}
-		started <- nil
-		_, _ = io.Copy(io.Discard, resp.Body) // until the peer ends the stream
-		resp.Body.Close()
-		pr.CloseWithError(errors.New("stream ended by the peer"))
-	}()
-	select {
-	case err := <-started:
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	case <-time.After(dialTimeout + writeTimeout):
-		pr.CloseWithError(errors.New("stream did not start in time"))
-		return nil, errors.New("stream did not start in time")
-	}
-}
-
-// write writes one frame, giving up after writeTimeout plus a second per
-// MiB (a peer that stopped reading, or a connection cut without a reset).
-// A large append (a 12 MiB batch) takes more than writeTimeout on a loaded
-// machine, paced by HTTP/2 flow control: cut at a fixed time, it was sent
-// again and again and never committed.
-func (s *stream) write(b []byte) error {
-	limit := writeTimeout + time.Duration(len(b)>>20)*time.Second
-	timer := time.AfterFunc(limit, func() { s.pr.CloseWithError(errors.New("write timed out")) })
-	defer timer.Stop()
-	_, err := s.pw.Write(b)
-	return err
-}
-
-func (s *stream) close(err error) {
-	s.pr.CloseWithError(err)
-	s.pw.CloseWithError(err)
 }

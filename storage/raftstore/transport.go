@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -70,8 +71,13 @@ type frame struct {
 
 var errBadFrame = errors.New("raftstore: malformed frame")
 
-// appendFrame encodes f.
+// appendFrame encodes f, growing dst at most once.
 func appendFrame(dst []byte, f *frame) ([]byte, error) {
+	need := 6 * binary.MaxVarintLen64
+	for i := range f.msgs {
+		need += binary.MaxVarintLen64 + f.msgs[i].Size()
+	}
+	dst = slices.Grow(dst, need)
 	dst = binary.AppendUvarint(dst, f.from)
 	dst = binary.AppendUvarint(dst, f.to)
 	dst = binary.AppendVarint(dst, f.sent)
@@ -82,7 +88,7 @@ func appendFrame(dst []byte, f *frame) ([]byte, error) {
 		n := f.msgs[i].Size()
 		dst = binary.AppendUvarint(dst, uint64(n))
 		start := len(dst)
-		dst = append(dst, make([]byte, n)...)
+		dst = dst[:start+n] // within the capacity grown above; MarshalTo fills it
 		if _, err := f.msgs[i].MarshalTo(dst[start:]); err != nil {
 			return nil, fmt.Errorf("raftstore: encode message: %w", err)
 		}
@@ -90,7 +96,8 @@ func appendFrame(dst []byte, f *frame) ([]byte, error) {
 	return dst, nil
 }
 
-// parseFrame decodes a frame; its messages' entries point into data.
+// parseFrame decodes a frame. Its messages copy what they keep of data
+// (gogoproto's Unmarshal copies bytes fields), so data can be reused.
 func parseFrame(data []byte) (*frame, error) {
 	r := reader{b: data}
 	f := &frame{from: r.uvarint(), to: r.uvarint()}

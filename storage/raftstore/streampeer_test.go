@@ -1,0 +1,186 @@
+package raftstore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+)
+
+// The pieces the transport tests and BenchmarkTransport share: a transport
+// on a loopback port, a node that only counts what it receives, and a
+// stream opened by hand.
+
+// startTestTransport starts a transport for node id on a loopback port,
+// closed when the test ends. log may be nil.
+func startTestTransport(tb testing.TB, id uint64, h handler, log *zap.Logger) *httpTransport {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return startTransportOn(tb, id, h, ln, log)
+}
+
+func startTransportOn(tb testing.TB, id uint64, h handler, ln net.Listener, log *zap.Logger) *httpTransport {
+	tb.Helper()
+	if log == nil {
+		log = zap.NewNop()
+	}
+	t := newHTTPTransport(id, "", ln, log)
+	if err := t.start(h); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { t.close() })
+	return t
+}
+
+// countingHandler is a node that only counts what it receives; tokens,
+// when it has any, bound the messages in flight to it. When holdApps is
+// set, a frame of appends waits in receive until it is closed: the node
+// stops reading that stream.
+type countingHandler struct {
+	tokens       chan struct{}
+	holdApps     chan struct{}
+	received     atomic.Int64
+	apps         atomic.Int64
+	unreachables atomic.Int64
+	gones        atomic.Int64
+}
+
+func newCountingHandler(window int) *countingHandler {
+	h := &countingHandler{tokens: make(chan struct{}, max(window, 1))}
+	for range window {
+		h.tokens <- struct{}{}
+	}
+	return h
+}
+
+// await takes a token: waits until fewer than window messages are in
+// flight.
+func (h *countingHandler) await(tb testing.TB) {
+	select {
+	case <-h.tokens:
+	case <-time.After(time.Minute):
+		tb.Fatalf("no message arrived for a minute (%d received)", h.received.Load())
+	}
+}
+
+// drain waits until every message in flight has arrived.
+func (h *countingHandler) drain(tb testing.TB, window int) {
+	for range window {
+		h.await(tb)
+	}
+	for range window {
+		h.tokens <- struct{}{}
+	}
+}
+
+func (h *countingHandler) receive(f *frame) bool {
+	for _, m := range f.msgs {
+		if m.Type == pb.MsgApp {
+			if h.holdApps != nil {
+				<-h.holdApps
+			}
+			h.apps.Add(1)
+		}
+		h.received.Add(1)
+		select {
+		case h.tokens <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+func (h *countingHandler) receiveSnapshot(pb.Message, string) error {
+	return errors.New("no snapshots here")
+}
+func (h *countingHandler) newScratch(string) (string, error) { return "", errors.New("no scratch") }
+func (h *countingHandler) stamp(f *frame)                    { f.sent = time.Now().UnixNano() }
+func (h *countingHandler) unreachable(uint64)                { h.unreachables.Add(1) }
+func (h *countingHandler) gone(uint64)                       { h.gones.Add(1) }
+func (h *countingHandler) status() Status                    { return Status{ID: 2} }
+func (h *countingHandler) changeMembers(context.Context, MemberChange) error {
+	return errors.New("no members here")
+}
+
+// waitUntil polls cond until it holds, failing the test after a minute.
+func waitUntil(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("still waiting, after a minute, for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// openRawStream opens a stream to the transport at addr by hand, as peer
+// from on lane, and returns the connection once upgraded.
+func openRawStream(tb testing.TB, addr string, from, to uint64, lane string) (net.Conn, *bufio.Reader) {
+	tb.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+pathStream+"?lane="+lane, nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", streamProtocol)
+	req.Header.Set(headerFrom, strconv.FormatUint(from, 10))
+	req.Header.Set(headerTo, strconv.FormatUint(to, 10))
+	if err := req.Write(conn); err != nil {
+		tb.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		tb.Fatalf("stream request answered %s", resp.Status)
+	}
+	return conn, br
+}
+
+// awaitClosed reads conn (skipping the keepalives) until the other end
+// closes it, failing the test if it is still open after a minute.
+func awaitClosed(tb testing.TB, conn net.Conn, br *bufio.Reader) {
+	tb.Helper()
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				tb.Fatal("the stream is still open after a minute")
+			}
+			return
+		}
+		if b != 0 {
+			tb.Fatalf("the receiver wrote %#x, not a keepalive", b)
+		}
+	}
+}
+
+// frameBytes is f as a stream carries it: length, then the frame.
+func frameBytes(tb testing.TB, f *frame) []byte {
+	tb.Helper()
+	b, err := appendFrame([]byte{0, 0, 0, 0}, f)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := len(b) - 4
+	b[0], b[1], b[2], b[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	return b
+}
