@@ -85,7 +85,7 @@ type Config struct {
 	SnapshotEntries uint64
 	SnapshotBytes   uint64
 
-	// transport replaces the HTTP/2 transport (tests use an in-memory
+	// transport replaces the network transport (tests use an in-memory
 	// network).
 	transport transport
 	// catchUp overrides catchUpEntries (tests).

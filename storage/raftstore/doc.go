@@ -20,8 +20,9 @@
 // read after another leader may have written.
 //
 // Replicas that fall behind the log receive a Pebble checkpoint of the
-// state database (pebblestore.Store.Checkpoint) over the peer transport,
-// HTTP/2 streams served by net/http.
+// state database (pebblestore.Store.Checkpoint) over the peer transport:
+// one port served by net/http, whose raft streams are HTTP/1.1 upgrades to
+// length-prefixed frames over TCP.
 //
 // DESIGN.md in this directory describes the write path, failover, fencing,
 // snapshots, membership and the multi-group Step 2.
