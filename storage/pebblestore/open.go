@@ -26,7 +26,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	log := opts.logger()
-	s := &Store{dir: dir, fs: popts.FS, log: log, gate: newGate(), faults: newFaults(), repair: opts.Repair}
+	s := &Store{dir: dir, fs: popts.FS, log: log, gate: newGate(), faults: newFaults(), repair: opts.Repair,
+		noWAL: opts.NoWAL}
 	s.mark = &walMark{fs: popts.FS, path: popts.FS.PathJoin(dir, walMarkName), log: log}
 	s.markLog, s.markSynced, s.markOK = s.mark.read()
 	ffs := &faultFS{FS: popts.FS, faults: s.faults, mark: s.mark, created: map[string]bool{}}

@@ -79,6 +79,13 @@ type Options struct {
 	// storage.ErrCorrupt that says where replay stops and how much it
 	// would drop.
 	Repair bool
+	// NoWAL turns Pebble's write-ahead log off: a batch is durable only
+	// once the memtable holding it is flushed (Store.StartFlush, or when
+	// it fills); after a crash the database is as it was at its last
+	// flush, and Sync is ignored. For a replica whose durable copy is a
+	// log kept elsewhere (raftstore's state database, replayed from the
+	// Raft log).
+	NoWAL bool
 }
 
 // logger is o.Logger, or a no-op logger.
@@ -113,6 +120,7 @@ func (o Options) pebbleOptions(dir string) (*pebble.Options, error) {
 	popts := &pebble.Options{
 		FS:                 fs,
 		FormatMajorVersion: pebble.FormatNewest,
+		DisableWAL:         o.NoWAL,
 		CacheSize:          o.CacheSize,
 		MemTableSize:       o.MemTableSize,
 		Logger:             pebbleLogger{s: log.Sugar()},

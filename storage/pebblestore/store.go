@@ -38,6 +38,9 @@ type Store struct {
 	applyMu sync.RWMutex
 
 	lazy lazySync // batches applied without Sync reach the disk soon
+	// noWAL: Pebble writes no write-ahead log (Options.NoWAL); batches
+	// are durable once flushed.
+	noWAL bool
 
 	fsync fsyncSource // the write-ahead log's fsync histogram, for metrics (metrics.go)
 }
@@ -157,6 +160,15 @@ func deleteFrom(pb *pebble.Batch, lo []byte) error {
 // batch reaches the disk with the next synced commit, or within the lazy
 // sync delay.
 func (s *Store) commit(pb *pebble.Batch, sync bool) error {
+	if s.noWAL {
+		if err := s.protect("commit", true, nil, func() error { return pb.Commit(pebble.NoSync) }); err != nil {
+			if errors.Is(err, storage.ErrUnavailable) {
+				return err
+			}
+			return fmt.Errorf("pebblestore: commit: %w", err)
+		}
+		return nil
+	}
 	wo, n := pebble.NoSync, s.lazy.beforeSynced()
 	if sync {
 		wo = pebble.Sync

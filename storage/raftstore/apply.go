@@ -34,6 +34,9 @@ type applierState struct {
 	applied, appliedTerm    uint64
 	stateApplied, stateTerm uint64
 	ops                     []storage.Op // reused
+	// flushCancel, closed when a snapshot replaces the state database,
+	// releases a compaction waiting for that database's flush.
+	flushCancel chan struct{}
 }
 
 // runApplier applies committed entries. Consecutive MsgStorageApply
@@ -214,6 +217,10 @@ func (n *Node) installSnapshot(snap pb.Snapshot) error {
 	}
 	a.stateApplied, a.stateTerm = applied, term
 	a.applied, a.appliedTerm = idx, snap.Metadata.Term
+	if a.flushCancel != nil {
+		close(a.flushCancel)
+		a.flushCancel = nil
+	}
 	n.setApplied(idx, snap.Metadata.Term)
 	n.snapshotsInstalled.Add(1)
 	cs := snap.Metadata.ConfState
@@ -236,10 +243,11 @@ func (n *Node) installSnapshot(snap pb.Snapshot) error {
 // snapshot, or a membership change was applied: raft sends a new member
 // the latest snapshot, whose ConfState must include it (etcd raft
 // ignores a snapshot that does not name the node it is sent to). The
-// state database is synced first: the log it drops must be in it,
-// durably. The loop adds the ConfState as of the applied index
-// (it has run every conf change the applier sent before this request,
-// and none after) and hands the work to the appender.
+// state database, which has no write-ahead log of its own, is flushed
+// first: the log it drops must be in it, durably. The loop notes the
+// ConfState as of the applied index (it has run every conf change the
+// applier sent before this request, and none after); once the flush is
+// done the work goes to the appender. The applier goes on meanwhile.
 func (n *Node) maybeCompact() {
 	a := &n.apl
 	snap := n.snapshotIndex.Load()
@@ -248,15 +256,28 @@ func (n *Node) maybeCompact() {
 		return
 	}
 	n.compactNow.Store(false)
-	sync := &storage.Batch{Sync: true}
-	sync.Set(metaApplied, appliedRecord(a.stateApplied, a.stateTerm))
-	if !n.retry("sync before compaction", func() error { return n.state.apply(sync) }) {
+	var flushed <-chan struct{}
+	if !n.retry("flush before compaction", func() (err error) {
+		flushed, err = n.state.flushAsync()
+		return err
+	}) {
 		return
 	}
 	n.compactPending.Store(true)
 	index := a.applied
+	cancel := make(chan struct{})
+	a.flushCancel = cancel
 	n.inbox.push(func() {
-		n.appendQ.push(appendWork{compact: &compactWork{index: index, cs: n.loop.confState}})
+		cs := n.loop.confState
+		go func() {
+			select {
+			case <-flushed:
+			case <-cancel: // a snapshot replaced the database: compactLog finds nothing to do
+			case <-n.stopc:
+				return
+			}
+			n.appendQ.push(appendWork{compact: &compactWork{index: index, cs: cs}})
+		}()
 	})
 }
 

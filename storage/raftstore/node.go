@@ -123,6 +123,10 @@ func Open(cfg Config) (*Node, error) {
 
 	sopts := cfg.Store
 	sopts.Logger = cfg.Logger.Named("pebble")
+	// The Raft log is the durable copy of what the state database holds:
+	// after a crash the node replays the log from the database's last
+	// flush, so the database writes no write-ahead log of its own.
+	sopts.NoWAL = true
 	logs, fresh, err := openLogStore(filepath.Join(cfg.Dir, "raftlog"), cfg.ID, logOptions{fs: cfg.logFS,
 		repair: cfg.Store.Repair, log: cfg.Logger.Named("log"), segmentBytes: cfg.segmentBytes})
 	if err != nil {

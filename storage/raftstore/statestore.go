@@ -127,6 +127,14 @@ func swapped(err error) error {
 	return err
 }
 
+// flushAsync starts flushing the database's memtables, which is what
+// makes applied batches durable (it has no write-ahead log: the Raft log
+// is the durable copy).
+func (s *stateStore) flushAsync() (<-chan struct{}, error) {
+	done, err := s.db.Load().StartFlush()
+	return done, swapped(err)
+}
+
 // health is the database's health.
 func (s *stateStore) health() error {
 	return s.db.Load().Health()
