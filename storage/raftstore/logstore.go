@@ -39,10 +39,9 @@ type logStore struct {
 	// it was last written; it goes with the next write.
 	hsDirty bool
 	buf     []byte // reused for each write
-	// spare is the next segment file being prepared (nil: none);
-	// noSpare turns that off (tests that count file operations).
-	spare   *spareSegment
-	noSpare bool
+	// hasSpare: spare.tmp is a segment file compaction freed, to be
+	// written over as the next segment (segrecycle.go).
+	hasSpare bool
 
 	fsyncs fsyncHist
 	closed atomic.Bool
@@ -76,6 +75,8 @@ type activeSegment struct {
 	failed bool
 	// dirSynced: the segment's directory entry is durable.
 	dirSynced bool
+	// recycled: the file held an older segment (segrecycle.go).
+	recycled bool
 }
 
 // logOptions configure openLogStore.
@@ -85,7 +86,6 @@ type logOptions struct {
 	repair       bool
 	log          *zap.Logger
 	segmentBytes int64 // 0: DefaultSegmentBytes
-	noSpare      bool  // no segment files prepared ahead (tests)
 }
 
 // openLogStore opens the log in dir (creating it) and loads it into
@@ -100,8 +100,7 @@ func openLogStore(dir string, id uint64, o logOptions) (ls *logStore, fresh bool
 	if o.segmentBytes <= 0 {
 		o.segmentBytes = DefaultSegmentBytes
 	}
-	ls = &logStore{dir: dir, id: id, fs: o.fs, log: o.log, segBytes: o.segmentBytes, mem: raft.NewMemoryStorage(),
-		noSpare: o.noSpare}
+	ls = &logStore{dir: dir, id: id, fs: o.fs, log: o.log, segBytes: o.segmentBytes, mem: raft.NewMemoryStorage()}
 	if err := ls.fs.MkdirAll(dir); err != nil {
 		return nil, false, ls.unavailable("creating "+dir, err)
 	}
@@ -119,15 +118,12 @@ func openLogStore(dir string, id uint64, o logOptions) (ls *logStore, fresh bool
 		if seq, ok := parseSegName(name); ok {
 			seqs = append(seqs, seq)
 		}
-		if name == spareName { // a spare left by the last run: made again
-			if err := ls.fs.Remove(filepath.Join(dir, name)); err != nil {
-				return nil, false, ls.unavailable("removing "+name, err)
-			}
+		if name == spareName {
+			ls.hasSpare = true
 		}
 	}
 	defer func(ls *logStore) {
 		if err != nil {
-			ls.stopSpare()
 			if ls.act != nil {
 				ls.act.f.Close()
 			}
@@ -251,14 +247,14 @@ func (ls *logStore) compact(index uint64, cs pb.ConfState, keepFrom uint64) erro
 }
 
 // dropSegments deletes the oldest segment files while every entry they
-// hold lies before keepFrom (the active one stays). Each removal is made
-// durable before the next, so that the files left are always a run of
-// consecutive segments. A failure is logged; the next compaction tries
-// again.
+// hold lies before keepFrom (the active one stays), keeping one as the
+// spare (segrecycle.go). Each removal is made durable before the next, so
+// that the files left are always a run of consecutive segments. A failure
+// is logged; the next compaction tries again.
 func (ls *logStore) dropSegments(keepFrom uint64) {
 	for len(ls.segs) > 1 && ls.segs[0] != ls.act.seg && ls.segs[0].maxIndex < keepFrom {
 		s := ls.segs[0]
-		if err := ls.fs.Remove(s.path); err != nil {
+		if err := ls.retire(s); err != nil {
 			ls.log.Warn("cannot remove a compacted raft log segment; the next compaction retries", zap.String("file", s.path), zap.Error(err))
 			return
 		}
@@ -285,7 +281,6 @@ func (ls *logStore) close() error {
 	if ls.closed.Swap(true) {
 		return nil
 	}
-	ls.stopSpare()
 	if ls.hsDirty && !ls.act.failed {
 		hs, _, _ := ls.mem.InitialState()
 		_ = ls.write(func(w *recordWriter) error { return w.addProto(recHardState, &hs) }, 0)

@@ -237,9 +237,14 @@ func (ls *logStore) read(seqs []uint64, lastEnd int64) (res readResult, err erro
 					return res, nil
 				}
 				if tail := data[off:]; !allZero(tail) {
-					ls.log.Warn("cut a write a crash left unfinished at the end of the raft log (never acknowledged)",
-						zap.String("file", path), zap.Int64("offset", off), zap.Int("bytes", lastNonZero(tail)+1))
-					res.torn = true
+					res.torn = true // the log goes on in a new segment
+					if headers[i].recycled {
+						ls.log.Info("the raft log's last segment ends here; what follows is a recycled file's old records, or a write a crash cut short (never acknowledged)",
+							zap.String("file", path), zap.Int64("offset", off))
+					} else {
+						ls.log.Warn("cut a write a crash left unfinished at the end of the raft log (never acknowledged)",
+							zap.String("file", path), zap.Int64("offset", off), zap.Int("bytes", lastNonZero(tail)+1))
+					}
 				}
 				break
 			}
@@ -314,7 +319,6 @@ func (ls *logStore) finishLoad(res readResult, repair bool) error {
 		return ls.unavailable("reading "+last.path, err)
 	}
 	ls.act = &activeSegment{seg: last, f: f, off: res.tail, synced: res.tail, alloc: size, writes: 1, dirSynced: true}
-	ls.prepareSpare()
 	return nil
 }
 

@@ -3,6 +3,7 @@ package raftstore
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -171,7 +172,7 @@ func TestLogDiskFaults(t *testing.T) {
 		t.Run(fmt.Sprintf("%s x%d %v small=%v", tc.kind, tc.n, tc.err, tc.small), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "raftlog")
 			fs := &faultLogFS{loseOnFailedSync: tc.lose}
-			o := logOptions{fs: fs, noSpare: true}
+			o := logOptions{fs: fs}
 			if tc.small {
 				o.segmentBytes = 2 << 10
 			}
@@ -228,7 +229,7 @@ func TestLogDiskFaults(t *testing.T) {
 func TestLogFailedSyncThenCrash(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "raftlog")
 	fs := &faultLogFS{loseOnFailedSync: true}
-	ls := openLog(t, dir, logOptions{fs: fs, noSpare: true})
+	ls := openLog(t, dir, logOptions{fs: fs})
 	mustSave(t, ls, pb.HardState{Term: 1, Commit: 10}, testEntries(1, 10, 1))
 	fs.fail("sync", 1, errEIO)
 	if err := ls.save(pb.HardState{Term: 1, Commit: 20}, testEntries(11, 20, 1), pb.Snapshot{}, true); !errors.Is(err, storage.ErrUnavailable) {
@@ -273,30 +274,71 @@ func TestLogDiskFaultStallsNode(t *testing.T) {
 	}
 }
 
-// Segments after the first come from a spare written full of zeros ahead
-// of need (no fallocate, whose unwritten extents make every fdatasync
-// commit metadata), and read back like any other.
-func TestLogSpareSegments(t *testing.T) {
+// Compaction keeps one freed segment file as the spare, and the next
+// segment is written over it instead of a new, preallocated file (whose
+// fdatasyncs would commit metadata); the old records in it never read as
+// the new segment's, after a clean stop or a torn write.
+func TestLogRecyclesSegments(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "raftlog")
 	fs := &faultLogFS{}
-	o := logOptions{fs: fs, segmentBytes: 16 << 10}
+	o := logOptions{fs: fs, segmentBytes: 8 << 10}
 	ls := openLog(t, dir, o)
-	var want []pb.Entry
-	for i := uint64(1); len(segFiles(t, dir)) < 6; i += 10 {
-		if sp := ls.spare; sp != nil {
-			<-sp.done // as when the log fills slower than a spare is written
+	allocs := func() int {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		return fs.okAllocs
+	}
+	cs := pb.ConfState{Voters: []uint64{1}}
+	next := uint64(1)
+	save := func(n uint64) {
+		t.Helper()
+		mustSave(t, ls, pb.HardState{Term: 1, Commit: next + n - 1}, testEntries(next, next+n-1, 1))
+		next += n
+	}
+	compact := func() {
+		t.Helper()
+		if err := ls.compact(next-1, cs, next-5); err != nil {
+			t.Fatal(err)
 		}
-		ents := testEntries(i, i+9, 1)
-		mustSave(t, ls, pb.HardState{Term: 1, Commit: i + 9}, ents)
-		want = append(want, ents...)
 	}
-	fs.mu.Lock()
-	allocs := fs.okAllocs
-	fs.mu.Unlock()
-	if allocs != 1 {
-		t.Fatalf("%d segments were preallocated with fallocate; want only the first", allocs)
+	for len(segFiles(t, dir)) < 3 {
+		save(10)
 	}
+	compact()
+	if _, err := os.Stat(filepath.Join(dir, spareName)); err != nil {
+		t.Fatalf("no spare after a compaction freed a segment: %v", err)
+	}
+	before := allocs()
+	for range 10 { // ten rotations, each taking the spare the last compaction left
+		seg := len(segFiles(t, dir))
+		for len(segFiles(t, dir)) == seg {
+			save(10)
+		}
+		compact()
+	}
+	if n := allocs() - before; n != 0 {
+		t.Fatalf("%d new segment files were preallocated over ten rotations; want every one recycled", n)
+	}
+	if n := len(segFiles(t, dir)); n > 3 {
+		t.Fatalf("%d segments after compacting to the last 5 entries", n)
+	}
+	save(4)
+	want := testEntries(next-4, next-1, 1) // what follows the snapshot
+	wantEntries(t, ls, append(testEntries(next-9, next-5, 1), want...))
 	ls.close()
+
+	// The last segment is recycled: what follows its records is old ones.
 	ls = openLog(t, dir, o)
 	wantEntries(t, ls, want)
+	last := lastSegment(t, dir)
+	start := ls.act.off
+	save(3)
+	end := ls.act.off
+	ls.close()
+	patch(t, last, (start+end)/2, make([]byte, 8)) // tear the last write
+	ls = openLog(t, dir, o)
+	got := logEntries(t, ls)
+	if len(got) < 4 || got[len(got)-1].Index >= next-1 {
+		t.Fatalf("after a torn write into a recycled segment the log holds %v; want the write cut", span(got))
+	}
 }

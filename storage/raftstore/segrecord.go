@@ -186,8 +186,11 @@ func allZero(b []byte) bool {
 const (
 	segMagic      = "omnibus-raftlog\x00"
 	segVersion    = 1
-	segHeaderSize = len(segMagic) + 4 + 8 + 8 + 8
+	segHeaderSize = len(segMagic) + 4 + 8 + 8 + 8 + 4
 )
+
+// segRecycled flags a segment written over a recycled file.
+const segRecycled = 1
 
 // segHeader is what a segment's first record says.
 type segHeader struct {
@@ -196,6 +199,9 @@ type segHeader struct {
 	// length when it filled up, less after a failed write or fsync
 	// (whatever lies beyond is never read again).
 	prevEnd int64
+	// recycled: the file held an older segment, whose records follow
+	// this one's until it is full.
+	recycled bool
 }
 
 func (h segHeader) fill(p []byte) error {
@@ -204,6 +210,11 @@ func (h segHeader) fill(p []byte) error {
 	binary.LittleEndian.PutUint64(p[n+4:], h.id)
 	binary.LittleEndian.PutUint64(p[n+12:], h.seq)
 	binary.LittleEndian.PutUint64(p[n+20:], uint64(h.prevEnd))
+	var flags uint32
+	if h.recycled {
+		flags |= segRecycled
+	}
+	binary.LittleEndian.PutUint32(p[n+28:], flags)
 	return nil
 }
 
@@ -216,7 +227,8 @@ func parseSegHeader(p []byte) (segHeader, error) {
 		return segHeader{}, fmt.Errorf("segment format version %d, not %d", v, segVersion)
 	}
 	return segHeader{id: binary.LittleEndian.Uint64(p[4:]), seq: binary.LittleEndian.Uint64(p[12:]),
-		prevEnd: int64(binary.LittleEndian.Uint64(p[20:]))}, nil
+		prevEnd:  int64(binary.LittleEndian.Uint64(p[20:])),
+		recycled: binary.LittleEndian.Uint32(p[28:])&segRecycled != 0}, nil
 }
 
 // Segment file names.

@@ -5,27 +5,24 @@ import (
 	"time"
 )
 
-// create starts a new log: segment 1 (written full of zeros at once, as
-// spares are) with its opening records, durable.
+// create starts a new log: segment 1 with its opening records, durable.
 func (ls *logStore) create() error {
 	ls.segs = ls.segs[:0]
 	if err := ls.startSegment(1, 0); err != nil {
 		return err
 	}
-	if err := zeroFill(ls.act.f, ls.segBytes, nil); err != nil {
-		return ls.unavailable("writing "+ls.act.seg.path, err)
-	}
 	return ls.write(nil, 0)
 }
 
-// startSegment makes segment seq the one written: the spare prepared
-// ahead, renamed, or else a file created and preallocated now; its header (saying the previous segment's trusted records end
+// startSegment makes segment seq the one written: the spare (a segment
+// compaction freed) renamed, or else a file created and preallocated; its header (saying the previous segment's trusted records end
 // at prevEnd), the snapshot metadata and the HardState go first with the
 // next write, so that older segments can be deleted whole.
 func (ls *logStore) startSegment(seq uint64, prevEnd int64) error {
 	path := filepath.Join(ls.dir, segName(seq))
-	f := ls.takeSpare(path)
-	if f == nil { // no spare ready: preallocate this one with fallocate
+	f, size := ls.takeSpare(path)
+	recycled := f != nil
+	if f == nil {
 		var err error
 		if f, err = ls.fs.Create(path); err != nil {
 			return ls.unavailable("creating "+path, err)
@@ -35,14 +32,14 @@ func (ls *logStore) startSegment(seq uint64, prevEnd int64) error {
 			_ = ls.fs.Remove(path)
 			return ls.unavailable("preallocating "+path, err)
 		}
+		size = ls.segBytes
 	}
 	if ls.act != nil {
 		ls.act.f.Close()
 	}
 	s := &segment{seq: seq, path: path}
 	ls.segs = append(ls.segs, s)
-	ls.act = &activeSegment{seg: s, f: f, alloc: ls.segBytes, prevEnd: prevEnd}
-	ls.prepareSpare()
+	ls.act = &activeSegment{seg: s, f: f, alloc: size, prevEnd: prevEnd, recycled: recycled}
 	return nil
 }
 
@@ -122,7 +119,7 @@ func (ls *logStore) write(fill func(w *recordWriter) error, maxIndex uint64) err
 // opening adds a segment's first records: its header, then the snapshot
 // metadata and the HardState as they stand.
 func (ls *logStore) opening(w *recordWriter, prevEnd int64) error {
-	h := segHeader{id: ls.id, seq: w.seq, prevEnd: prevEnd}
+	h := segHeader{id: ls.id, seq: w.seq, prevEnd: prevEnd, recycled: ls.act.recycled}
 	if err := w.add(recSegment, segHeaderSize, h.fill); err != nil {
 		return err
 	}
