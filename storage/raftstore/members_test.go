@@ -69,20 +69,7 @@ func TestAddAndReplaceMember(t *testing.T) {
 	}
 	waitFor(t, "a log compaction", func() bool { _, l := leaderOf(); return l.Status().Snapshot > 20 })
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peers := maps.Clone(c.peers)
-	peers[4] = ln.Addr().String()
-	cfg := Config{ID: 4, Peers: peers, Join: true, Dir: filepath.Join(t.TempDir(), "node4"), Listener: ln,
-		Logger: zaptest.NewLogger(t).Named("n4"), Store: pebblestore.Options{LazySyncDelay: 50 * time.Millisecond}}
-	patientTiming(&cfg)
-	n4, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.nodes[4] = n4
+	n4, peers := c.startJoiner(4)
 	if st := n4.Status(); len(st.Members) != 0 || st.Serving {
 		t.Fatalf("a joining node before it is added: %+v, want no members and not serving", st)
 	}
@@ -161,4 +148,26 @@ func TestAddAndReplaceMember(t *testing.T) {
 		}
 		break
 	}
+}
+
+// startJoiner starts node id with Join (no bootstrap: it waits to be
+// added) on a port of its own, with patient timing, and returns it with
+// the peer list that names it.
+func (c *testCluster) startJoiner(id uint64) (*Node, map[uint64]string) {
+	c.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	peers := maps.Clone(c.peers)
+	peers[id] = ln.Addr().String()
+	cfg := Config{ID: id, Peers: peers, Join: true, Dir: filepath.Join(c.t.TempDir(), fmt.Sprintf("node%d", id)), Listener: ln,
+		Logger: zaptest.NewLogger(c.t).Named(fmt.Sprint("n", id)), Store: pebblestore.Options{LazySyncDelay: 50 * time.Millisecond}}
+	patientTiming(&cfg)
+	n, err := Open(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.nodes[id] = n
+	return n, peers
 }

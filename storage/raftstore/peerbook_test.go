@@ -2,15 +2,8 @@ package raftstore
 
 import (
 	"context"
-	"maps"
-	"net"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"go.uber.org/zap/zaptest"
-
-	"github.com/omnibusmq/omnibus/storage/pebblestore"
 )
 
 // TestRestartWithOldPeersFindsAddedMember: a member added at run time is
@@ -25,20 +18,7 @@ func TestRestartWithOldPeersFindsAddedMember(t *testing.T) {
 	mustPut(t, s, "before", "v")
 	s.Close()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peers := maps.Clone(c.peers)
-	peers[4] = ln.Addr().String()
-	cfg := Config{ID: 4, Peers: peers, Join: true, Dir: filepath.Join(t.TempDir(), "node4"), Listener: ln,
-		Logger: zaptest.NewLogger(t).Named("n4"), Store: pebblestore.Options{LazySyncDelay: 50 * time.Millisecond}}
-	patientTiming(&cfg)
-	n4, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.nodes[4] = n4
+	n4, peers := c.startJoiner(4)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

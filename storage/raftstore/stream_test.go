@@ -32,7 +32,7 @@ func bigAppend(from, to uint64, bytes int) pb.Message {
 // peer cannot be reached are dropped, as raft expects).
 func sendUntil(tb testing.TB, tr *httpTransport, to uint64, m pb.Message, what string, cond func() bool) {
 	tb.Helper()
-	waitUntil(tb, what, func() bool {
+	waitFor(tb, what, func() bool {
 		if cond() {
 			return true
 		}
@@ -62,7 +62,7 @@ func TestStreamStuckAppendsDoNotDelayHeartbeats(t *testing.T) {
 	for range 100 {
 		t1.send(2, []pb.Message{bigAppend(1, 2, 256<<10)})
 	}
-	waitUntil(t, "the appends writer to time out", func() bool { return h1.unreachables.Load() > 0 })
+	waitFor(t, "the appends writer to time out", func() bool { return h1.unreachables.Load() > 0 })
 	if h2.apps.Load() != 0 {
 		t.Fatalf("%d appends were delivered while the node held them", h2.apps.Load())
 	}
@@ -71,7 +71,7 @@ func TestStreamStuckAppendsDoNotDelayHeartbeats(t *testing.T) {
 
 	close(hold)
 	released = true
-	waitUntil(t, "the held appends", func() bool { return h2.apps.Load() > 0 })
+	waitFor(t, "the held appends", func() bool { return h2.apps.Load() > 0 })
 	apps := h2.apps.Load()
 	sendUntil(t, t1, 2, bigAppend(1, 2, 1<<10), "appends on a new stream", func() bool { return h2.apps.Load() > apps })
 }
@@ -116,8 +116,8 @@ func TestStreamSilentPeerIsLeft(t *testing.T) {
 	t1 := startTestTransport(t, 1, h1, nil)
 	t1.setPeer(2, ln.Addr().String())
 	t1.send(2, []pb.Message{heartbeat(1, 2)})
-	waitUntil(t, "a stream", func() bool { return accepted.Load() >= 1 })
-	waitUntil(t, "the silent stream to be dropped and dialled again", func() bool { return accepted.Load() >= 2 })
+	waitFor(t, "a stream", func() bool { return accepted.Load() >= 1 })
+	waitFor(t, "the silent stream to be dropped and dialled again", func() bool { return accepted.Load() >= 2 })
 	if h1.unreachables.Load() == 0 {
 		t.Fatal("the silent stream was dropped without telling raft")
 	}
@@ -138,7 +138,7 @@ func TestStreamReconnectsAfterThePeerRestarts(t *testing.T) {
 	if err := t2.close(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the peer to be reported gone", func() bool { return h1.gones.Load() > 0 })
+	waitFor(t, "the peer to be reported gone", func() bool { return h1.gones.Load() > 0 })
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

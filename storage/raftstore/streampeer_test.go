@@ -113,18 +113,6 @@ func (h *countingHandler) changeMembers(context.Context, MemberChange) error {
 	return errors.New("no members here")
 }
 
-// waitUntil polls cond until it holds, failing the test after a minute.
-func waitUntil(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("still waiting, after a minute, for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // openRawStream opens a stream to the transport at addr by hand, as peer
 // from on lane, and returns the connection once upgraded.
 func openRawStream(tb testing.TB, addr string, from, to uint64, lane string) (net.Conn, *bufio.Reader) {
