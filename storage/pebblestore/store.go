@@ -160,15 +160,7 @@ func deleteFrom(pb *pebble.Batch, lo []byte) error {
 // batch reaches the disk with the next synced commit, or within the lazy
 // sync delay.
 func (s *Store) commit(pb *pebble.Batch, sync bool) error {
-	if s.noWAL {
-		if err := s.protect("commit", true, nil, func() error { return pb.Commit(pebble.NoSync) }); err != nil {
-			if errors.Is(err, storage.ErrUnavailable) {
-				return err
-			}
-			return fmt.Errorf("pebblestore: commit: %w", err)
-		}
-		return nil
-	}
+	sync = sync && !s.noWAL // without a write-ahead log there is nothing to sync, now or lazily
 	wo, n := pebble.NoSync, s.lazy.beforeSynced()
 	if sync {
 		wo = pebble.Sync
@@ -179,9 +171,10 @@ func (s *Store) commit(pb *pebble.Batch, sync bool) error {
 		}
 		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
-	if sync {
+	switch {
+	case sync:
 		s.lazy.afterSynced(n)
-	} else {
+	case !s.noWAL:
 		s.lazy.noteUnsynced(s)
 	}
 	return nil

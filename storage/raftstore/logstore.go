@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -43,7 +44,7 @@ type logStore struct {
 	// written over as the next segment (segrecycle.go).
 	hasSpare bool
 
-	fsyncs fsyncHist
+	fsyncs prometheus.Histogram // of the fdatasyncs (seghist.go)
 	closed atomic.Bool
 }
 
@@ -100,7 +101,8 @@ func openLogStore(dir string, id uint64, o logOptions) (ls *logStore, fresh bool
 	if o.segmentBytes <= 0 {
 		o.segmentBytes = DefaultSegmentBytes
 	}
-	ls = &logStore{dir: dir, id: id, fs: o.fs, log: o.log, segBytes: o.segmentBytes, mem: raft.NewMemoryStorage()}
+	ls = &logStore{dir: dir, id: id, fs: o.fs, log: o.log, segBytes: o.segmentBytes, mem: raft.NewMemoryStorage(),
+		fsyncs: newFsyncHist()}
 	if err := ls.fs.MkdirAll(dir); err != nil {
 		return nil, false, ls.unavailable("creating "+dir, err)
 	}
@@ -272,7 +274,7 @@ func (ls *logStore) fsyncLatency() (*dto.Histogram, bool) {
 	if ls.closed.Load() {
 		return nil, false
 	}
-	return ls.fsyncs.histogram(), true
+	return histogramOf(ls.fsyncs)
 }
 
 // close writes a HardState still pending (best effort) and closes the

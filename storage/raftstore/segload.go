@@ -216,7 +216,7 @@ func (ls *logStore) read(seqs []uint64, lastEnd int64) (res readResult, err erro
 		}
 		off, synced := int64(0), int64(0)
 		for end < 0 || off < end {
-			r, _, why := readRecord(data, ls.id, seq, off)
+			r, why := readRecord(data, ls.id, seq, off)
 			switch {
 			case why != "":
 			case off > 0 && r.typ == recSegment:
@@ -357,7 +357,7 @@ func durableAfter(data []byte, id, seq uint64, off int64) int64 {
 		if synced := int64(binary.LittleEndian.Uint64(data[p+16:])); synced <= off {
 			continue
 		}
-		if _, _, why := readRecord(data, id, seq, p); why == "" {
+		if _, why := readRecord(data, id, seq, p); why == "" {
 			return p
 		}
 	}
@@ -408,7 +408,7 @@ func (ls *logStore) dropUnfinished(seqs []uint64) ([]uint64, error) {
 // header reads a segment's header record from data; ok is false when it
 // is not readable. A header of another node's log is an error.
 func (ls *logStore) header(data []byte, seq uint64) (segHeader, bool, error) {
-	r, _, why := readRecord(data, ls.id, seq, 0)
+	r, why := readRecord(data, ls.id, seq, 0)
 	if why == "" && r.typ == recSegment {
 		h, err := parseSegHeader(r.payload)
 		if err == nil && h.id == ls.id && h.seq == seq {
@@ -419,7 +419,7 @@ func (ls *logStore) header(data []byte, seq uint64) (segHeader, bool, error) {
 	// Another node's header does not check with our id: read its id.
 	if len(data) >= recHeaderLen+segHeaderSize {
 		if h, err := parseSegHeader(data[recHeaderLen : recHeaderLen+segHeaderSize]); err == nil && h.id != ls.id {
-			if r, _, why := readRecord(data, h.id, seq, 0); why == "" && r.typ == recSegment {
+			if r, why := readRecord(data, h.id, seq, 0); why == "" && r.typ == recSegment {
 				return segHeader{}, false, fmt.Errorf("raftstore: %s belongs to another node (id %d), not %d", ls.dir, h.id, ls.id)
 			}
 		}

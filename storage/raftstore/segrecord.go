@@ -140,37 +140,35 @@ type record struct {
 }
 
 // readRecord reads the record at off of data (a segment's bytes from its
-// start). It returns ok = false, with why, when there is no valid record
-// there; zero is true when the header is all zeros (the unwritten rest
-// of a preallocated segment).
-func readRecord(data []byte, id, seq uint64, off int64) (r record, zero bool, why string) {
+// start). When there is no valid record there, why says so.
+func readRecord(data []byte, id, seq uint64, off int64) (r record, why string) {
 	if off+recHeaderLen > int64(len(data)) {
-		return r, off == int64(len(data)), "the file ends inside a record header"
+		return r, "the file ends inside a record header"
 	}
 	h := data[off : off+recHeaderLen]
 	if allZero(h) {
-		return r, true, "no record (zeros)"
+		return r, "no record (zeros)"
 	}
 	size := binary.LittleEndian.Uint32(h[4:])
 	typ := recType(h[8])
 	synced := int64(binary.LittleEndian.Uint64(h[16:]))
 	switch {
 	case h[9] != 0 || h[10] != 0 || h[11] != 0 || typ < recSegment || typ > recInstall:
-		return r, false, "not a record header"
+		return r, "not a record header"
 	case synced > off || synced%recAlign != 0:
-		return r, false, "not a record header (its synced offset is past it)"
+		return r, "not a record header (its synced offset is past it)"
 	case binary.LittleEndian.Uint32(h[0:]) != headerCRC(id, seq, off, h):
-		return r, false, "header checksum mismatch"
+		return r, "header checksum mismatch"
 	}
 	end := off + recordLen(int(size))
 	if end > int64(len(data)) {
-		return r, false, fmt.Sprintf("the file ends inside the record (%d bytes of payload)", size)
+		return r, fmt.Sprintf("the file ends inside the record (%d bytes of payload)", size)
 	}
 	payload := data[off+recHeaderLen : off+recHeaderLen+int64(size)]
 	if binary.LittleEndian.Uint32(h[12:]) != crc32.Checksum(payload, castagnoli) {
-		return r, false, "payload checksum mismatch"
+		return r, "payload checksum mismatch"
 	}
-	return record{typ: typ, off: off, end: end, synced: synced, payload: payload}, false, ""
+	return record{typ: typ, off: off, end: end, synced: synced, payload: payload}, ""
 }
 
 func allZero(b []byte) bool {

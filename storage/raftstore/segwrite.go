@@ -100,7 +100,7 @@ func (ls *logStore) write(fill func(w *recordWriter) error, maxIndex uint64) err
 		a.failed = true
 		return ls.unavailable("fdatasync of "+a.seg.path, err)
 	}
-	ls.fsyncs.observe(time.Since(start))
+	ls.fsyncs.Observe(float64(time.Since(start)))
 	if !a.dirSynced {
 		if err := ls.fs.SyncDir(ls.dir); err != nil {
 			a.failed = true
