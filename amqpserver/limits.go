@@ -26,7 +26,7 @@ const (
 // Limits bounds what one AMQP connection can make the server hold once it
 // is open. Each bound is advertised where AMQP lets the server say it
 // (channel-max, handle-max), so a well-behaved client never meets it; a
-// client that goes beyond gets the condition in README's Limits section.
+// client that goes beyond gets the condition in cmd/omnibus/README.md's Limits section.
 // The zero value of each field means its default.
 type Limits struct {
 	// MaxSessionsPerConnection caps the sessions a connection may begin:

@@ -125,7 +125,7 @@ func dialSilent(t *testing.T, addr string, n int) {
 
 // With thousands of idle connections and thousands of silent sockets
 // held, a normal client (the official Go SDK) still connects and sends.
-// The server's memory per held connection is logged (README, Limits):
+// The server's memory per held connection is logged (cmd/omnibus/README.md, Limits):
 // measured, not asserted.
 func TestHeldConnectionsLeaveRoomForClients(t *testing.T) {
 	idle, silent := 3000, 3000

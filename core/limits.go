@@ -1,7 +1,7 @@
 package core
 
 // Limits bound what the broker keeps in memory beyond one small index
-// entry per stored message. Zero values mean the defaults below; README's
+// entry per stored message. Zero values mean the defaults below; cmd/omnibus/README.md's
 // "Limits" section lists them with their flags.
 type Limits struct {
 	// DedupHistoryMax caps the message ids one entity's duplicate

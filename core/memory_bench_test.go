@@ -22,7 +22,7 @@ func liveHeap() int64 {
 }
 
 // BenchmarkIndexMemory measures what the core keeps in memory per stored
-// message beyond the hand-over cache (README, Limits): a backlog of
+// message beyond the hand-over cache (cmd/omnibus/README.md, Limits): a backlog of
 // -memory.n messages of 1 KiB on pebblestore, with duplicate detection
 // (each id remembered) and with every message peek-locked (a slow
 // consumer). Each is reported in bytes of live heap per message; the

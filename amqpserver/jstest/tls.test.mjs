@@ -1,7 +1,7 @@
 // The JavaScript SDK with an ordinary connection string (no
 // UseDevelopmentEmulator): AMQP over TLS, and AMQP over WebSockets (which
 // in Node is always wss://) through the `ws` package, trusting omnibus's
-// local CA the two ways the README gives: NODE_EXTRA_CA_CERTS for the
+// local CA the two ways cmd/omnibus/README.md gives: NODE_EXTRA_CA_CERTS for the
 // process, or the CA handed to the WebSocket.
 
 import { test } from "node:test";

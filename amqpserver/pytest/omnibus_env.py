@@ -3,7 +3,7 @@
 The broker it starts serves AMQPS on 5671 of a loopback address of its own
 (the SDK always dials 5671) and HTTPS on another port, with a certificate
 of its local CA. The tests use the ordinary connection string, as a cloud
-namespace has it, and trust the CA the two ways the README gives:
+namespace has it, and trust the CA the two ways cmd/omnibus/README.md gives:
 connection_verify for AMQP, REQUESTS_CA_BUNDLE (set by the driver) for the
 administration client.
 """

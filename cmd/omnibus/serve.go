@@ -43,7 +43,7 @@ func serve(args []string) error {
 	fs.IntVar(&o.MaxConnections, "max-connections", amqpserver.DefaultMaxConnections, "maximum concurrent AMQP connections, checked at accept (0: unlimited)")
 	fs.IntVar(&o.MaxPendingConnections, "max-pending-connections", amqpserver.DefaultMaxPendingConnections, "maximum sockets in the AMQP handshake at once (0: unlimited)")
 	fs.DurationVar(&o.AuthTimeout, "amqp-auth-timeout", amqpserver.DefaultAuthTimeout, "time an AMQP connection has, from accept, to log in or put a valid token on $cbs")
-	// What one open AMQP connection may make the server hold (README, Limits).
+	// What one open AMQP connection may make the server hold (README.md, Limits).
 	fs.IntVar(&o.AMQPLimits.MaxSessionsPerConnection, "amqp-max-sessions", amqpserver.DefaultMaxSessionsPerConnection, "sessions per AMQP connection (channel-max + 1)")
 	fs.IntVar(&o.AMQPLimits.MaxLinksPerSession, "amqp-max-links-per-session", amqpserver.DefaultMaxLinksPerSession, "links per AMQP session (handle-max + 1)")
 	fs.IntVar(&o.AMQPLimits.MaxLinksPerConnection, "amqp-max-links", amqpserver.DefaultMaxLinksPerConnection, "links per AMQP connection, across its sessions")

@@ -26,7 +26,7 @@ import (
 const tlsClientEnv = "OMNIBUS_TEST_TLS_CLIENT"
 
 // tlsClientWebSocketEnv, set too, makes that client use AMQP over
-// WebSockets with the dialer the README gives.
+// WebSockets with the dialer README.md in this directory gives.
 const tlsClientWebSocketEnv = "OMNIBUS_TEST_TLS_CLIENT_WEBSOCKET"
 
 func TestMain(m *testing.M) {
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 
 // tlsClient sends a message to queue q with the Go SDK's defaults (the
 // system's roots) and receives and completes it; over AMQP over
-// WebSockets with the README's dialer when webSocket is set.
+// WebSockets with README.md's dialer when webSocket is set.
 func tlsClient(cs string, webSocket bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -77,7 +77,7 @@ func tlsClient(cs string, webSocket bool) error {
 	return r.CompleteMessage(ctx, msgs[0], nil)
 }
 
-// readmeWebSocketConn is the README's NewWebSocketConn for the Go SDK.
+// readmeWebSocketConn is README.md's NewWebSocketConn for the Go SDK.
 func readmeWebSocketConn(ctx context.Context, args azservicebus.NewWebSocketConnArgs) (net.Conn, error) {
 	ws, _, err := websocket.Dial(ctx, args.Host, &websocket.DialOptions{Subprotocols: []string{"amqp"}})
 	if err != nil {
@@ -88,12 +88,12 @@ func readmeWebSocketConn(ctx context.Context, args azservicebus.NewWebSocketConn
 
 var tlsReadyRE = regexp.MustCompile(`connect over TLS with.*"connectionString": "([^"]+)", "trust": "([^"]+)"`)
 
-// TestAMQPSTrustedThroughSSLCertFile runs the README's recipe: `omnibus
+// TestAMQPSTrustedThroughSSLCertFile runs README.md's recipe: `omnibus
 // cert` creates the local CA before the broker first starts, the broker
 // serves AMQPS on 5671 with a certificate of that CA and logs the
 // ordinary connection string, and a Go program given only that string
 // and SSL_CERT_FILE=<the CA> sends and receives, over AMQPS and, with
-// the README's WebSocket dialer and the HTTPS port in the string, over
+// README.md's WebSocket dialer and the HTTPS port in the string, over
 // wss://. Without the CA both fail on the certificate. The broker listens
 // on a random 127.x.y.z address, since the SDK dials 5671 whenever the
 // endpoint names no port.

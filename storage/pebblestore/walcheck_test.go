@@ -187,7 +187,7 @@ func repairOpen(t *testing.T, fs vfs.FS, dir string) int {
 // it (about nine of writeLog's records): far enough that the records after
 // the damage always show three syncs made after it. Damage in the last
 // three syncs' records of a crashed log cannot be told from a crash's
-// torn tail unless the store's mark covers them (README, "Failure
+// torn tail unless the store's mark covers them (cmd/omnibus/README.md, "Failure
 // behaviour"): each chunk carries the synced offset Pebble knew when it
 // wrote it, and Pebble stores that offset only after waking the writers
 // of the sync, so under load two records in a row may carry the same one.
