@@ -164,12 +164,11 @@ func TestAMQPSBadHandshakes(t *testing.T) {
 	}
 	tc.Close()
 
-	// 3. TLS 1.1 only: refused with a protocol-version alert.
-	old := tls.Client(dialRaw(t, addr), &tls.Config{ServerName: "localhost", RootCAs: roots, MaxVersion: tls.VersionTLS11})
-	if err := old.Handshake(); err == nil {
-		t.Fatal("a TLS 1.1 handshake succeeded")
+	// 3. TLS 1.0 and 1.1: each refused by the server with a
+	// protocol-version alert.
+	for _, v := range []uint16{tls.VersionTLS10, tls.VersionTLS11} {
+		expectOldTLSRefused(t, addr, roots, v)
 	}
-	old.Close()
 
 	// A good client meanwhile.
 	client, err := azservicebus.NewClientFromConnectionString(a.TLSConnectionString(), &azservicebus.ClientOptions{
@@ -186,6 +185,27 @@ func TestAMQPSBadHandshakes(t *testing.T) {
 	coretest.WaitGoroutines(t, baseline)
 	if n := logs.FilterMessage("handshake failed").FilterLevelExact(zapcore.DebugLevel).Len(); n < 3 {
 		t.Errorf("%d handshake failures logged at debug level, want at least 3:\n%v", n, logs.All())
+	}
+}
+
+// expectOldTLSRefused offers only TLS version v (below 1.2) to addr and
+// checks the server refuses it with a protocol-version alert. Go's client
+// offers nothing below TLS 1.2 unless MinVersion says so: with MaxVersion
+// alone it would fail on its own, before the server had a say.
+func expectOldTLSRefused(t *testing.T, addr string, roots *x509.CertPool, v uint16) {
+	t.Helper()
+	name := tls.VersionName(v)
+	c := tls.Client(dialRaw(t, addr), &tls.Config{ServerName: "localhost", RootCAs: roots, MinVersion: v, MaxVersion: v})
+	defer c.Close()
+	err := c.Handshake()
+	if err == nil {
+		t.Fatalf("a %s-only client completed its handshake (%s negotiated): the server accepts %s",
+			name, tls.VersionName(c.ConnectionState().Version), name)
+	}
+	// The alert comes from the server ("remote error"), not from the
+	// client refusing its own configuration.
+	if !strings.Contains(err.Error(), "remote error: tls: protocol version not supported") {
+		t.Fatalf("a %s-only handshake: %v, want the server's protocol-version alert", name, err)
 	}
 }
 
