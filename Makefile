@@ -12,6 +12,11 @@ FUZZTIME  ?= 10s
 # Every JS test package: amqpserver/jstest (the stable SDK), jstest-beta (the
 # SDK beta's newer operations), httpgw/jstest, and any further jstest-* dir.
 JSDIRS    := $(patsubst %/package.json,%,$(wildcard amqpserver/jstest*/package.json httpgw/jstest*/package.json))
+# The Java SDK tests (a Maven project); Maven runs quietly so CI logs stay
+# short. Debian's Maven 3.8.7 prints colour resets even in batch mode, so
+# its output goes through sed (and its exit status through a file).
+JAVADIR   := amqpserver/javatest
+MVN       = { mvn -q -B $(1) 2>&1; echo $$? > target/.mvn-rc; } | sed 's/\x1b\[[0-9;]*m//g'; exit $$(cat target/.mvn-rc)
 
 .DEFAULT_GOAL := help
 
@@ -24,7 +29,7 @@ build: ## build the omnibus binary into ./bin
 run: ## run the broker with its defaults (data in ./omnibus-data, AMQP :5672, HTTP :5300)
 	$(GO) run ./cmd/omnibus
 
-test: jsdeps pydeps lint gotest allocs jstest conformance ## everything CI runs (installing what the JS and Python SDK tests need first): lint, Go tests with -race, allocation counts, JS SDK tests, conformance
+test: jsdeps pydeps javadeps lint gotest allocs jstest javatest conformance ## everything CI runs (installing what the JS, Python and Java SDK tests need first): lint, Go tests with -race, allocation counts, JS and Java SDK tests, conformance
 	@echo "make test: all green"
 
 gotest: pydeps ## Go tests, with the race detector (TestPythonSDK runs the Python SDK's tests in amqpserver/pytest, TestProtonTransactions Qpid Proton's in amqpserver/protontest)
@@ -64,6 +69,32 @@ jsdeps: browserdeps ## install what the JS SDK tests need: node and npm (apt) if
 	  echo "== npm ci in $$d"; \
 	  (cd $$d && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.omnibus-installed-lock.json) || exit 1; \
 	done
+
+# The Java SDK tests (amqpserver/javatest) need a JDK 17 and Maven, from
+# Debian's packages when absent, and their dependencies in the user's Maven
+# repository (~/.m2), fetched when the pom.xml changed since the last fetch
+# (a copy of the one fetched for is kept in target/, like jsdeps' lock copy).
+# Running a test filter that matches nothing compiles the tests and fetches
+# everything `mvn test` needs, surefire's JUnit provider included.
+javadeps: ## install what the Java SDK tests need: JDK 17 and Maven (apt) if absent, their dependencies into ~/.m2 when pom.xml changed
+	@if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then \
+	  echo "== installing openjdk-17-jdk-headless and maven (apt-get)"; \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null || \
+	    { echo "make javadeps: a JDK or Maven is missing and apt-get could not install them"; exit 1; }; \
+	fi
+	@if ! cmp -s $(JAVADIR)/pom.xml $(JAVADIR)/target/.omnibus-resolved-pom.xml; then \
+	  echo "== fetching the Java SDK tests' dependencies into ~/.m2 (mvn)"; \
+	  (cd $(JAVADIR) && mkdir -p target && ($(call MVN,test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false)) && \
+	    cp pom.xml target/.omnibus-resolved-pom.xml) || exit 1; \
+	fi
+
+javatest: javadeps ## official Java SDK tests (azure-messaging-servicebus, JUnit 5) against brokers started by the tests
+	@cd $(JAVADIR) && rm -rf target/surefire-reports && mkdir -p target && { ($(call MVN,test)); rc=$$?; \
+	  cat target/surefire-reports/TEST-*.xml 2>/dev/null | grep -o '<testsuite [^>]*>' | \
+	    awk '{ for (i = 1; i <= NF; i++) { split($$i, kv, "="); gsub(/"/, "", kv[2]); n[kv[1]] += kv[2] } } \
+	      END { printf "javatest: %d passed, %d failed, %d skipped\n", n["tests"] - n["failures"] - n["errors"] - n["skipped"], n["failures"] + n["errors"], n["skipped"] }'; \
+	  exit $$rc; }
 
 # The browser test (amqpserver/jstest-browser) drives Debian's Chromium and
 # trusts omnibus's CA through an NSS database made with certutil; no browser
@@ -120,4 +151,4 @@ compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server i
 
 check: test ## alias of test
 
-.PHONY: help build run test gotest allocs short jstest jsdeps browserdeps pydeps lint fuzz conformance soak cluster-test bench check
+.PHONY: help build run test gotest allocs short jstest jsdeps javatest javadeps browserdeps pydeps lint fuzz conformance soak cluster-test bench check
