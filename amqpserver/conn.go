@@ -33,7 +33,7 @@ var connIDs atomic.Uint64
 type conn struct {
 	srv  *Server
 	nc   net.Conn
-	log  *zap.Logger
+	log  *zap.Logger // a scope of its own under the server's LogLimiter
 	rd   *frames.Reader
 	auth *connAuth
 
@@ -95,7 +95,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return &conn{
 		srv:      s,
 		nc:       nc,
-		log:      s.log.With(zap.String("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
+		log:      s.cfg.LogLimiter.Scope(s.cfg.Logger).With(zap.String("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
 		rd:       frames.NewReader(nc, s.cfg.PreAuthMaxFrameSize),
 		auth:     newConnAuth(s.cfg.Now),
 		in:       newInbox(),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/gopool"
+	"github.com/omnibusmq/omnibus/core/loglimit"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -60,7 +61,13 @@ type Config struct {
 	// Broker is the engine every link talks to. Required.
 	Broker *core.Broker
 	// Logger receives connection-level events; default zap.NewNop().
+	// Everything at info level and above goes through LogLimiter.
 	Logger *zap.Logger
+	// LogLimiter bounds the lines peers can make the server log: each
+	// connection is a scope of its own (loglimit.Limiter.Scope). Share
+	// one with the other front so the bound is the process's; nil means a
+	// limiter of the server's own with loglimit's defaults.
+	LogLimiter *loglimit.Limiter
 	// Auth validates SASL PLAIN logins and $cbs tokens. Nil disables
 	// authentication: every connection may do everything (a development
 	// mode; the emulator always has keys).
@@ -134,6 +141,9 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
+	if c.LogLimiter == nil {
+		c.LogLimiter = loglimit.New(loglimit.Config{})
+	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections
 	}
@@ -187,7 +197,7 @@ func (c *Config) validate() error {
 // request/response node.
 type Server struct {
 	cfg   Config
-	log   *zap.Logger
+	log   *zap.Logger // the server's own lines (accept, admission), limited as one scope
 	b     *core.Broker
 	locks sessionRegistry
 	stats serverStats // connections and requests, for metrics (stats.go)
@@ -221,7 +231,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, b: cfg.Broker, helpers: gopool.New(maxIdleHelpers), quit: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.LogLimiter.Scope(cfg.Logger), b: cfg.Broker, helpers: gopool.New(maxIdleHelpers), quit: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]*listenerState)
 	s.mu.conns = make(map[*conn]struct{})

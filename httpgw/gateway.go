@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/loglimit"
 	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw/console"
 )
@@ -33,8 +34,15 @@ type Config struct {
 	// Broker is the engine requests are translated into. Required.
 	Broker *core.Broker
 	// Logger receives request failures and, at debug level, every request.
-	// Default: zap.NewNop().
+	// Default: zap.NewNop(). Everything at info level and above goes
+	// through LogLimiter.
 	Logger *zap.Logger
+	// LogLimiter bounds the lines clients can make the gateway log; the
+	// gateway (console included) is one scope of it
+	// (loglimit.Limiter.Scope). Share one with the other front so the
+	// bound is the process's; nil means a limiter of the gateway's own
+	// with loglimit's defaults.
+	LogLimiter *loglimit.Limiter
 	// Auth checks SAS tokens. Default: a validator holding the emulator's
 	// RootManageSharedAccessKey / SAS_KEY_VALUE rule with Manage rights.
 	Auth *sas.Validator
@@ -95,6 +103,9 @@ func (c *Config) validate() error {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
+	if c.LogLimiter == nil {
+		c.LogLimiter = loglimit.New(loglimit.Config{})
+	}
 	if c.Auth == nil {
 		v, err := sas.NewValidator(sas.Config{Rules: []sas.Rule{{
 			KeyName: DefaultKeyName, Key: DefaultKey, Rights: sas.Manage,
@@ -134,7 +145,7 @@ func (c *Config) validate() error {
 type Gateway struct {
 	cfg     Config
 	broker  *core.Broker
-	log     *zap.Logger
+	log     *zap.Logger // limited: one scope of Config.LogLimiter
 	handler http.Handler
 	started time.Time // reported as the namespace's creation time
 	conns   *connLimiter
@@ -150,10 +161,11 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, broker: cfg.Broker, log: cfg.Logger, conns: newConnLimiter(cfg.MaxConnections, cfg.Logger)}
+	log := cfg.LogLimiter.Scope(cfg.Logger)
+	g := &Gateway{cfg: cfg, broker: cfg.Broker, log: log, conns: newConnLimiter(cfg.MaxConnections, log)}
 	g.started = g.now()
 	g.stopping, g.stop = context.WithCancel(context.Background())
-	web, err := console.New(console.Config{Broker: cfg.Broker, Auth: cfg.Auth, Logger: cfg.Logger})
+	web, err := console.New(console.Config{Broker: cfg.Broker, Auth: cfg.Auth, Logger: log})
 	if err != nil {
 		return nil, err
 	}

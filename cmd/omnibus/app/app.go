@@ -19,6 +19,7 @@ import (
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/clock"
 	"github.com/omnibusmq/omnibus/core/emuconfig"
+	"github.com/omnibusmq/omnibus/core/loglimit"
 	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw"
 	"github.com/omnibusmq/omnibus/storage"
@@ -163,6 +164,8 @@ type App struct {
 	amqpsAddr net.Addr
 	httpAddr  net.Addr
 	httpsAddr net.Addr
+	// logLimit bounds the lines peers can make both fronts log.
+	logLimit *loglimit.Limiter
 	// metricsAddr is the metrics listener's address (nil when off).
 	metricsAddr net.Addr
 	started     time.Time
@@ -177,7 +180,7 @@ type front interface {
 // starts the listeners. On error everything already started is stopped.
 func Start(opts Options) (a *App, err error) {
 	opts.setDefaults()
-	a = &App{opts: opts, log: opts.Logger, started: time.Now()}
+	a = &App{opts: opts, log: opts.Logger, started: time.Now(), logLimit: loglimit.New(loglimit.Config{})}
 	defer func() {
 		if err != nil {
 			a.Shutdown(context.Background())

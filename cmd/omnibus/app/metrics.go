@@ -52,7 +52,8 @@ func (a *App) startMetrics() error {
 		}})
 	}
 	cfg := metrics.Config{Broker: a.Broker, MaxEntities: o.MetricsMaxEntities, Fronts: fronts,
-		Batches: a.batches, Logger: o.Logger.Named("metrics"), NoRuntime: o.metricsSink != nil}
+		Batches: a.batches, Logger: o.Logger.Named("metrics"), NoRuntime: o.metricsSink != nil,
+		LogSuppressed: a.logLimit.Suppressed}
 	if fr, ok := a.store.(metrics.FsyncReporter); ok {
 		cfg.Store = fr
 	}

@@ -88,13 +88,14 @@ type collector struct {
 	cfg    Config
 	fronts frontDescs
 	store  storeDescs
+	limits limitDescs
 
 	mu     sync.Mutex // guards labels; held for a whole Collect
 	labels *entityLabels
 }
 
 func newCollector(cfg Config) *collector {
-	return &collector{cfg: cfg, fronts: newFrontDescs(), store: newStoreDescs(), labels: newEntityLabels(cfg.MaxEntities)}
+	return &collector{cfg: cfg, fronts: newFrontDescs(), store: newStoreDescs(), limits: newLimitDescs(), labels: newEntityLabels(cfg.MaxEntities)}
 }
 
 // Describe implements prometheus.Collector.
@@ -111,6 +112,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- foldedDesc
 	c.fronts.describe(ch)
 	c.store.describe(ch)
+	c.limits.describe(ch)
 }
 
 // otherSum accumulates the folded entities of one kind in a scrape.
@@ -172,6 +174,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.fronts.collect(ch, c.cfg.Fronts)
 	c.store.collect(ch, c.cfg.Store, c.cfg.Batches)
+	c.limits.collect(ch, &c.cfg)
 }
 
 // emitEntity sends one entity's series (or the "other" sum of a kind).

@@ -48,6 +48,9 @@ type Config struct {
 	Store FsyncReporter
 	// Batches, when set, are the storage batches counted by [CountBatches].
 	Batches *BatchStats
+	// LogSuppressed, when set, returns the log lines held back so far by
+	// reason (loglimit.Limiter.Suppressed).
+	LogSuppressed func() map[string]int64
 	// Logger receives the failures of serving a scrape.
 	Logger *zap.Logger
 	// NoRuntime leaves out the Go runtime's and the process's metrics:
