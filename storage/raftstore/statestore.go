@@ -146,18 +146,24 @@ func (s *stateStore) checkpoint(dir string) error {
 }
 
 // install replaces the database with the checkpoint in dir (which it
-// takes over): the checkpoint is opened under the next state-NNNNNN name,
-// STATE is pointed at it atomically, and the old database is removed. It
-// returns the installed database's applied index and term.
+// takes over): the checkpoint is moved to the next state-NNNNNN name and
+// opened there, STATE is pointed at it atomically, and the old database
+// is removed. It returns the installed database's applied index and term.
+//
+// A failed install (a disk that refuses the open: ENOSPC, EMFILE, EIO)
+// leaves the checkpoint under its new name, where the next call with the
+// same dir finds and opens it: the caller retries until the disk takes
+// it. A checkpoint found in neither place cannot be installed by trying
+// again; that error wraps storage.ErrCorrupt.
 func (s *stateStore) install(dir string) (index, term uint64, err error) {
 	n, _ := stateDirNumber(s.name)
 	next := stateDirName(n + 1)
-	if err := os.Rename(dir, filepath.Join(s.dir, next)); err != nil {
-		return 0, 0, fmt.Errorf("raftstore: install snapshot: %w: %v", storage.ErrUnavailable, err)
+	path := filepath.Join(s.dir, next)
+	if err := s.place(dir, path); err != nil {
+		return 0, 0, err
 	}
-	db, err := pebblestore.Open(filepath.Join(s.dir, next), s.opts)
+	db, err := pebblestore.Open(path, s.opts)
 	if err != nil {
-		_ = os.RemoveAll(filepath.Join(s.dir, next))
 		return 0, 0, fmt.Errorf("raftstore: open received snapshot: %w", err)
 	}
 	v, err := db.Get(metaApplied)
@@ -169,7 +175,6 @@ func (s *stateStore) install(dir string) (index, term uint64, err error) {
 	}
 	if err != nil {
 		db.Close()
-		_ = os.RemoveAll(filepath.Join(s.dir, next))
 		return 0, 0, fmt.Errorf("raftstore: install snapshot: %w", err)
 	}
 	old, oldName := s.db.Swap(db), s.name
@@ -177,6 +182,29 @@ func (s *stateStore) install(dir string) (index, term uint64, err error) {
 	_ = old.Close()
 	_ = os.RemoveAll(filepath.Join(s.dir, oldName))
 	return index, term, nil
+}
+
+// place moves the received checkpoint dir to path, unless an earlier
+// attempt of the same install did.
+func (s *stateStore) place(dir, path string) error {
+	_, err := os.Stat(dir)
+	switch {
+	case err == nil:
+		if err := os.Rename(dir, path); err != nil {
+			return fmt.Errorf("raftstore: install snapshot: %w: %v", storage.ErrUnavailable, err)
+		}
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("raftstore: install snapshot: %w: %v", storage.ErrUnavailable, err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("raftstore: install snapshot: %w: the received checkpoint is gone (neither %s nor %s exists)",
+				storage.ErrCorrupt, dir, path)
+		}
+		return fmt.Errorf("raftstore: install snapshot: %w: %v", storage.ErrUnavailable, err)
+	}
+	return nil
 }
 
 func (s *stateStore) close() error {
