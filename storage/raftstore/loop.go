@@ -44,6 +44,9 @@ type loopState struct {
 	// confPending: a membership change proposed here is not applied
 	// before this index (members.go).
 	confPending uint64
+	// snapHandedOut is the index of the latest snapshot handed to the
+	// appender (stepSnapshot resets it to see whether raft took one).
+	snapHandedOut uint64
 }
 
 // initLoop builds the RawNode over the loaded log.
@@ -282,6 +285,9 @@ func (n *Node) handleReadies() {
 		for _, m := range rd.Messages {
 			switch m.To {
 			case raft.LocalAppendThread:
+				if m.Snapshot != nil && !raft.IsEmptySnap(*m.Snapshot) {
+					l.snapHandedOut = m.Snapshot.Metadata.Index
+				}
 				n.appendQ.push(appendWork{m: m})
 			case raft.LocalApplyThread:
 				n.applyQ.push(applyWork{m: m})
@@ -360,17 +366,37 @@ func (n *Node) sendSnapshot(m pb.Message) {
 	})
 }
 
-// stepSnapshot steps a received MsgSnap, remembering its checkpoint for
-// the appender, which installs it if raft accepts the snapshot.
+// stepSnapshot steps a received MsgSnap. Raft either takes the snapshot,
+// handing it to the appender in the very next Ready (which then installs
+// the checkpoint), or ignores it: a stale term, an index it has already
+// committed (a snapshot sent again), one its log already holds. A
+// checkpoint raft ignores is removed at once: it would double the disk
+// used, on a node often already short of it.
 func (n *Node) stepSnapshot(s snapIn) {
-	n.snapMu.Lock()
+	l := &n.loop
 	idx := s.m.Snapshot.Metadata.Index
-	if old, ok := n.snapDirs[idx]; ok {
-		removeAll(old)
+	n.snapMu.Lock()
+	// One at this index is taken already, waiting for its install: raft
+	// has committed idx, so it ignores this one.
+	_, pending := n.snapDirs[idx]
+	if !pending {
+		n.snapDirs[idx] = s.dir // before the Ready: the appender looks it up
 	}
-	n.snapDirs[idx] = s.dir
 	n.snapMu.Unlock()
-	_ = n.loop.rn.Step(s.m)
+	l.snapHandedOut = 0
+	_ = l.rn.Step(s.m)
+	n.handleReadies()
+	if !pending && l.snapHandedOut == idx {
+		return
+	}
+	if !pending {
+		n.snapMu.Lock()
+		delete(n.snapDirs, idx)
+		n.snapMu.Unlock()
+	}
+	removeAll(s.dir)
+	n.log.Info("raft did not take a snapshot; its checkpoint is removed",
+		zap.Uint64("index", idx), zap.Uint64("term", s.m.Snapshot.Metadata.Term), zap.Uint64("from", s.m.From))
 }
 
 // updateServing decides, after each turn of the loop, whether this node

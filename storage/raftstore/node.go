@@ -65,7 +65,7 @@ type Node struct {
 	appliedIdx, appliedTerm uint64
 
 	snapMu   sync.Mutex        // guards snapDirs
-	snapDirs map[uint64]string // received checkpoints by snapshot index
+	snapDirs map[uint64]string // checkpoints raft took, by snapshot index, until installed
 
 	echoMu sync.Mutex // guards echo
 	echo   echoState

@@ -1,8 +1,13 @@
 package raftstore
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+
+	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/omnibusmq/omnibus/storage"
 )
@@ -88,4 +93,51 @@ func TestRestartKeepsEverything(t *testing.T) {
 			return err == nil && v == "restart"
 		})
 	}
+}
+
+// A checkpoint that arrives with a snapshot raft does not take (sent
+// again, at an index the follower has committed; or from a past term) is
+// removed at once, not kept until a newer install or a restart.
+func TestIgnoredSnapshotIsRemoved(t *testing.T) {
+	c := newTestCluster(t, 3, true, patientTiming)
+	s, leader := c.session()
+	for i := range 10 {
+		mustPut(t, s, fmt.Sprintf("k%d", i), "v")
+	}
+	f := c.nodes[leader%3+1]
+	waitFor(t, "the follower to apply", func() bool { v, err := stateGet(f, "k9"); return err == nil && v == "v" })
+	term, commit := f.Term(), f.commit.Load()
+	for _, tc := range []struct {
+		name        string
+		term, index uint64
+	}{
+		{"sent again", term, commit},
+		{"from a past term", term - 1, commit + 100},
+	} {
+		dir, err := f.newScratch("in")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "000001.sst"), make([]byte, 4096), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m := pb.Message{Type: pb.MsgSnap, From: leader, To: f.id, Term: tc.term, Snapshot: &pb.Snapshot{
+			Metadata: pb.SnapshotMetadata{Index: tc.index, Term: tc.term, ConfState: pb.ConfState{Voters: []uint64{1, 2, 3}}}}}
+		if err := f.receiveSnapshot(m, dir); err != nil {
+			t.Fatal(err)
+		}
+		stepped := make(chan struct{})
+		f.runOnLoop(func() { close(stepped) }) // runs after the step
+		<-stepped
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the checkpoint of a snapshot raft ignored is still there (%v)", tc.name, err)
+		}
+		f.snapMu.Lock()
+		if len(f.snapDirs) != 0 {
+			t.Errorf("%s: checkpoints kept for an install: %v", tc.name, f.snapDirs)
+		}
+		f.snapMu.Unlock()
+	}
+	mustPut(t, s, "after", "v") // the follower still follows
+	waitFor(t, "the follower to apply after", func() bool { v, err := stateGet(f, "after"); return err == nil && v == "v" })
 }
