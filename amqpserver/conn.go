@@ -78,6 +78,7 @@ type conn struct {
 	nextTicket uint64
 	owed       map[uint64]struct{}
 	waits      []owedWait
+	paying     bool // paid is running the waits
 
 	// Shutdown (drain.go).
 	draining bool        // owned by run: answering what was read, then closing

@@ -154,7 +154,11 @@ func newTxnID() []byte {
 	return []byte("txn:" + hex.EncodeToString(b[:]))
 }
 
-// discharge commits (fail false) or rolls back a transaction.
+// discharge commits (fail false) or rolls back a transaction, after
+// everything the connection received before it: sends and settlements
+// (submitted now), and the transaction's operations on $management, which
+// run in helper goroutines (rpc.go). A client may pipeline "complete on
+// $management, then commit" without waiting for the reply in between.
 func (l *link) discharge(p *partial, id []byte, fail bool) {
 	c := l.s.c
 	ct := c.txns[string(id)]
@@ -164,28 +168,32 @@ func (l *link) discharge(p *partial, id []byte, fail bool) {
 			id, txnTimeoutText(c.srv.b.TxnTimeout()))})
 		return
 	}
-	c.dropTxn(ct)
-	if ct.timedOut && !fail {
-		l.answerCoordinator(p, &frames.Rejected{Error: errorf(condTxnTimeout,
-			"The transaction '%s' timed out %s after its first operation and was rolled back.", id, txnTimeoutText(c.srv.b.TxnTimeout()))})
-		return
-	}
-	if fail {
-		ct.t.Rollback()
-		l.answerCoordinator(p, &frames.Accepted{})
-		return
-	}
-	ticket := c.owe()
-	c.goWork(func() {
-		err := ct.t.Commit()
-		c.post(func() {
-			if err == nil {
-				ct.forgetSettled()
-				l.answerCoordinator(p, &frames.Accepted{})
-			} else {
-				l.answerCoordinator(p, &frames.Rejected{Error: txnFailure(err)})
-			}
+	c.dropTxn(ct) // what comes after the discharge finds it gone
+	c.submitPending()
+	c.oweInTurn(func(ticket uint64) {
+		if ct.timedOut && !fail {
+			l.answerCoordinator(p, &frames.Rejected{Error: errorf(condTxnTimeout,
+				"The transaction '%s' timed out %s after its first operation and was rolled back.", id, txnTimeoutText(c.srv.b.TxnTimeout()))})
 			c.paid(ticket)
+			return
+		}
+		if fail {
+			ct.t.Rollback()
+			l.answerCoordinator(p, &frames.Accepted{})
+			c.paid(ticket)
+			return
+		}
+		c.goWork(func() {
+			err := ct.t.Commit()
+			c.post(func() {
+				if err == nil {
+					ct.forgetSettled()
+					l.answerCoordinator(p, &frames.Accepted{})
+				} else {
+					l.answerCoordinator(p, &frames.Rejected{Error: txnFailure(err)})
+				}
+				c.paid(ticket)
+			})
 		})
 	})
 }

@@ -27,23 +27,27 @@ func (c *conn) owe() uint64 {
 	return t
 }
 
-// paid settles ticket t and runs the waits it held back.
+// paid settles ticket t and runs the waits it held back, in order. A
+// wait may pay a ticket of its own at once (a rollback): that nested call
+// only records it, and this loop goes on in order.
 func (c *conn) paid(t uint64) {
 	delete(c.owed, t)
-	if len(c.waits) == 0 {
+	if c.paying {
 		return
 	}
-	low := c.nextTicket
-	for o := range c.owed {
-		low = min(low, o)
-	}
-	n := 0
-	for n < len(c.waits) && c.waits[n].upTo <= low {
-		n++
-	}
-	ready := c.waits[:n]
-	c.waits = c.waits[n:]
-	for _, w := range ready {
+	c.paying = true
+	defer func() { c.paying = false }()
+	for len(c.waits) > 0 {
+		low := c.nextTicket
+		for o := range c.owed {
+			low = min(low, o)
+		}
+		w := c.waits[0]
+		if w.upTo > low {
+			return
+		}
+		c.waits[0] = owedWait{}
+		c.waits = c.waits[1:]
 		w.f()
 	}
 }
@@ -56,6 +60,21 @@ func (c *conn) afterOwed(f func()) {
 		return
 	}
 	c.waits = append(c.waits, owedWait{upTo: c.nextTicket, f: f})
+}
+
+// oweInTurn issues a ticket t for work that must also come after every
+// ticket issued before it, and runs f(t) once those are paid: at once
+// when none is outstanding. The work pays t when its answer is written.
+// A transactional $management request and a discharge take their turn
+// this way, so that a commit follows the operations of its transaction
+// that the client sent before it.
+func (c *conn) oweInTurn(f func(t uint64)) {
+	t := c.owe()
+	if len(c.owed) == 1 && len(c.waits) == 0 {
+		f(t)
+		return
+	}
+	c.waits = append(c.waits, owedWait{upTo: t, f: func() { f(t) }})
 }
 
 // runWaits runs every wait still held back. serve calls it once run and

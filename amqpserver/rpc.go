@@ -52,8 +52,9 @@ func (l *link) managementRequest(p *partial) {
 	// asks for it by sequence number without waiting for the defer's
 	// answer, and must find it deferred.
 	c.submitPending()
-	c.afterOwed(func() {
+	start := func(pay func()) {
 		if c.ctx.Err() != nil {
+			pay()
 			return // the connection ended while the request waited
 		}
 		c.goWork(func() {
@@ -61,15 +62,23 @@ func (l *link) managementRequest(p *partial) {
 			c.post(func() {
 				l.in.inflight--
 				l.grantCredit()
-				if ct != nil {
+				if ct != nil && c.txns[string(ct.id)] == ct {
 					c.armTxnTimer(ct)
 				}
 				if s.live() {
 					c.routeReply(s, entity+mgmtSuffix, req, reply)
 				}
+				pay()
 			})
 		})
-	})
+	}
+	if ct == nil {
+		c.afterOwed(func() { start(func() {}) })
+		return
+	}
+	// An operation inside a transaction owes its answer: the discharge
+	// of the transaction waits for it (coordinator.go).
+	c.oweInTurn(func(ticket uint64) { start(func() { c.paid(ticket) }) })
 }
 
 // replyToOf returns a request's reply-to address, "" when it has none.

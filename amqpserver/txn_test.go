@@ -499,35 +499,14 @@ func TestTxnManagement(t *testing.T) {
 	tok := got[0].LockToken
 
 	p := ts.dotnetDial(t)
-	p.begin(0)
-	p.attachController(0, 0)
-	p.writeFrame(0, &frames.Attach{Name: "mgmt-req", Handle: 1, Role: frames.RoleSender, Source: &frames.Source{Address: "c"},
-		Target: &frames.Target{Address: "q/$management"}, InitialDeliveryCount: u32(0)})
-	p.attached(0, 1)
-	p.writeFrame(0, &frames.Attach{Name: "mgmt-reply", Handle: 2, Role: frames.RoleReceiver,
-		Source: &frames.Source{Address: "q/$management"}, Target: &frames.Target{Address: "reply-to"}})
-	p.attached(0, 2)
-	p.writeFrame(0, creditFlow(2, 0, 10))
+	p.attachTxnManagement("q")
 	txn := p.declare(0, 0)
 	call := func(op string, body encoding.Map, txnID []byte) *frames.Message {
 		t.Helper()
-		var state frames.DeliveryState
-		if txnID != nil {
-			state = &frames.TransactionalState{TxnID: txnID}
-		}
-		p.transfer(0, 1, state, &frames.Message{
-			Properties:            &frames.MessageProperties{MessageID: "r", ReplyTo: "reply-to"},
-			ApplicationProperties: encoding.Map{{Key: "operation", Value: op}},
-			Value:                 body})
-		tr := p.received(2)
-		reply, err := frames.UnmarshalMessage(tr.Payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return reply
+		p.mgmtRequest(op, body, txnID)
+		return p.reply(p.received(2))
 	}
-	status := func(m *frames.Message) any { v, _ := m.ApplicationProperties.GetString("statusCode"); return v }
-	toks := encoding.Array{Type: encoding.TypeCodeUUID, Elems: []any{encoding.UUID(tok)}}
+	toks := lockTokens(tok)
 	if r := call(opRenewLock, encoding.Map{{Key: "lock-tokens", Value: toks}}, txn); status(r) != int32(200) {
 		t.Fatalf("renew-lock in the transaction: %+v", r.ApplicationProperties)
 	}
@@ -545,5 +524,104 @@ func TestTxnManagement(t *testing.T) {
 	}
 	if c := ts.MustCounts(t, "q"); c.Total != 0 {
 		t.Fatalf("after the commit: %+v", c)
+	}
+}
+
+// attachTxnManagement begins session 0 with a controller (handle 0), a
+// request link to entity's $management (1) and its reply link (2).
+func (p *dotnetPeer) attachTxnManagement(entity string) {
+	p.t.Helper()
+	p.begin(0)
+	p.attachController(0, 0)
+	p.writeFrame(0, &frames.Attach{Name: "mgmt-req", Handle: 1, Role: frames.RoleSender, Source: &frames.Source{Address: "c"},
+		Target: &frames.Target{Address: entity + "/$management"}, InitialDeliveryCount: u32(0)})
+	p.attached(0, 1)
+	p.writeFrame(0, &frames.Attach{Name: "mgmt-reply", Handle: 2, Role: frames.RoleReceiver,
+		Source: &frames.Source{Address: entity + "/$management"}, Target: &frames.Target{Address: "reply-to"}})
+	p.attached(0, 2)
+	p.writeFrame(0, creditFlow(2, 0, 1000))
+}
+
+// mgmtRequest sends a $management request on handle 1 (inside txnID
+// unless nil), without waiting for its reply.
+func (p *dotnetPeer) mgmtRequest(op string, body encoding.Map, txnID []byte) uint32 {
+	p.t.Helper()
+	var state frames.DeliveryState
+	if txnID != nil {
+		state = &frames.TransactionalState{TxnID: txnID}
+	}
+	return p.transfer(0, 1, state, &frames.Message{
+		Properties:            &frames.MessageProperties{MessageID: "r", ReplyTo: "reply-to"},
+		ApplicationProperties: encoding.Map{{Key: "operation", Value: op}},
+		Value:                 body})
+}
+
+// reply decodes a $management reply.
+func (p *dotnetPeer) reply(tr *frames.Transfer) *frames.Message {
+	p.t.Helper()
+	m, err := frames.UnmarshalMessage(tr.Payload)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return m
+}
+
+func status(m *frames.Message) any { v, _ := m.ApplicationProperties.GetString("statusCode"); return v }
+
+func lockTokens(toks ...core.LockToken) encoding.Array {
+	a := encoding.Array{Type: encoding.TypeCodeUUID}
+	for _, tok := range toks {
+		a.Elems = append(a.Elems, encoding.UUID(tok))
+	}
+	return a
+}
+
+// A client that pipelines transactional $management operations and the
+// discharge that commits them (writing all three before reading any
+// answer) gets a commit that holds them: the discharge follows every
+// request the connection received before it. Repeated, because which
+// helper goroutine wins a race is chance.
+func TestTxnDischargeFollowsPipelinedManagement(t *testing.T) {
+	ts := newTestServer(t, nil)
+	p := ts.dotnetDial(t)
+	p.attachTxnManagement("q")
+	for i := range 30 {
+		ts.MustSend(t, "q", coretest.Text(fmt.Sprint("m", i)))
+		m := ts.MustReceive(t, "q", core.PeekLock, 1)[0]
+		ts.MustSettle(t, "q", m.LockToken, core.Outcome{Kind: core.Defer})
+		got, err := ts.Broker.ReceiveDeferred(t.Context(), "q", core.PeekLock, []int64{m.SequenceNumber})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks := lockTokens(got[0].LockToken)
+		txn := p.declare(0, 0)
+		p.mgmtRequest(opRenewLock, encoding.Map{{Key: "lock-tokens", Value: toks}}, txn)
+		p.mgmtRequest(opUpdateDisposition, encoding.Map{{Key: "lock-tokens", Value: toks}, {Key: "disposition-status", Value: "completed"}}, txn)
+		discharge := p.transfer(0, 0, nil, &frames.Message{Value: encoding.Described{Descriptor: uint64(0x32), Value: []any{txn, false}}})
+		var replies []*frames.Message
+		var outcome frames.DeliveryState
+		for len(replies) < 2 || outcome == nil {
+			switch b := p.readFrame().(type) {
+			case *frames.Transfer:
+				if b.Handle == 2 {
+					replies = append(replies, p.reply(b))
+				}
+			case *frames.Disposition:
+				if b.Role == frames.RoleReceiver && b.First == discharge {
+					outcome = b.State
+				}
+			}
+		}
+		for _, r := range replies {
+			if status(r) != int32(200) {
+				t.Fatalf("round %d: a $management operation pipelined before the commit: %+v", i, r.ApplicationProperties)
+			}
+		}
+		if _, ok := outcome.(*frames.Accepted); !ok {
+			t.Fatalf("round %d: the commit answered %T %+v", i, outcome, outcome)
+		}
+		if c := ts.MustCounts(t, "q"); c.Total != 0 {
+			t.Fatalf("round %d: after the commit the queue holds %+v; want the message completed", i, c)
+		}
 	}
 }
