@@ -3,6 +3,7 @@ package emuconfig
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -93,10 +94,18 @@ func Load(r io.Reader) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(stripComments(raw)))
+	data := stripComments(raw)
+	if err := checkKeys(data); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var f fileConfig
 	if err := dec.Decode(&f); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, positionError(data, valueStart(data, te.Offset), fmt.Sprintf("%s must be %s, not a JSON %s", te.Field, te.Type, te.Value))
+		}
 		return nil, fmt.Errorf("emuconfig: %w", err)
 	}
 	ns := f.UserConfig.Namespaces
@@ -246,15 +255,23 @@ func jsonValue(v any) (any, error) {
 	return nil, fmt.Errorf("unsupported value %v (want string, number or boolean)", v)
 }
 
-// stripComments removes // and /* */ comments outside JSON strings, which
-// the emulator's sample file uses.
+// stripComments blanks out // and /* */ comments outside JSON strings,
+// which the emulator's sample file uses. Each comment byte becomes a space
+// (newlines stay), so offsets, lines and columns in the result are those
+// of the file as written.
 func stripComments(b []byte) []byte {
-	out := make([]byte, 0, len(b))
+	out := bytes.Clone(b)
 	inStr, esc := false, false
+	blank := func(from, to int) {
+		for j := from; j < to; j++ {
+			if out[j] != '\n' {
+				out[j] = ' '
+			}
+		}
+	}
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if inStr {
-			out = append(out, c)
 			switch {
 			case esc:
 				esc = false
@@ -265,28 +282,25 @@ func stripComments(b []byte) []byte {
 			}
 			continue
 		}
-		if c == '"' {
+		switch {
+		case c == '"':
 			inStr = true
-			out = append(out, c)
-			continue
-		}
-		if c == '/' && i+1 < len(b) && b[i+1] == '/' {
-			for i < len(b) && b[i] != '\n' {
-				i++
+		case c == '/' && i+1 < len(b) && b[i+1] == '/':
+			end := bytes.IndexByte(b[i:], '\n')
+			if end < 0 {
+				end = len(b) - i
 			}
-			out = append(out, '\n')
-			continue
-		}
-		if c == '/' && i+1 < len(b) && b[i+1] == '*' {
+			blank(i, i+end)
+			i += end - 1
+		case c == '/' && i+1 < len(b) && b[i+1] == '*':
 			end := bytes.Index(b[i+2:], []byte("*/"))
 			if end < 0 {
+				blank(i, len(b)) // unterminated: the decoder reports the missing rest
 				return out
 			}
+			blank(i, i+2+end+2)
 			i += 2 + end + 1
-			out = append(out, ' ')
-			continue
 		}
-		out = append(out, c)
 	}
 	return out
 }

@@ -11,4 +11,10 @@
 // schema lacks (AutoDeleteOnIdle, MaxMessageSizeInKilobytes,
 // MaxSizeInMegabytes, DeadLetteringOnFilterEvaluationExceptions, Status,
 // UserMetadata, EnableBatchedOperations) are accepted too.
+//
+// A property the format does not define (a misspelling, most often) or a
+// file that is not JSON stops the load with the line, the column and the
+// path of the property: Microsoft's emulator answers such files with "Out
+// of memory", and silently ignoring a misspelt LockDuration would run the
+// entity on a default its author did not choose.
 package emuconfig
