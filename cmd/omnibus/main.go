@@ -3,6 +3,7 @@
 // (and HTTPS on :5443), with messages stored durably in Pebble.
 //
 //	omnibus [flags]                 run the broker (see -h)
+//	omnibus --version               print the version, commit and Go version
 //	omnibus conformance [flags]     run the conformance suite
 //	omnibus bench [flags]           run the load generator
 //	omnibus check --data DIR        compare a data directory's recovered state with its store
@@ -19,6 +20,10 @@ import (
 
 func main() {
 	args := os.Args[1:]
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		printVersion(os.Stdout)
+		return
+	}
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -111,6 +110,12 @@ func serve(args []string) error {
 	}
 	defer log.Sync()
 	o.Logger = log
+	if o.ConfigPath == "" {
+		if o.ConfigPath, err = emulatorConfig(emulatorConfigPath); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+	}
+	logEmulatorEnvironment(log, os.Environ(), fs)
 	start, err := cf.starter(o)
 	if err != nil {
 		return err
@@ -159,6 +164,7 @@ func serve(args []string) error {
 		fields = append(fields, zap.Stringer("debug", d.Addr()))
 	}
 	log.Info("omnibus is ready", fields...)
+	log.Info(emulatorReadyLine) // what tools that start Microsoft's emulator wait for
 	if a.AMQPAddr() != nil {
 		log.Info("connect with", zap.String("connectionString", a.ConnectionString()))
 	}
@@ -238,7 +244,7 @@ func parseWithEnv(fs *flag.FlagSet, args []string) error {
 		if set[f.Name] || err != nil {
 			return
 		}
-		env := "OMNIBUS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		env := envName(f.Name)
 		if v, ok := os.LookupEnv(env); ok {
 			if e := fs.Set(f.Name, v); e != nil {
 				err = &exitError{code: 2, err: fmt.Errorf("%s=%q: %v", env, v, e)}

@@ -244,6 +244,20 @@ func loadConfig(path string) (*emuconfig.Config, error) {
 	return c, nil
 }
 
+// probeWritable fails, saying what to do, when dir cannot take a new
+// file: an image started without a writable volume at /data, most often.
+// Pebble would fail too, later and with a lock-file error that says less.
+func probeWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".omnibus-probe-*")
+	if err != nil {
+		return fmt.Errorf("data directory %s is not writable by this process (uid %d): %w; "+
+			"give omnibus a writable directory (in a container: a volume at /data) or run with --memory", dir, os.Getuid(), err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
 func openStore(o Options) (storage.Store, error) {
 	if o.Store != nil {
 		return o.Store, nil
@@ -253,6 +267,9 @@ func openStore(o Options) (storage.Store, error) {
 	}
 	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if err := probeWritable(o.DataDir); err != nil {
+		return nil, err
 	}
 	s, err := pebblestore.Open(o.DataDir, pebblestore.Options{Logger: o.Logger.Named("pebble"),
 		DiskReserve: o.DiskReserve, Repair: o.Repair})
