@@ -34,11 +34,12 @@ const proposalTimeout = 30 * time.Second
 // that fails under a commit), so nothing may build on them: the broker is
 // rebuilt from the store by the next Session.
 type Session struct {
-	n      *Node
-	term   uint64
-	done   chan struct{}
-	endErr atomic.Pointer[error] // set once, when the Session ends
-	closed atomic.Bool           // Close was called
+	n       *Node
+	term    uint64
+	started time.Time // wall clock: Status.ServingSince
+	done    chan struct{}
+	endErr  atomic.Pointer[error] // set once, when the Session ends
+	closed  atomic.Bool           // Close was called
 }
 
 var (
@@ -57,7 +58,7 @@ func (n *Node) Session(ctx context.Context) (*Session, error) {
 			return nil, storage.ErrClosed
 		}
 		if n.sess == nil && n.canServe && n.leaseValid() {
-			s := &Session{n: n, term: n.term.Load(), done: make(chan struct{})}
+			s := &Session{n: n, term: n.term.Load(), started: time.Now(), done: make(chan struct{})}
 			n.sess = s
 			n.broadcastLocked()
 			n.mu.Unlock()

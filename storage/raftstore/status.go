@@ -30,6 +30,9 @@ type Status struct {
 	SnapshotsInstalled int64 `json:"snapshotsInstalled,omitempty"`
 	// Serving: the node has a live Session (its broker runs).
 	Serving bool `json:"serving"`
+	// ServingSince is when (wall clock) that Session began: no
+	// acknowledgement of this term's leader comes before it.
+	ServingSince time.Time `json:"servingSince,omitzero"`
 	// LeaseMillis is what remains of the leader's lease.
 	LeaseMillis int64 `json:"leaseMillis,omitempty"`
 	// Stalled: a write of this node's disk is failing (it sends nothing
@@ -79,6 +82,9 @@ func (n *Node) status() Status { return n.Status() }
 func (n *Node) withShared(st Status) Status {
 	n.mu.Lock()
 	st.Serving = n.sess != nil
+	if n.sess != nil {
+		st.ServingSince = n.sess.started
+	}
 	if n.failed != nil {
 		st.Error = n.failed.Error()
 	}

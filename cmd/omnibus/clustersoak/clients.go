@@ -29,10 +29,10 @@ type load struct {
 	// ever started: at a failover they bound how many completions the
 	// broker may have applied without the answer reaching the receiver.
 	settling, settleStarts atomic.Int64
-	// mark is the unix nanos of the latest failover; firstAck the first
-	// acknowledgement of a send started after it.
-	mark, firstAck atomic.Int64
-	reconnects     atomic.Int64
+	// acked records when sends were acknowledged during a failover
+	// (failtime.go).
+	acked      ackTimes
+	reconnects atomic.Int64
 }
 
 // client is one SDK client with its sender or receiver, replaced (a new
@@ -142,9 +142,7 @@ func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender]
 		}
 		ld.ledger.Acked(seq)
 		ld.acks.Add(1)
-		if m := ld.mark.Load(); m != 0 && started.UnixNano() >= m {
-			ld.firstAck.CompareAndSwap(0, time.Now().UnixNano())
-		}
+		ld.acked.add(time.Now())
 	}
 }
 

@@ -32,6 +32,9 @@
 // received and then gone without a completion, beyond the completions
 // under way at the failovers (each of those may have been applied with
 // its answer lost). Failover time is measured per failover, from the
-// kill or the cut to the first send acknowledged that started after it,
-// and reported.
+// moment the fault took effect (the killed process reaped, the link down,
+// the stopped process seen stopped) to the first send the new leader
+// acknowledged: the first acknowledgement at or after the moment it says
+// it began serving, so that none the deposed leader gave counts
+// (failtime.go). Kills and cut-offs are reported apart.
 package clustersoak

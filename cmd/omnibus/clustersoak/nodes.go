@@ -134,14 +134,18 @@ func (n *node) kill() error {
 	return nil
 }
 
-// freeze stops (SIGSTOP) or resumes (SIGCONT) the process.
+// freeze stops (SIGSTOP, returning once the process is stopped) or
+// resumes (SIGCONT) the process.
 func (n *node) freeze(on bool) error {
 	sig := syscall.SIGCONT
 	if on {
 		sig = syscall.SIGSTOP
 	}
 	n.frozen = on
-	return n.cmd.Process.Signal(sig)
+	if err := n.cmd.Process.Signal(sig); err != nil || !on {
+		return err
+	}
+	return waitStopped(n.cmd.Process.Pid)
 }
 
 // status asks the node for its Raft status.

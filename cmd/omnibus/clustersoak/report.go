@@ -19,8 +19,9 @@ type Failover struct {
 	Old, New int    // node ids
 	OldTerm  uint64
 	NewTerm  uint64
-	// Elected: from the act to the soak seeing another node serve;
-	// FirstAck: to the first acknowledgement of a send started after it.
+	// Elected: from the moment the fault took effect to the moment the
+	// new leader began serving (its Session, by its own report);
+	// FirstAck: to the first send the new leader acknowledged.
 	Elected, FirstAck time.Duration
 
 	completions int64 // completions under way at the act
@@ -92,11 +93,12 @@ func (r *Result) Cleanup() error {
 	return os.RemoveAll(r.Dir)
 }
 
-// FirstAcks are the failover times, in order.
-func (r *Result) FirstAcks() []time.Duration {
+// FirstAcks are the failover times of the failovers done as how
+// ("killed", "cut off", "froze (SIGSTOP)"; "" for all), in order.
+func (r *Result) FirstAcks(how string) []time.Duration {
 	var out []time.Duration
 	for _, f := range r.Failovers {
-		if f.FirstAck > 0 {
+		if f.FirstAck > 0 && (how == "" || f.How == how) {
 			out = append(out, f.FirstAck)
 		}
 	}
@@ -145,14 +147,19 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if len(r.Failovers) > 0 {
 		fmt.Fprintf(w, "\nfirst leader serving after %s\n\n", ms(r.Startup))
 		ft := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(ft, "failover\thow\told leader (term)\tnew leader (term)\tnew leader serving\tfirst send acked\t")
+		fmt.Fprintln(ft, "failover\thow\told leader (term)\tnew leader (term)\tnew leader serving\tits first send acked\t")
 		for i, f := range r.Failovers {
 			fmt.Fprintf(ft, "%d\t%s\t%d (%d)\t%d (%d)\t%s\t%s\t\n", i+1, f.How, f.Old, f.OldTerm, f.New, f.NewTerm, ms(f.Elected), ms(f.FirstAck))
 		}
 		if err := ft.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "\nfailover (act → first send acknowledged on the new leader): %s\n", spread(r.FirstAcks()))
+		fmt.Fprintf(w, "\nfailover (the fault taking effect → the first send the new leader acknowledged):\n")
+		for _, how := range []string{"killed", "cut off", "froze (SIGSTOP)"} {
+			if ds := r.FirstAcks(how); len(ds) > 0 {
+				fmt.Fprintf(w, "  %-16s %s\n", how+":", spread(ds))
+			}
+		}
 	}
 	verdict := "PASS"
 	if err := r.Err(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/omnibusmq/omnibus/cmd/omnibus/bench"
+	"github.com/omnibusmq/omnibus/storage/raftstore"
 )
 
 // nodeCount is the cluster's size.
@@ -87,7 +88,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	}
 	defer lb.close()
 	started := time.Now()
-	leader, err := waitServing(ctx, nodes, c.ReadyTimeout)
+	leader, _, err := waitServing(ctx, nodes, c.ReadyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("the cluster did not elect a leader: %w", err)
 	}
@@ -134,8 +135,8 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		res.Failovers = append(res.Failovers, f)
 		res.CompletionsAtFailovers += f.completions
 		if runErr == nil {
-			fmt.Fprintf(progress, "cluster soak: failover %d/%d: %s node %d (term %d) → node %d leads (term %d); first send acknowledged after %s\n",
-				k, c.Failovers, f.How, f.Old, f.OldTerm, f.New, f.NewTerm, ms(f.FirstAck))
+			fmt.Fprintf(progress, "cluster soak: failover %d/%d: %s node %d (term %d) → node %d leads (term %d), serving %s after the fault took effect; its first send acknowledged after %s\n",
+				k, c.Failovers, f.How, f.Old, f.OldTerm, f.New, f.NewTerm, ms(f.Elected), ms(f.FirstAck))
 		}
 	}
 	if c.HoldReceivers {
@@ -157,10 +158,10 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 
 // failover deposes the serving node (SIGKILL, or cut off every other
 // failover in mixed mode), waits for another to serve and for the first
-// send acknowledged after the act, then brings the old one back.
+// send it acknowledged (failtime.go), then brings the old one back.
 func failover(ctx context.Context, c *Config, k int, nodes []*node, nw *network, lb *balancer, ld *load) (Failover, error) {
 	// A loaded machine may be between two leaders just now: wait for one.
-	if _, err := waitServing(ctx, nodes, c.ReadyTimeout); err != nil {
+	if _, _, err := waitServing(ctx, nodes, c.ReadyTimeout); err != nil {
 		return Failover{}, fmt.Errorf("failover %d: no serving leader to depose within %s", k, c.ReadyTimeout)
 	}
 	old, st, err := serving(nodes)
@@ -175,9 +176,7 @@ func failover(ctx context.Context, c *Config, k int, nodes []*node, nw *network,
 			f.How = "froze (SIGSTOP)"
 		}
 	}
-	ld.firstAck.Store(0)
 	f.completions, err = ld.completionsAt(func() error {
-		ld.mark.Store(time.Now().UnixNano())
 		lb.setUp(old.id-1, false)
 		switch {
 		case !cut:
@@ -189,26 +188,33 @@ func failover(ctx context.Context, c *Config, k int, nodes []*node, nw *network,
 			return old.freeze(true)
 		}
 	})
+	effect := time.Now() // the process is reaped, the link down, or the process stopped
+	ld.acked.start()
+	defer ld.acked.stop()
 	if err != nil {
 		return f, fmt.Errorf("failover %d: %w", k, err)
 	}
-	t0 := time.Unix(0, ld.mark.Load())
-	next, err := waitServing(ctx, nodes, c.ReadyTimeout)
+	next, st, err := waitServing(ctx, nodes, c.ReadyTimeout)
 	if err != nil {
 		return f, fmt.Errorf("failover %d: no new leader within %s", k, c.ReadyTimeout)
 	}
-	f.New, f.Elected = next.id, time.Since(t0)
-	if st, err := next.status(time.Second); err == nil {
-		f.NewTerm = st.Term
+	f.New, f.NewTerm = next.id, st.Term
+	if st.ServingSince.IsZero() {
+		return f, fmt.Errorf("failover %d: node %d serves but does not say since when (an older omnibus?)", k, next.id)
 	}
+	f.Elected = st.ServingSince.Sub(effect)
 	deadline := time.Now().Add(c.ReadyTimeout)
-	for ld.firstAck.Load() == 0 {
+	for {
+		d, ok := ld.acked.firstAck(effect, st.ServingSince)
+		if ok {
+			f.FirstAck = d
+			break
+		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return f, fmt.Errorf("failover %d: node %d leads but no send was acknowledged within %s", k, next.id, c.ReadyTimeout)
+			return f, fmt.Errorf("failover %d: node %d leads but acknowledged no send within %s", k, next.id, c.ReadyTimeout)
 		}
 		pause(ctx, 2*time.Millisecond)
 	}
-	f.FirstAck = time.Unix(0, ld.firstAck.Load()).Sub(t0)
 	// Bring the old leader back: restarted, healed, or woken up.
 	switch {
 	case !cut:
@@ -226,19 +232,20 @@ func failover(ctx context.Context, c *Config, k int, nodes []*node, nw *network,
 	return f, nil
 }
 
-// waitServing waits until some node serves.
-func waitServing(ctx context.Context, nodes []*node, timeout time.Duration) (*node, error) {
+// waitServing waits until some node serves, and returns it with its
+// status.
+func waitServing(ctx context.Context, nodes []*node, timeout time.Duration) (*node, raftstore.Status, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		n, _, err := serving(nodes)
+		n, st, err := serving(nodes)
 		if err == nil {
-			return n, nil
+			return n, st, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, err
+			return nil, st, err
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, st, ctx.Err()
 		}
 		pause(ctx, 20*time.Millisecond)
 	}

@@ -66,6 +66,9 @@ func TestClusterSoakShort(t *testing.T) {
 		if f.New == f.Old || f.NewTerm <= f.OldTerm || f.FirstAck <= 0 {
 			t.Errorf("failover %d: %+v: the same leader, no new term, or no send acknowledged after it", i+1, f)
 		}
+		if f.Elected <= 0 || f.FirstAck < f.Elected {
+			t.Errorf("failover %d: %+v: the new leader served before the fault took effect, or the first ack counted came before it served", i+1, f)
+		}
 	}
 	if r.Tally.Acked == 0 || r.Tally.Completed == 0 || r.Tally.Unique < r.Tally.Acked {
 		t.Fatalf("tally %+v: nothing acknowledged, nothing completed, or acknowledged messages missing", r.Tally)
