@@ -29,6 +29,50 @@ type faultLogFS struct {
 	loseOnFailedSync bool
 	// counts of successful calls
 	okSyncs, okWrites, okAllocs int
+	// frozen, while not nil, holds every fdatasync until it is closed
+	// (thaw): a disk that stalls; stuck counts the fdatasyncs it held.
+	frozen chan struct{}
+	stuck  int
+}
+
+// freeze makes every fdatasync from now on wait until thaw.
+func (fs *faultLogFS) freeze() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.frozen == nil {
+		fs.frozen = make(chan struct{})
+	}
+}
+
+// thaw lets the held fdatasyncs go on.
+func (fs *faultLogFS) thaw() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.frozen != nil {
+		close(fs.frozen)
+		fs.frozen = nil
+	}
+}
+
+// holding reports whether the disk is frozen, and how many fdatasyncs it
+// has held so far.
+func (fs *faultLogFS) holding() (frozen bool, stuck int) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.frozen != nil, fs.stuck
+}
+
+// waitThawed holds an fdatasync while the disk is frozen.
+func (fs *faultLogFS) waitThawed() {
+	fs.mu.Lock()
+	ch := fs.frozen
+	if ch != nil {
+		fs.stuck++
+	}
+	fs.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 // fail makes the next n operations of the kind kind fail with err.
@@ -116,6 +160,7 @@ func (f *faultLogFile) note(from, to int64) {
 }
 
 func (f *faultLogFile) Datasync() error {
+	f.fs.waitThawed()
 	if err := f.fs.take(&f.fs.syncs); err != nil {
 		f.fs.mu.Lock()
 		lose := f.fs.loseOnFailedSync
