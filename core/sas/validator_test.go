@@ -285,3 +285,24 @@ func TestErrorReasons(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretEqual: keys and signatures compare equal only when identical,
+// whatever their lengths (the comparison hashes both first, so it takes
+// the same time for any length).
+func TestSecretEqual(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"SAS_KEY_VALUE", "SAS_KEY_VALUE", true},
+		{"", "", true},
+		{"SAS_KEY_VALUE", "SAS_KEY_VALUF", false},
+		{"SAS_KEY_VALUE", "SAS_KEY_VALUE ", false},
+		{"SAS_KEY_VALUE", "SAS", false},
+		{"SAS_KEY_VALUE", "", false},
+	} {
+		if got := secretEqual(c.a, c.b); got != c.want {
+			t.Errorf("secretEqual(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
