@@ -52,6 +52,7 @@ type Handler struct {
 	auth   *sas.Validator
 	log    *zap.Logger
 	ttl    time.Duration
+	logins *loginThrottle // failed logins per client (throttle.go)
 	files  http.Handler
 	index  []byte
 	mux    *http.ServeMux
@@ -78,8 +79,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		broker: cfg.Broker, auth: cfg.Auth, log: cfg.Logger, ttl: cfg.SessionTTL,
-		files: http.StripPrefix(AssetsPath, http.FileServerFS(sub)),
-		index: index,
+		logins: newLoginThrottle(time.Now),
+		files:  http.StripPrefix(AssetsPath, http.FileServerFS(sub)),
+		index:  index,
 	}
 	h.mux = h.apiRoutes()
 	return h, nil

@@ -2,7 +2,9 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/omnibusmq/omnibus/core/sas"
@@ -32,17 +34,30 @@ type loginResponse struct {
 // back as it is. Either way the token, not a cookie, is the session: it
 // travels in the Authorization header, where another site's page cannot
 // make a browser put it.
+//
+// Logins are throttled per client address (throttle.go): after a few
+// failures in a row, a client's logins are refused with 429 and a
+// Retry-After, unheard, for a wait that doubles with each failure, so the
+// right key does not get in during it either.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	var req loginRequest
 	if !readJSON(w, r, &req) {
 		return
 	}
-	if req.Token != "" {
-		h.loginToken(w, req.Token)
+	if req.Token == "" && (req.KeyName == "" || req.Key == "") {
+		writeJSONError(w, http.StatusBadRequest, "give a key name and key, or a SAS token")
 		return
 	}
-	if req.KeyName == "" || req.Key == "" {
-		writeJSONError(w, http.StatusBadRequest, "give a key name and key, or a SAS token")
+	if wait := h.logins.admit(r.RemoteAddr); wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeJSONError(w, http.StatusTooManyRequests, fmt.Sprintf(
+			"too many failed logins from this address: try again in %d s (each further failure doubles the wait, up to %s)",
+			secs, loginBackoffMax))
+		return
+	}
+	if req.Token != "" {
+		h.loginToken(w, r, req.Token)
 		return
 	}
 	rule, err := h.auth.Authenticate(req.KeyName, req.Key)
@@ -50,6 +65,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusUnauthorized, authText(err))
 		return
 	}
+	h.logins.succeeded(r.RemoteAddr)
 	exp := time.Now().Add(h.ttl).Truncate(time.Second)
 	scheme := "http"
 	if r.TLS != nil {
@@ -62,25 +78,31 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (h *Handler) loginToken(w http.ResponseWriter, token string) {
-	t, err := sas.Parse(token)
+func (h *Handler) loginToken(w http.ResponseWriter, r *http.Request, token string) {
+	resp, err := h.checkToken(token)
 	if err != nil {
 		writeJSONError(w, http.StatusUnauthorized, authText(err))
 		return
+	}
+	h.logins.succeeded(r.RemoteAddr)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// checkToken validates a pasted token for its own audience.
+func (h *Handler) checkToken(token string) (loginResponse, error) {
+	t, err := sas.Parse(token)
+	if err != nil {
+		return loginResponse{}, err
 	}
 	aud, err := t.Audience()
 	if err != nil {
-		writeJSONError(w, http.StatusUnauthorized, authText(err))
-		return
+		return loginResponse{}, err
 	}
 	rights, err := h.auth.Validate(token, aud, 0)
 	if err != nil {
-		writeJSONError(w, http.StatusUnauthorized, authText(err))
-		return
+		return loginResponse{}, err
 	}
-	writeJSON(w, http.StatusOK, loginResponse{
-		Token: token, KeyName: t.KeyName, Rights: rights.String(), Scope: aud, ExpiresAt: t.ExpiresAt(),
-	})
+	return loginResponse{Token: token, KeyName: t.KeyName, Rights: rights.String(), Scope: aud, ExpiresAt: t.ExpiresAt()}, nil
 }
 
 // authText is the text of a refused credential.
