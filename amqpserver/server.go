@@ -88,6 +88,11 @@ type Config struct {
 	// refusal is logged at debug level. Admit runs on the accept loop,
 	// so it must be quick.
 	Admit func(remote net.Addr) error
+	// CheckOrigin, when set, is asked about the Origin of every WebSocket
+	// upgrade that has one (a browser's page; other clients send none): a
+	// non-nil error refuses the upgrade with 403 and that error's text.
+	// Unset, every origin is accepted, as Service Bus does.
+	CheckOrigin func(origin string) error
 	// AuthTimeout is how long, from accept, a connection may go without
 	// a credential: a SASL PLAIN login or a valid $cbs token. A
 	// connection without one by then is closed with

@@ -49,14 +49,16 @@ func (s *Server) ServeConn(nc net.Conn) error {
 // an HTTP server to route [WebSocketPath] to. It answers 426 Upgrade
 // Required to a request that is not a WebSocket upgrade (or asks for a
 // version other than 13), 405 to one that is not a GET, 400 to one that
-// offers neither AMQP subprotocol, and 503 once the server is shutting
-// down; otherwise it upgrades and serves the connection ([Server.ServeConn]).
-// Any origin is accepted, as Service Bus does: clients authenticate with
-// tokens, never with cookies, so a page elsewhere can use it.
+// offers neither AMQP subprotocol, 403 to a browser's (one with an
+// Origin) whose origin [Config.CheckOrigin] refuses, and 503 once the
+// server is shutting down; otherwise it upgrades and serves the
+// connection ([Server.ServeConn]). Without CheckOrigin any origin is
+// accepted, as Service Bus does: clients authenticate with tokens, never
+// with cookies, so only a page holding a credential can use it.
 func (s *Server) WebSocketHandler() http.Handler {
 	up := &websocket.Upgrader{
 		Subprotocols:    wsSubprotocols,
-		CheckOrigin:     func(*http.Request) bool { return true },
+		CheckOrigin:     func(*http.Request) bool { return true }, // checkUpgrade has judged it
 		ReadBufferSize:  32 << 10,
 		WriteBufferSize: 32 << 10,
 	}
@@ -92,7 +94,13 @@ func (s *Server) checkUpgrade(w http.ResponseWriter, r *http.Request) (int, stri
 		return http.StatusUpgradeRequired, "AMQP over WebSockets: only WebSocket version 13 is served."
 	case !slices.ContainsFunc(websocket.Subprotocols(r), func(p string) bool { return slices.Contains(wsSubprotocols, p) }):
 		return http.StatusBadRequest, "AMQP over WebSockets: offer the WebSocket subprotocol AMQPWSB10 or amqp (Sec-WebSocket-Protocol)."
-	case s.shuttingDown():
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && s.cfg.CheckOrigin != nil {
+		if err := s.cfg.CheckOrigin(origin); err != nil {
+			return http.StatusForbidden, err.Error()
+		}
+	}
+	if s.shuttingDown() {
 		return http.StatusServiceUnavailable, "The server is shutting down."
 	}
 	return 0, ""

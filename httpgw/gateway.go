@@ -73,6 +73,12 @@ type Config struct {
 	// else: a non-nil error refuses the request with 403 and that error's
 	// text, and closes the connection (protected mode).
 	Admit func(remote net.Addr) error
+	// CheckHost, when set, is asked about every request's Host (as sent,
+	// port included) after Admit: a non-nil error refuses the request with
+	// 421 Misdirected Request and that error's text, and closes the
+	// connection. It keeps out a page whose name was made to resolve to
+	// the server (DNS rebinding): the browser then sends that name.
+	CheckHost func(host string) error
 	// Components are what GET /health reports on besides the gateway
 	// itself: listeners, the store. None: /health answers healthy while the
 	// gateway serves.

@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// middleware wraps the router: it refuses peers [Config.Admit] turns away,
-// trims trailing slashes (Node sends "…/Subscriptions/"), recovers from
+// middleware wraps the router: it refuses peers [Config.Admit] turns away
+// and host names [Config.CheckHost] does not answer to, trims trailing slashes (Node sends "…/Subscriptions/"), recovers from
 // handler panics with a 500, closes connections whose request body was
 // not read, names the server and logs each request at debug level.
 func (g *Gateway) middleware(next http.Handler) http.Handler {
@@ -53,6 +53,13 @@ func (g *Gateway) middleware(next http.Handler) http.Handler {
 			if err := g.cfg.Admit(remoteAddr(r)); err != nil {
 				rec.Header().Set("Connection", "close")
 				g.writeError(rec, r, http.StatusForbidden, err.Error())
+				return
+			}
+		}
+		if g.cfg.CheckHost != nil {
+			if err := g.cfg.CheckHost(r.Host); err != nil {
+				rec.Header().Set("Connection", "close")
+				g.writeError(rec, r, http.StatusMisdirectedRequest, err.Error())
 				return
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/httpgw"
@@ -18,15 +17,7 @@ func addTLSFlags(fs *flag.FlagSet, o *app.Options) {
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "certificate PEM for HTTPS and AMQPS (default: one issued by a local CA, generated on first use)")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "private key PEM of --tls-cert")
 	fs.StringVar(&o.TLSDir, "tls-dir", "", "directory of the generated local CA and certificate (default: the data directory; with --memory $TMPDIR/omnibus-tls)")
-	fs.Func("tls-hosts", "comma-separated host names and IP addresses the generated certificate names besides localhost, 127.0.0.1 and ::1", func(v string) error {
-		o.TLSHosts = o.TLSHosts[:0]
-		for _, h := range strings.Split(v, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				o.TLSHosts = append(o.TLSHosts, h)
-			}
-		}
-		return nil
-	})
+	listFlag(fs, &o.TLSHosts, "tls-hosts", "comma-separated host names and IP addresses the generated certificate names besides localhost, 127.0.0.1 and ::1")
 }
 
 // runCert creates the local CA and certificate omnibus serves HTTPS and

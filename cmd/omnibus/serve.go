@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,6 +65,11 @@ func serve(args []string) error {
 	fs.DurationVar(&o.HTTPIdleTimeout, "http-idle-timeout", httpgw.DefaultIdleTimeout, "an HTTP keep-alive connection idle this long is closed")
 	fs.IntVar(&o.HTTPMaxConnections, "http-max-connections", httpgw.DefaultMaxConnections, "maximum HTTP and HTTPS connections together (0: unlimited)")
 	fs.BoolVar(&o.AllowRemote, "allow-remote", false, "serve other machines even with the publicly known emulator key (protected mode off)")
+	listFlag(fs, &o.AllowedHosts, "allowed-hosts", "comma-separated host names HTTP, HTTPS and WebSocket requests may use besides localhost, "+
+		"IP addresses, this machine's names and --tls-hosts (*.example.com: every name under it; *: any); others get 421. "+
+		"Checked with the publicly known key, or with a key of your own once given (DNS rebinding protection)")
+	listFlag(fs, &o.AllowedOrigins, "allowed-origins", "comma-separated origins of web pages that may open AMQP over WebSockets, "+
+		"e.g. http://localhost:8080 (*: any). With the publicly known key none may unless listed; with a key of your own any may unless given")
 	// Debugging the core.
 	fs.BoolVar(&o.CheckConsistency, "check-consistency", false, "after recovery, compare memory with the store and log every difference (reads the whole store; see omnibus check)")
 	// The core's memory bounds (core.Limits).
@@ -229,6 +235,19 @@ func startOrSignal(start func() (server, error), sig <-chan os.Signal, log *zap.
 			return nil, fmt.Errorf("stopped by %v during start-up: the start did not finish within 5s", got)
 		}
 	}
+}
+
+// listFlag defines a flag taking a comma-separated list into *list.
+func listFlag(fs *flag.FlagSet, list *[]string, name, usage string) {
+	fs.Func(name, usage, func(v string) error {
+		*list = (*list)[:0]
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				*list = append(*list, item)
+			}
+		}
+		return nil
+	})
 }
 
 // parseWithEnv parses args, then fills every flag not given on the

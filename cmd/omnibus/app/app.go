@@ -83,6 +83,18 @@ type Options struct {
 	// AllowRemote serves clients on other machines even with the publicly
 	// known DefaultKey (protected mode off).
 	AllowRemote bool
+	// AllowedHosts are host names HTTP, HTTPS and WebSocket requests may
+	// name in Host besides localhost (and *.localhost), IP addresses, this
+	// machine's names, TLSHosts and a cluster's peers; "*.example.com"
+	// covers the names under example.com, "*" any name. Other names get
+	// 421 (hosts.go): with the publicly known key always, with a key of
+	// one's own only when this list is given.
+	AllowedHosts []string
+	// AllowedOrigins are the origins ("http://localhost:8080") of web pages
+	// that may open AMQP over WebSockets; "*": any. With the publicly known
+	// key none may unless listed; with a key of one's own any may unless
+	// this list is given. Upgrades without an Origin (no browser) pass.
+	AllowedOrigins []string
 	// CheckConsistency compares the recovered broker's memory with the
 	// store before the listeners start and logs what differs (check.go).
 	CheckConsistency bool
@@ -117,6 +129,10 @@ type Options struct {
 	// Stats keeps the core's per-entity statistics even without a metrics
 	// listener (the console's rate charts read them).
 	Stats bool
+
+	// knownHosts are more names of this omnibus for the host policy (a
+	// cluster's peers), which they do not turn on by themselves.
+	knownHosts []string
 
 	// metricsSink, when set, takes the broker's metrics instead of a
 	// listener of the App's own: a cluster node serves them on its

@@ -99,6 +99,7 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 	if err := checkClusterProtection(o, c); err != nil {
 		return nil, err
 	}
+	o.knownHosts = append(o.knownHosts, peerHosts(c.Peers)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	c0 := &Cluster{opts: o, copts: c, log: o.Logger.Named("cluster"), front: map[string]*publicFront{},
 		ctx: ctx, cancel: cancel, done: make(chan struct{})}
@@ -163,6 +164,19 @@ func checkClusterProtection(o Options, c ClusterOptions) error {
 		}
 	}
 	return nil
+}
+
+// peerHosts are the host names of the peers' addresses: clients reach
+// the cluster by them, and a follower passes their requests on to the
+// leader as they are (see hosts.go).
+func peerHosts(peers map[uint64]string) []string {
+	var hosts []string
+	for _, addr := range peers {
+		if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+			hosts = append(hosts, host)
+		}
+	}
+	return hosts
 }
 
 // advertised is what the node tells its peers about its client

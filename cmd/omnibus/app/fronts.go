@@ -27,9 +27,16 @@ func (a *App) startFronts() error {
 	if msg := protect.describe(); msg != "" {
 		a.log.Info(msg)
 	}
+	hosts, err := newHostPolicy(o)
+	if err != nil {
+		return err
+	}
+	origins, err := newOriginPolicy(o)
+	if err != nil {
+		return err
+	}
 	var cert tls.Certificate
 	if !disabled(o.AMQPSAddr) || !disabled(o.HTTPSAddr) {
-		var err error
 		if cert, err = a.certificate(); err != nil {
 			return err
 		}
@@ -44,6 +51,9 @@ func (a *App) startFronts() error {
 			AuthTimeout: o.AuthTimeout, Limits: o.AMQPLimits, LogLimiter: a.logLimit}
 		if protect.on {
 			cfg.Admit = protect.admit
+		}
+		if origins != nil {
+			cfg.CheckOrigin = origins.check
 		}
 		srv, err := amqpserver.New(cfg)
 		if err != nil {
@@ -83,6 +93,10 @@ func (a *App) startFronts() error {
 		LogLimiter: a.logLimit}
 	if protect.on {
 		cfg.Admit = protect.admit
+	}
+	if hosts != nil {
+		cfg.CheckHost = hosts.check
+		a.log.Info(hosts.describe())
 	}
 	gw, err := httpgw.New(cfg)
 	if err != nil {

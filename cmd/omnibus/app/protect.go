@@ -19,18 +19,13 @@ const protectedLogGap = 10 * time.Second
 // could use it, so only peers on this machine (loopback) are served unless
 // a key of one's own is set or [Options.AllowRemote] opens it.
 type protection struct {
-	on  bool
-	log *zap.Logger
-
-	mu struct {
-		sync.Mutex           // guards the fields below
-		refused    int       // refusals since the last log line
-		loggedAt   time.Time // when the last line was written
-	}
+	on       bool
+	refusals *refusalLog
 }
 
 func newProtection(o Options) *protection {
-	return &protection{on: o.Key == DefaultKey && !o.AllowRemote, log: o.Logger}
+	return &protection{on: o.Key == DefaultKey && !o.AllowRemote,
+		refusals: newRefusalLog(o.Logger, "protected mode refused a remote client; set --key or --allow-remote to serve other machines")}
 }
 
 // protectedError is the refusal of a peer: its text tells the user what
@@ -57,13 +52,39 @@ func (p *protection) admit(peer net.Addr) error {
 
 // noteRefusal logs a refusal, at most one line per protectedLogGap.
 func (p *protection) noteRefusal(peer net.Addr) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.mu.refused++
-	if now := time.Now(); now.Sub(p.mu.loggedAt) >= protectedLogGap {
-		p.log.Warn("protected mode refused a remote client; set --key or --allow-remote to serve other machines",
-			zap.String("peer", hostOf(peer)), zap.Int("refused", p.mu.refused))
-		p.mu.loggedAt, p.mu.refused = now, 0
+	p.refusals.note(zap.String("peer", hostOf(peer)))
+}
+
+// refusalLog logs refusals of one kind as warnings, at most one line per
+// protectedLogGap, each with the number refused since the last: whoever
+// is refused cannot flood the log.
+type refusalLog struct {
+	log *zap.Logger
+	msg string
+
+	mu struct {
+		sync.Mutex           // guards the fields below
+		refused    int       // refusals since the last log line
+		loggedAt   time.Time // when the last line was written
+	}
+}
+
+func newRefusalLog(log *zap.Logger, msg string) *refusalLog {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &refusalLog{log: log, msg: msg}
+}
+
+// note counts a refusal and logs it with fields, unless a line was
+// written less than protectedLogGap ago.
+func (l *refusalLog) note(fields ...zap.Field) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.refused++
+	if now := time.Now(); now.Sub(l.mu.loggedAt) >= protectedLogGap {
+		l.log.Warn(l.msg, append(fields, zap.Int("refused", l.mu.refused))...)
+		l.mu.loggedAt, l.mu.refused = now, 0
 	}
 }
 
