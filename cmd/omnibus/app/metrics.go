@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/net/netutil"
 
 	"github.com/omnibusmq/omnibus/cmd/omnibus/metrics"
 )
@@ -18,10 +17,20 @@ import (
 // means no metrics listener.
 const DefaultMetricsAddr = ":5301"
 
-// MaxMetricsConnections bounds the connections the metrics listener
-// serves at once; more wait in the kernel's accept queue. Prometheus uses
-// one per scrape.
-const MaxMetricsConnections = 16
+// Bounds of the metrics listener, which nobody needs a token for: idle
+// or half-sent connections must not keep Prometheus out. At
+// MaxMetricsConnections a new connection takes the place of the one that
+// has gone longest without being answered (metricsconns.go); a request's
+// headers must arrive within metricsHeaderTimeout, and a keep-alive idle
+// for metricsIdleTimeout is closed (Prometheus scrapes every 15 s to 1 min
+// and reconnects when it must).
+const (
+	MaxMetricsConnections = 64
+	metricsHeaderTimeout  = 2 * time.Second
+	metricsReadTimeout    = 5 * time.Second
+	metricsWriteTimeout   = 30 * time.Second
+	metricsIdleTimeout    = 30 * time.Second
+)
 
 // startMetrics serves the Prometheus metrics on their own listener,
 // without authentication, as Prometheus scrapes. Protected mode applies
@@ -75,8 +84,13 @@ func (a *App) startMetrics() error {
 }
 
 // serveMetrics serves h at /metrics on a listener of its own at
-// o.MetricsAddr.
+// o.MetricsAddr, with protected mode and the host policy (hosts.go) of
+// the other HTTP listeners.
 func serveMetrics(o Options, h http.Handler) (*http.Server, net.Addr, error) {
+	hosts, err := newHostPolicy(o)
+	if err != nil {
+		return nil, nil, err
+	}
 	l, err := net.Listen("tcp", o.MetricsAddr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics listener: %w", err)
@@ -95,12 +109,19 @@ func serveMetrics(o Options, h http.Handler) (*http.Server, net.Addr, error) {
 				return
 			}
 		}
+		if err := hosts.check(r.Host); err != nil {
+			w.Header().Set("Connection", "close")
+			http.Error(w, err.Error(), http.StatusMisdirectedRequest)
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: zap.NewStdLog(o.Logger.Named("metrics"))}
+	el := newEvictingListener(l, MaxMetricsConnections)
+	srv := &http.Server{Handler: el.serving(handler), ConnState: el.connState, ConnContext: el.connContext,
+		ReadHeaderTimeout: metricsHeaderTimeout, ReadTimeout: metricsReadTimeout, WriteTimeout: metricsWriteTimeout,
+		IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: 16 << 10, ErrorLog: zap.NewStdLog(o.Logger.Named("metrics"))}
 	go func() {
-		if err := srv.Serve(netutil.LimitListener(l, MaxMetricsConnections)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(el); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			o.Logger.Error("metrics listener stopped", zap.Error(err))
 		}
 	}()
