@@ -3,7 +3,9 @@
 // the omnibus binary over AMQP on WebSockets (wss://localhost:<https
 // port>/$servicebus/websocket). The page is served from another origin
 // (another port, plain HTTP) than the broker's, as an application's page
-// would be: the SDK opens the WebSocket itself, so no CORS is involved.
+// would be: the SDK opens the WebSocket itself, so no CORS is involved,
+// and omnibus lets the page in because its origin is listed in
+// --allowed-origins (with the publicly known key no page may otherwise).
 // The test drives the page and checks what it shows.
 
 import { after, before, test } from "node:test";
@@ -37,20 +39,28 @@ function queue(name) {
 
 const CONFIG = {
   UserConfig: {
-    Namespaces: [{ Name: "sbemulatorns", Queues: [queue("browser"), queue("untrusted")], Topics: [] }],
+    Namespaces: [{ Name: "sbemulatorns", Queues: [queue("browser"), queue("untrusted"), queue("uninvited")], Topics: [] }],
     Logging: { Type: "Console" },
   },
 };
 
-let broker, site, node, dir;
+// site serves the page from the origin omnibus is told to admit;
+// stranger serves the same page from another origin, not listed.
+let broker, site, stranger, node, dir;
 const cleanups = [];
 
 before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "omnibus-browser-"));
   cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
   const page = path.join(dir, "page");
-  [broker] = await Promise.all([startOmnibus({ config: CONFIG, tls: true }), buildPage(page)]);
+  // The static servers read files per request, so they may start before
+  // the page is built; the broker needs the page's origin.
   site = await serveStatic(page);
+  stranger = await serveStatic(page);
+  [broker] = await Promise.all([
+    startOmnibus({ config: CONFIG, tls: true, flags: ["--allowed-origins", site.origin] }),
+    buildPage(page),
+  ]);
   // The Node SDK on plain AMQP, to put messages in and check what is left.
   node = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 1, timeoutInMs: 10_000 } });
 });
@@ -58,13 +68,14 @@ before(async () => {
 after(async () => {
   await node?.close().catch(() => {});
   await site?.close();
+  await stranger?.close();
   await broker?.stop();
   for (const f of cleanups.reverse()) f();
   setTimeout(() => process.exit(), 3000).unref(); // rhea may keep a socket to the stopped broker
 });
 
-/** Opens the page in a browser with the given home, waits for its verdict, returns what it shows. */
-async function runPage(home, query) {
+/** Opens the page (from origin, site's by default) in a browser with the given home, waits for its verdict, returns what it shows. */
+async function runPage(home, query, origin = site.origin) {
   const browser = await launchChromium(home);
   try {
     const page = await browser.newPage();
@@ -73,7 +84,7 @@ async function runPage(home, query) {
     page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
     page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
     page.on("websocket", (ws) => sockets.push(ws.url()));
-    await page.goto(`${site.origin}/?${new URLSearchParams(query)}`);
+    await page.goto(`${origin}/?${new URLSearchParams(query)}`);
     await page.waitForFunction(() => ["done", "error"].includes(document.getElementById("status").textContent), null, {
       timeout: 90_000,
     });
@@ -143,4 +154,18 @@ test("without omnibus's CA in its trust store Chromium refuses the connection", 
     `the connection failed for another reason than the certificate: ${JSON.stringify(shown)}`,
   );
   assert.deepEqual(await peekBodies("untrusted"), [], "nothing reached the queue");
+});
+
+test("a page whose origin is not in --allowed-origins gets no WebSocket", { timeout: TEST_TIMEOUT_MS }, async () => {
+  const home = await homeTrusting(broker.caPath);
+  cleanups.push(() => fs.rmSync(home, { recursive: true, force: true }));
+  const shown = await runPage(home, { cs: browserConnectionString(), queue: "uninvited", n: "1" }, stranger.origin);
+  assert.equal(shown.status, "error", `a page of an origin not listed connected: ${JSON.stringify(shown)}`);
+  assert.equal(shown.origin, stranger.origin);
+  assert.equal(shown.sent, "0");
+  assert.ok(
+    shown.console.some((line) => line.includes("403")),
+    `the WebSocket failed for another reason than omnibus's 403: ${JSON.stringify(shown)}`,
+  );
+  assert.deepEqual(await peekBodies("uninvited"), [], "nothing reached the queue");
 });

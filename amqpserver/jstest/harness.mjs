@@ -320,10 +320,11 @@ export class Omnibus {
 
 /**
  * Builds (once) and starts omnibus with --memory and CONFIG (or config),
+ * and flags besides the harness's own (e.g. ["--allowed-origins", origin]),
  * waits until it logs "omnibus is ready" and its AMQP port accepts
  * connections. Set OMNIBUS_JSTEST_LOG=1 to copy the broker's log to stderr.
  */
-export async function startOmnibus({ config = CONFIG, tls = false } = {}) {
+export async function startOmnibus({ config = CONFIG, tls = false, flags = [] } = {}) {
   const bin = await buildOmnibus();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "omnibus-jstest-run-"));
   const configPath = path.join(dir, "Config.json");
@@ -346,6 +347,7 @@ export async function startOmnibus({ config = CONFIG, tls = false } = {}) {
     ...(tls
       ? ["--amqps-addr", `127.0.0.1:${tlsPorts.amqpsPort}`, "--https-addr", `127.0.0.1:${tlsPorts.httpsPort}`, "--tls-dir", dir]
       : ["--https-addr", "-", "--amqps-addr", "-"]),
+    ...flags,
   ];
   const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir });
   running.set(child, dir);
