@@ -111,13 +111,19 @@ func (l *evictingListener) connContext(ctx context.Context, nc net.Conn) context
 }
 
 // serving wraps the server's handler: while it answers a request, the
-// request's connection is not evicted.
+// request's connection is not evicted. A request whose connection was
+// evicted after it was read, before its handler began, is not answered:
+// writing to the closed socket would only fail (and log).
 func (l *evictingListener) serving(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c, ok := r.Context().Value(evictableConnKey{}).(*evictableConn); ok {
 			l.mu.Lock()
-			c.answering = true
+			evicted := c.elem == nil
+			c.answering = !evicted
 			l.mu.Unlock()
+			if evicted {
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -7,6 +7,10 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // holdMetricsConns opens n connections to addr that each had one scrape
@@ -59,9 +63,15 @@ func holdMetricsConns(t *testing.T, addr string, idle, halfSent int) {
 // scrape out: it is answered at once (the listener used to make it wait
 // for a slot as long as they stayed, 15 s and more).
 func TestMetricsAnswerUnderIdleConnections(t *testing.T) {
-	a := startWebApp(t, Options{})
+	core, logs := observer.New(zapcore.InfoLevel)
+	a := startWebApp(t, Options{Logger: zap.New(core)})
 	addr := a.MetricsAddr().String()
 	holdMetricsConns(t, addr, 100, 20)
+	// A connection evicted after its request was read is not answered:
+	// writing to it would only log failures, one per metric family.
+	if lines := logs.FilterLoggerName("metrics"); lines.Len() > 0 {
+		t.Errorf("holding connections logged %d lines, the first: %s", lines.Len(), lines.All()[0].Message)
+	}
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	start := time.Now()
 	resp, err := c.Get("http://" + addr + "/metrics")
@@ -75,4 +85,51 @@ func TestMetricsAnswerUnderIdleConnections(t *testing.T) {
 		t.Fatalf("scrape: %d, %d bytes", resp.StatusCode, len(b))
 	}
 	t.Logf("scrape with 100 idle and 20 half-sent connections held: %v", took.Round(time.Microsecond))
+}
+
+// TestEvictionSparesAnswers: at the bound a connection being answered is
+// never evicted (the new one is refused instead); one evicted after its
+// request was read but before its handler began is not answered.
+func TestEvictionSparesAnswers(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	el := newEvictingListener(l, 1)
+	conn := func() net.Conn {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a
+	}
+	request := func(c *evictableConn) *http.Request {
+		r, _ := http.NewRequestWithContext(el.connContext(t.Context(), c), "GET", "/metrics", nil)
+		return r
+	}
+	first, _ := el.admit(conn())
+	second, victim := el.admit(conn())
+	if victim != first || second == nil {
+		t.Fatalf("at the bound: victim %p, want the first connection %p", victim, first)
+	}
+	answered := false
+	el.serving(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { answered = true })).ServeHTTP(nil, request(first))
+	if answered {
+		t.Error("a request of an evicted connection was answered")
+	}
+	el.serving(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		answered = true
+		if c, v := el.admit(conn()); c != nil || v != nil {
+			t.Error("a connection being answered was evicted")
+		}
+	})).ServeHTTP(nil, request(second))
+	if !answered {
+		t.Fatal("the request of a connection in place was not answered")
+	}
+	el.connState(second, http.StateIdle)
+	if _, v := el.admit(conn()); v != second {
+		t.Errorf("an idle connection was not evicted at the bound: %p", v)
+	}
+	if n := el.open(); n != 1 {
+		t.Errorf("%d connections held, want 1", n)
+	}
 }

@@ -23,11 +23,14 @@ import (
 const rebound = "rebound.example"
 
 // startWebApp starts an app on loopback with HTTP and metrics listeners,
-// a queue "orders" holding one message, and o's key and lists.
+// a queue "orders" holding one message, and o's key, lists and logger.
 func startWebApp(t *testing.T, o Options) *App {
 	t.Helper()
 	o.Memory, o.AMQPAddr, o.AMQPSAddr, o.HTTPSAddr = true, "127.0.0.1:0", "-", "-"
-	o.HTTPAddr, o.MetricsAddr, o.Logger = "127.0.0.1:0", "127.0.0.1:0", zaptest.NewLogger(t)
+	o.HTTPAddr, o.MetricsAddr = "127.0.0.1:0", "127.0.0.1:0"
+	if o.Logger == nil {
+		o.Logger = zaptest.NewLogger(t)
+	}
 	a, err := Start(o)
 	if err != nil {
 		t.Fatal(err)
