@@ -160,10 +160,10 @@ func TestSenderInSettleModeSecondIsSettled(t *testing.T) {
 // large-message entity, and is accepted.
 func TestMaxMessageBatchSize(t *testing.T) {
 	ts := newTestServer(t, nil)
-	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "small", MaxMessageSizeInKilobytes: 100})
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "small", MaxMessageSizeInKilobytes: 256})
 	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "large", MaxMessageSizeInKilobytes: 2048})
 	s := ts.session(t)
-	for entity, want := range map[string]uint64{"small": 100 << 10, "large": 1 << 20} {
+	for entity, want := range map[string]uint64{"small": 256 << 10, "large": 1 << 20} {
 		snd := mustSender(t, s, entity)
 		if got := snd.Properties()[string(propMaxBatchSize)]; got != want {
 			t.Errorf("%s: attach property %s = %#v, want %d", entity, propMaxBatchSize, got, want)
@@ -173,7 +173,7 @@ func TestMaxMessageBatchSize(t *testing.T) {
 	client := ts.sdkClient(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	for entity, limit := range map[string]int{"small": 100 << 10, "large": 1 << 20} {
+	for entity, limit := range map[string]int{"small": 256 << 10, "large": 1 << 20} {
 		snd, err := client.NewSender(entity, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -104,23 +104,27 @@ func TestSendMultiFrame(t *testing.T) {
 
 func TestSendTooLargeRejected(t *testing.T) {
 	ts := newTestServer(t, nil)
-	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "small", MaxMessageSizeInKilobytes: 1})
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "small", MaxMessageSizeInKilobytes: core.DefaultMaxMessageSizeKB})
 	// The client trusts max-message-size, so lie to it: a raw peer sends
-	// a 2 KiB delivery in two frames.
+	// a 300 KiB delivery in several frames.
 	p := ts.rawDial(t)
 	p.open()
 	p.writeFrame(0, beginFrame())
 	p.readFrame()
 	p.writeFrame(0, senderAttach("small"))
 	a := p.readFrame().(*frames.Attach)
-	if a.MaxMessageSize != 1024 {
-		t.Errorf("max-message-size = %d, want 1024", a.MaxMessageSize)
+	if a.MaxMessageSize != 256<<10 {
+		t.Errorf("max-message-size = %d, want %d", a.MaxMessageSize, 256<<10)
 	}
 	p.readFrame() // flow with credit
 	id, format := uint32(0), uint32(0)
-	payload := dataSection(t, 1500)
-	p.writeFrame(0, &frames.Transfer{Handle: 0, DeliveryID: &id, DeliveryTag: []byte{1}, MessageFormat: &format, More: true, Payload: payload[:1000]})
-	p.writeFrame(0, &frames.Transfer{Handle: 0, Payload: payload[1000:]})
+	payload := dataSection(t, 300<<10)
+	const chunk = 16 << 10
+	p.writeFrame(0, &frames.Transfer{Handle: 0, DeliveryID: &id, DeliveryTag: []byte{1}, MessageFormat: &format, More: true, Payload: payload[:chunk]})
+	for off := chunk; off < len(payload); off += chunk {
+		end := min(off+chunk, len(payload))
+		p.writeFrame(0, &frames.Transfer{Handle: 0, More: end < len(payload), Payload: payload[off:end]})
+	}
 	d, ok := p.readFrame().(*frames.Disposition)
 	if !ok {
 		t.Fatalf("got %T, want a disposition", d)

@@ -69,8 +69,9 @@ func profileTable() []Profile {
 			CloudOnly: "the emulator's Config.json has no AutoDeleteOnIdle"},
 		{Name: "cf-large", Queue: &admin.QueueProperties{MaxMessageSizeInKilobytes: to.Ptr[int64](2048)},
 			CloudOnly: "the emulator's Config.json has no MaxMessageSizeInKilobytes (and the emulator has no large messages)"},
-		{Name: "cf-quota1mb", Queue: &admin.QueueProperties{MaxSizeInMegabytes: to.Ptr[int32](1)},
-			CloudOnly: "the emulator's Config.json has no MaxSizeInMegabytes"},
+		// Service Bus's smallest size; the quota scenarios need an endpoint
+		// that caps it (Target.MaxEntityBytes).
+		queueProfile("cf-quota", admin.QueueProperties{MaxSizeInMegabytes: to.Ptr[int32](1024)}),
 		topicProfile("cf-topic", admin.TopicProperties{}, Sub{Name: "a"}, Sub{Name: "b"}),
 		topicProfile("cf-topic-corr", admin.TopicProperties{},
 			Sub{Name: "red", Rules: []admin.RuleProperties{rule("red", &admin.CorrelationFilter{Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"color": "red"}}, nil)}}),

@@ -15,43 +15,52 @@ import (
 // "subsequent incoming messages are rejected, and an exception is
 // received by the calling code" (QuotaExceeded: AMQP
 // amqp:resource-limit-exceeded, HTTP 403), and the entity takes messages
-// again once some leave it. The scenarios fill a 1 MB queue with 100 KiB
-// messages; a cloud namespace refuses queues under 1 GB, and the
-// emulator's Config.json cannot set the size, so both skip them.
+// again once some leave it. The scenarios fill a queue with 100 KiB
+// messages. Service Bus refuses queues under 1 GB, too much to fill in a
+// test, so they run only against an endpoint that caps what an entity
+// stores below that (Target.MaxEntityBytes: omnibus --max-entity-size)
+// and skip elsewhere.
 
 const quotaDoc = "quotas:"
 
-// quotaBody is the body of the messages that fill the 1 MB queue: ten of
-// them fit at most, with room for the overhead an endpoint counts.
+// quotaBody is the body of the messages that fill the queue.
 const quotaBody = 100 << 10
 
-// quotaQueue returns a 1 MB queue, skipping when the endpoint refuses
-// MaxSizeInMegabytes 1.
-func (t *T) quotaQueue() string {
-	q, err := t.tryQueue("cf-quota1mb")
-	if err != nil {
-		t.Skipf("the endpoint refuses MaxSizeInMegabytes 1: %v", err)
+// maxQuotaFill is the largest entity cap the quota scenarios fill.
+const maxQuotaFill = 16 << 20
+
+// quotaQueue returns a queue of the smallest size and how many bytes the
+// endpoint lets it store, skipping unless that is small enough to fill.
+func (t *T) quotaQueue() (string, int64) {
+	q := t.Queue("cf-quota")
+	limit := t.target.MaxEntityBytes
+	if limit <= 0 || limit > maxQuotaFill {
+		t.Skipf("filling a queue of Service Bus's smallest size (1 GB) takes too long: the endpoint declares no cap of at most %d MiB on what an entity stores (omnibus --max-entity-size)", maxQuotaFill>>20)
 	}
-	return q
+	return q, limit
 }
 
-// checkFilled checks how many 100 KiB messages a 1 MB queue took before
-// it refused one: some, and no more than fit.
-func (t *T) checkFilled(accepted int) {
-	if accepted < 5 || accepted*quotaBody > 1<<20 {
-		t.Fatalf("the 1 MB queue took %d messages of 100 KiB before refusing one, want 5 to 10", accepted)
+// quotaSends is how many quotaBody messages the scenarios try before
+// concluding that a queue capped at limit bytes never fills.
+func quotaSends(limit int64) int { return int(limit/quotaBody) + 10 }
+
+// checkFilled checks how many 100 KiB messages a queue capped at limit
+// took before it refused one: most of what fits, and no more.
+func (t *T) checkFilled(accepted int, limit int64) {
+	if fit := limit / quotaBody; int64(accepted) < fit/2 || int64(accepted)*quotaBody > limit {
+		t.Fatalf("a queue capped at %d bytes took %d messages of 100 KiB before refusing one, want %d to %d", limit, accepted, fit/2, fit)
 	}
 }
 
 func init() {
 	register(
 		Scenario{Name: "quota-exceeded-refuses-send", Seed: quotaDoc + " once a queue reaches MaxSizeInMegabytes, further sends are refused (amqp:resource-limit-exceeded) and nothing of them is stored; it takes messages again once some are removed", Protocol: AMQP, Budget: 2 * time.Minute, Run: func(t *T) {
-			q := t.quotaQueue()
+			q, limit := t.quotaQueue()
 			s := t.Sender(q)
 			t.Check("refused when full")
 			accepted := 0
 			var refusal error
-			for i := 0; i < 20 && refusal == nil; i++ {
+			for i := 0; i < quotaSends(limit) && refusal == nil; i++ {
 				if err := s.SendMessage(t.ctx, &azservicebus.Message{Body: make([]byte, quotaBody)}, nil); err != nil {
 					refusal = err
 				} else {
@@ -59,9 +68,9 @@ func init() {
 				}
 			}
 			if refusal == nil {
-				t.Fatalf("a 1 MB queue took 20 messages of 100 KiB (2,000 KiB)")
+				t.Fatalf("a queue capped at %d bytes took %d messages of 100 KiB", limit, accepted)
 			}
-			t.checkFilled(accepted)
+			t.checkFilled(accepted, limit)
 			var ae *amqp.Error
 			if !errors.As(refusal, &ae) || ae.Condition != amqp.ErrCondResourceLimitExceeded {
 				t.Fatalf("send to a full queue: %v, want amqp:resource-limit-exceeded", refusal)
@@ -81,12 +90,12 @@ func init() {
 			t.must(s.SendMessage(t.ctx, &azservicebus.Message{Body: make([]byte, quotaBody)}, nil), "send to the emptied queue")
 		}},
 		Scenario{Name: "rest-quota-exceeded-403", Seed: quotaDoc + " once a queue reaches MaxSizeInMegabytes, further sends over HTTP are refused with 403", Protocol: REST, Budget: 2 * time.Minute, Run: func(t *T) {
-			q := t.quotaQueue()
+			q, limit := t.quotaQueue()
 			t.live()
 			t.Check("refused when full")
 			accepted := 0
 			var refusal *RESTResponse
-			for i := 0; i < 20 && refusal == nil; i++ {
+			for i := 0; i < quotaSends(limit) && refusal == nil; i++ {
 				resp := t.REST(http.MethodPost, q+"/messages", make([]byte, quotaBody), nil)
 				if resp.StatusCode == http.StatusCreated {
 					accepted++
@@ -95,9 +104,9 @@ func init() {
 				}
 			}
 			if refusal == nil {
-				t.Fatalf("a 1 MB queue took 20 messages of 100 KiB (2,000 KiB) over HTTP")
+				t.Fatalf("a queue capped at %d bytes took %d messages of 100 KiB over HTTP", limit, accepted)
 			}
-			t.checkFilled(accepted)
+			t.checkFilled(accepted, limit)
 			t.expectStatus(refusal, http.StatusForbidden, "send to a full queue")
 			if !strings.Contains(strings.ToLower(string(refusal.Body)), "maximum entity size") {
 				t.Errorf("body %s, want Service Bus's \"The maximum entity size has been reached or exceeded ...\"", oneLine(string(refusal.Body), 300))

@@ -15,6 +15,11 @@ type Limits struct {
 	// keeps at most QueueCacheBytes of it). Bodies beyond it are read
 	// from the store when delivered.
 	BodyCacheBytes int64
+	// MaxEntityBytes caps what one queue or topic stores, below its
+	// MaxSizeInMegabytes: Service Bus accepts no size under 1 GB, which a
+	// developer's disk may not spare for each entity. Zero means no cap
+	// beyond MaxSizeInMegabytes; a full entity's error states the cap.
+	MaxEntityBytes int64
 }
 
 // Defaults of [Limits].

@@ -1,6 +1,9 @@
 package core
 
-import "sync/atomic"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // Entity quota (MaxSizeInMegabytes).
 //
@@ -64,8 +67,19 @@ func (q *queue) dropBytesLocked() {
 	q.account().quota.stored.Add(-q.mu.bytes)
 }
 
-// maxBytes is the entity's MaxSizeInMegabytes in bytes.
-func maxBytes(d *Entity) int64 { return d.MaxSizeInMegabytes << 20 }
+// maxBytes is the most d's entity may store: its MaxSizeInMegabytes in
+// bytes (saturated, for a description stored before its range was
+// checked), or [Limits.MaxEntityBytes] if smaller.
+func (b *Broker) maxBytes(d *Entity) int64 {
+	max := int64(math.MaxInt64)
+	if mb := d.MaxSizeInMegabytes; mb <= max>>20 {
+		max = mb << 20
+	}
+	if c := b.cfg.Limits.MaxEntityBytes; c > 0 && c < max {
+		max = c
+	}
+	return max
+}
 
 // reserve counts ps's records against e's quota, or refuses them all if
 // they would take e over its maximum. Called once ps is fully planned.
@@ -82,7 +96,7 @@ func (p *sendPlan) reserve(e *entity, d *Entity, ps *pendingSend) error {
 		ps.quota = n
 		return nil
 	}
-	if err := e.quota.reserve(n, maxBytes(d), d); err != nil {
+	if err := e.quota.reserve(n, p.b.maxBytes(d), d); err != nil {
 		return err
 	}
 	ps.quota = n
@@ -130,8 +144,8 @@ func (q *queue) checkStateQuotaLocked(grow int64) error {
 	acct := q.account()
 	d := acct.desc.Load()
 	eq := &acct.quota
-	if used := eq.stored.Load() + eq.pending.Load(); used+grow > maxBytes(d) {
-		return quotaExceeded(d, used, maxBytes(d))
+	if used, max := eq.stored.Load()+eq.pending.Load(), q.b.maxBytes(d); used+grow > max {
+		return quotaExceeded(d, used, max)
 	}
 	return nil
 }

@@ -16,6 +16,14 @@ import (
 
 const mib = 1 << 20
 
+// newCappedEnv returns a broker whose entities store at most 1 MiB
+// (Limits.MaxEntityBytes): Service Bus's smallest MaxSizeInMegabytes,
+// 1024, would take a gigabyte to fill.
+func newCappedEnv(t *testing.T) *coretest.Env {
+	t.Helper()
+	return coretest.NewWithLimits(t, coretest.MemOpener, core.Limits{MaxEntityBytes: mib})
+}
+
 var quotaMsgRE = regexp.MustCompile(`^core: The maximum entity size has been reached or exceeded for (Queue|Topic): '([^']+)'\. Size of entity in bytes:(\d+), Max entity size in bytes:(\d+)\.$`)
 
 // checkQuotaErr fails t unless err is Service Bus's quota error for the
@@ -66,8 +74,8 @@ func fillUntilFull2(t *testing.T, env *coretest.Env, path string) int {
 // and per-message overhead, refuses the next with Service Bus's error,
 // and takes more once messages are received.
 func TestQuotaQueueRefusesAtItsSize(t *testing.T) {
-	env := coretest.New(t)
-	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", MaxSizeInMegabytes: 1})
+	env := newCappedEnv(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
 	per := int64(1024 + 32 + core.MessageOverhead)
 	n, err := fillUntilFull(t, env, "q", 1024)
 	size := checkQuotaErr(t, err, "Queue", "q")
@@ -106,8 +114,8 @@ func TestQuotaQueueRefusesAtItsSize(t *testing.T) {
 // Tiny messages count their overhead: a REST batch of `{}` bodies cannot
 // store millions of them in a small queue (issue 14: 1,044,000 messages).
 func TestQuotaCountsTinyMessages(t *testing.T) {
-	env := coretest.New(t)
-	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", MaxSizeInMegabytes: 1})
+	env := newCappedEnv(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
 	batch := make([]*core.Message, 1000)
 	stored := 0
 	for {
@@ -134,8 +142,8 @@ func TestQuotaCountsTinyMessages(t *testing.T) {
 // A topic's size is what its subscriptions hold, each copy counted;
 // deleting a subscription frees its share.
 func TestQuotaTopicCountsSubscriptions(t *testing.T) {
-	env := coretest.New(t)
-	env.MustCreate(t, core.Entity{Kind: core.KindTopic, Name: "t", MaxSizeInMegabytes: 1})
+	env := newCappedEnv(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindTopic, Name: "t"})
 	env.MustCreate(t, core.Entity{Kind: core.KindSubscription, Topic: "t", Name: "a"})
 	env.MustCreate(t, core.Entity{Kind: core.KindSubscription, Topic: "t", Name: "b"})
 	n, err := fillUntilFull(t, env, "t", 1024)
@@ -161,8 +169,8 @@ func TestQuotaTopicCountsSubscriptions(t *testing.T) {
 // Session state counts towards the quota, and a state that does not fit
 // is refused.
 func TestQuotaCountsSessionState(t *testing.T) {
-	env := coretest.New(t)
-	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", MaxSizeInMegabytes: 1,
+	env := newCappedEnv(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q",
 		RequiresSession: true, MaxMessageSizeInKilobytes: 1024})
 	sl, err := env.Broker.AcceptSession(t.Context(), "q", "s")
 	if err != nil {
@@ -209,13 +217,13 @@ func (g *gateStore) Apply(b *storage.Batch) error {
 func TestQuotaCountsSendsInFlight(t *testing.T) {
 	gs := &gateStore{gate: make(chan struct{})}
 	close(gs.gate)
-	env := coretest.NewWith(t, func(t testing.TB, prev storage.Store) storage.Store {
+	env := coretest.NewWithLimits(t, func(t testing.TB, prev storage.Store) storage.Store {
 		if gs.Store == nil {
 			gs.Store = coretest.MemOpener(t, nil)
 		}
 		return gs
-	})
-	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", MaxSizeInMegabytes: 1})
+	}, core.Limits{MaxEntityBytes: mib})
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
 	gs.gate = make(chan struct{})
 	var wg sync.WaitGroup
 	accepted, refused := 0, 0
@@ -250,8 +258,8 @@ func TestQuotaCountsSendsInFlight(t *testing.T) {
 // Dead-lettering is a move: it is not refused when the dead letters are
 // forwarded to a full queue.
 func TestQuotaDoesNotRefuseMoves(t *testing.T) {
-	env := coretest.New(t)
-	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "full", MaxSizeInMegabytes: 1})
+	env := newCappedEnv(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "full"})
 	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", ForwardDeadLetteredMessagesTo: "full", LockDuration: 5 * time.Second})
 	if _, err := fillUntilFull(t, env, "full", 1024); !errors.Is(err, core.ErrQuotaExceeded) {
 		t.Fatal(err)

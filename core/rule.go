@@ -51,10 +51,13 @@ type Rule struct {
 // DefaultRule returns the $Default rule: a true filter, no action.
 func DefaultRule() Rule { return Rule{Name: DefaultRuleName, Filter: Filter{Kind: FilterTrue}} }
 
-// Validate checks the rule's name and compiles its filter and action.
+// Validate checks the rule's name (names.go: that of a subscription, or
+// $Default) and compiles its filter and action.
 func (r *Rule) Validate() error {
-	if r.Name == "" || len(r.Name) > 50 || strings.ContainsAny(r.Name, "/\\?#") {
-		return errf(CodeBadRequest, "rule name %q must be 1 to 50 characters without '/', '\\', '?' or '#'", r.Name)
+	if !strings.EqualFold(r.Name, DefaultRuleName) {
+		if err := checkLeafName("rule", r.Name); err != nil {
+			return err
+		}
 	}
 	_, err := compileRule(r)
 	return err

@@ -426,6 +426,9 @@ func shortDur(d time.Duration) string {
 
 func (r *scriptRunner) send(a *args) (string, error) {
 	bodies := strings.Split(a.str("body"), ",")
+	if n := a.int("bodysize", 0); n > 0 {
+		bodies = []string{strings.Repeat("x", n)} // a body too long to write out
+	}
 	msgs := make([]*core.Message, len(bodies))
 	for i, body := range bodies {
 		m := coretest.Text(body)

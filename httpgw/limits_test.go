@@ -212,12 +212,12 @@ func TestLongPollOutlivesWriteTimeout(t *testing.T) {
 // chunked body as soon as it passes the limit; both close the connection.
 func TestOversizedBodyRefusedBeforeReading(t *testing.T) {
 	e := newLimitEnv(t, Config{}, nil)
-	e.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "small", MaxMessageSizeInKilobytes: 1})
+	e.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "small", MaxMessageSizeInKilobytes: core.DefaultMaxMessageSizeKB})
 	c := e.dial(t)
 	br := bufio.NewReader(c)
 	// Announce 10 MB and send none of it: the answer must not wait for it.
 	resp, body := roundTrip(t, c, br, sendHead("/small/messages", testToken(), 10<<20))
-	if resp.StatusCode != http.StatusForbidden || !resp.Close || !strings.Contains(body, "exceeds the limit (1024 bytes)") {
+	if resp.StatusCode != http.StatusForbidden || !resp.Close || !strings.Contains(body, "exceeds the limit (262144 bytes)") {
 		t.Fatalf("announced 10 MB: %d close=%v %s", resp.StatusCode, resp.Close, body)
 	}
 	expectClosed(t, br, "oversized Content-Length")
@@ -225,7 +225,7 @@ func TestOversizedBodyRefusedBeforeReading(t *testing.T) {
 	c = e.dial(t)
 	br = bufio.NewReader(c)
 	head := "POST /small/messages HTTP/1.1\r\nHost: localhost\r\nAuthorization: " + testToken() + "\r\nTransfer-Encoding: chunked\r\n\r\n"
-	chunk := fmt.Sprintf("%x\r\n%s\r\n", 2000, strings.Repeat("a", 2000))
+	chunk := fmt.Sprintf("%x\r\n%s\r\n", 300<<10, strings.Repeat("a", 300<<10))
 	if _, err := io.WriteString(c, head+chunk); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestOversizedBodyRefusedBeforeReading(t *testing.T) {
 	go trickle(c, 20*time.Millisecond, stop)
 	resp, body = readResponse(t, br)
 	if resp.StatusCode != http.StatusForbidden || !resp.Close {
-		t.Fatalf("chunked 2000+ bytes: %d close=%v %s", resp.StatusCode, resp.Close, body)
+		t.Fatalf("chunked 300+ KiB: %d close=%v %s", resp.StatusCode, resp.Close, body)
 	}
 	expectClosed(t, br, "oversized chunked body")
 	if c, err := e.Broker.Counts("small"); err != nil || c.Total != 0 {

@@ -103,7 +103,7 @@ func TestSendBatch(t *testing.T) {
 func TestSendErrors(t *testing.T) {
 	e := newTestEnv(t)
 	e.mustQueue(t, "q")
-	e.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "small", MaxMessageSizeInKilobytes: 1})
+	e.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "small", MaxMessageSizeInKilobytes: core.DefaultMaxMessageSizeKB})
 	batch := map[string]string{"Content-Type": batchContentType}
 	cases := []struct {
 		name   string
@@ -117,8 +117,8 @@ func TestSendErrors(t *testing.T) {
 		{"negative TTL", request{method: "POST", target: "/q/messages", header: map[string]string{"BrokerProperties": `{"TimeToLive":-1}`}}, 400, "positive"},
 		{"bad date", request{method: "POST", target: "/q/messages", header: map[string]string{"BrokerProperties": `{"ScheduledEnqueueTimeUtc":"tomorrow"}`}}, 400, "RFC 1123"},
 		{"session mismatch", request{method: "POST", target: "/q/messages", header: map[string]string{"BrokerProperties": `{"SessionId":"a","PartitionKey":"b"}`}}, 400, "must be equal"},
-		{"too large", request{method: "POST", target: "/small/messages", body: strings.Repeat("x", 1025)}, 403, "exceeds the limit"},
-		{"too large with props", request{method: "POST", target: "/small/messages", body: strings.Repeat("x", 1000), header: map[string]string{"P": `"` + strings.Repeat("y", 100) + `"`}}, 403, "exceeds the limit"},
+		{"too large", request{method: "POST", target: "/small/messages", body: strings.Repeat("x", 256<<10+1)}, 403, "exceeds the limit"},
+		{"too large with props", request{method: "POST", target: "/small/messages", body: strings.Repeat("x", 256<<10-50), header: map[string]string{"P": `"` + strings.Repeat("y", 100) + `"`}}, 403, "exceeds the limit"},
 		{"property too large", request{method: "POST", target: "/q/messages", header: map[string]string{"P": strings.Repeat("y", 33<<10)}}, 400, "at most"},
 		{"batch not JSON", request{method: "POST", target: "/q/messages", body: "nope", header: batch}, 400, "JSON array"},
 		{"batch empty", request{method: "POST", target: "/q/messages", body: "[]", header: batch}, 400, "no messages"},

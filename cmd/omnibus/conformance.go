@@ -37,6 +37,8 @@ func runConformance(args []string) error {
 	prove := fs.Bool("prove-failure", false, "inject one fault at a time into an in-process omnibus: every scenario claiming that fault must fail at its named check")
 	slow := fs.Bool("slow", false, "also run scenarios that take minutes (AutoDeleteOnIdle deletion, a transaction timeout over a minute)")
 	crashCommand := fs.String("crash-command", "", "shell command that kills the endpoint with SIGKILL and starts it again on the same addresses and data\n(lets the crash scenarios run; they run last, alone)")
+	var maxEntity byteSize
+	fs.Var(&maxEntity, "max-entity-size", "the endpoint's cap on what one queue or topic stores (omnibus --max-entity-size); the quota scenarios need one of at most 16MiB (an in-process omnibus runs with "+formatSize(inProcessMaxEntity)+")")
 	txnTimeout := fs.Duration("txn-timeout", core.DefaultTxnTimeout, "the endpoint's transaction timeout (an in-process omnibus runs with "+inProcessTxnTimeout.String()+")")
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
@@ -51,7 +53,7 @@ func runConformance(args []string) error {
 	}
 	target := &conformance.Target{ConnectionString: *cs, HTTP: *httpBase, Predeclared: *predeclared,
 		InsecureTLS: *insecure, CrossProtocolLocks: *cross, AMQPS: *amqps, WebSocket: *webSocket, CAFile: *caFile,
-		TxnTimeout: *txnTimeout}
+		TxnTimeout: *txnTimeout, MaxEntityBytes: max(int64(maxEntity), 0)}
 	if *crashCommand != "" {
 		target.Crash = func(ctx context.Context) error { return crashEndpoint(ctx, *crashCommand, target) }
 	}
@@ -68,7 +70,8 @@ func runConformance(args []string) error {
 		}
 		defer os.RemoveAll(tlsDir)
 		a, err := app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-			AMQPSAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", TLSDir: tlsDir, TxnTimeout: inProcessTxnTimeout})
+			AMQPSAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", TLSDir: tlsDir, TxnTimeout: inProcessTxnTimeout,
+			Limits: core.Limits{MaxEntityBytes: inProcessMaxEntity}})
 		if err != nil {
 			return err
 		}
@@ -77,6 +80,7 @@ func runConformance(args []string) error {
 		target.HTTP = "http://" + a.HTTPAddr().String()
 		target.CrossProtocolLocks = true
 		target.TxnTimeout = inProcessTxnTimeout
+		target.MaxEntityBytes = inProcessMaxEntity
 		// Every transport: AMQPS, and WebSockets over HTTPS, trusting the
 		// in-process omnibus's local CA.
 		target.AMQPS = a.AMQPSAddr().String()
@@ -103,9 +107,15 @@ func runConformance(args []string) error {
 // omnibus, short so that the timeout scenario runs in seconds.
 const inProcessTxnTimeout = 3 * time.Second
 
+// inProcessMaxEntity caps what one entity of the in-process omnibus
+// stores (--max-entity-size), so that the quota scenarios fill a queue in
+// moments; no other scenario stores as much in one entity.
+const inProcessMaxEntity = 8 << 20
+
 // startInProcess starts an in-memory omnibus on loopback ports.
 func startInProcess(faults core.Faults) (*app.App, error) {
-	return app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", AMQPSAddr: "-", Faults: faults})
+	return app.Start(app.Options{Memory: true, AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", AMQPSAddr: "-", Faults: faults,
+		Limits: core.Limits{MaxEntityBytes: inProcessMaxEntity}})
 }
 
 // proveFailure shows the suite can fail where it claims to: one fault at
@@ -123,7 +133,7 @@ func proveFailure(opts conformance.Options, format conformance.Format) error {
 			return nil, nil, err
 		}
 		target := &conformance.Target{ConnectionString: a.ConnectionString(), HTTP: "http://" + a.HTTPAddr().String(),
-			CrossProtocolLocks: true}
+			CrossProtocolLocks: true, MaxEntityBytes: inProcessMaxEntity}
 		return target, func() { _ = a.Shutdown(context.Background()) }, nil
 	}
 	proofs, err := conformance.ProveFailure(context.Background(), conformance.AllFaults, start, opts)

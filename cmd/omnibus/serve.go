@@ -77,6 +77,8 @@ func serve(args []string) error {
 		"most message ids one entity's duplicate detection remembers; past it the oldest are forgotten early")
 	cacheMB := fs.Int64("body-cache-mb", core.DefaultBodyCacheBytes>>20,
 		"MiB of message bodies all queues together keep in memory for hand-over to receivers")
+	var maxEntity byteSize
+	fs.Var(&maxEntity, "max-entity-size", "most one queue or topic stores, whatever its MaxSizeInMegabytes (which Service Bus lets be no less than 1 GiB), e.g. 64MiB; 0: no cap")
 	cf := addClusterFlags(fs) // a replicated cluster node (cluster.go)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
@@ -107,6 +109,7 @@ func serve(args []string) error {
 		return &exitError{code: 2, err: fmt.Errorf("--body-cache-mb and --dedup-history-max must be at least 1")}
 	}
 	o.Limits.BodyCacheBytes = *cacheMB << 20
+	o.Limits.MaxEntityBytes = max(int64(maxEntity), 0) // "auto": no cap
 	if o.MetricsMaxEntities < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--metrics-max-entities must not be negative")}
 	}

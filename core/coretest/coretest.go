@@ -37,6 +37,7 @@ type Env struct {
 	Store  storage.Store
 	Clock  *clock.Fake
 	open   Opener
+	limits core.Limits
 }
 
 // New returns a broker on a fresh memstore with a fake clock, closed at
@@ -51,7 +52,14 @@ func New(t testing.TB) *Env {
 // store is the opener's business.
 func NewWith(t testing.TB, open Opener) *Env {
 	t.Helper()
-	e := &Env{Clock: clock.NewFake(Epoch), open: open}
+	return NewWithLimits(t, open, core.Limits{})
+}
+
+// NewWithLimits is [NewWith] for a broker with limits l, kept across
+// restarts.
+func NewWithLimits(t testing.TB, open Opener, l core.Limits) *Env {
+	t.Helper()
+	e := &Env{Clock: clock.NewFake(Epoch), open: open, limits: l}
 	e.Store = open(t, nil)
 	e.start(t)
 	t.Cleanup(func() { e.Broker.Close() })
@@ -69,7 +77,7 @@ func Reopen(t testing.TB, st storage.Store, clk *clock.Fake) *Env {
 
 func (e *Env) start(t testing.TB) {
 	t.Helper()
-	b, err := core.New(core.Config{Store: e.Store, Clock: e.Clock, Stats: true})
+	b, err := core.New(core.Config{Store: e.Store, Clock: e.Clock, Stats: true, Limits: e.limits})
 	if err != nil {
 		t.Fatalf("core.New: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/omnibusmq/omnibus/core"
 )
@@ -113,22 +114,26 @@ func Load(r io.Reader) (*Config, error) {
 		return nil, fmt.Errorf("emuconfig: UserConfig.Namespaces must hold exactly one namespace, found %d", len(ns))
 	}
 	c := &Config{Namespace: ns[0].Name, LoggingType: f.UserConfig.Logging.Type}
+	var given [][]string // per entity, the properties the file sets
 	for _, q := range ns[0].Queues {
 		e := core.Entity{Kind: core.KindQueue, Name: q.Name}
-		if err := q.Properties.apply(&e); err != nil {
+		g, err := q.Properties.apply(&e)
+		if err != nil {
 			return nil, err
 		}
-		c.Entities = append(c.Entities, e)
+		c.Entities, given = append(c.Entities, e), append(given, g)
 	}
 	for _, t := range ns[0].Topics {
 		e := core.Entity{Kind: core.KindTopic, Name: t.Name}
-		if err := t.Properties.apply(&e); err != nil {
+		g, err := t.Properties.apply(&e)
+		if err != nil {
 			return nil, err
 		}
-		c.Entities = append(c.Entities, e)
+		c.Entities, given = append(c.Entities, e), append(given, g)
 		for _, s := range t.Subscriptions {
 			se := core.Entity{Kind: core.KindSubscription, Topic: t.Name, Name: s.Name}
-			if err := s.Properties.apply(&se); err != nil {
+			g, err := s.Properties.apply(&se)
+			if err != nil {
 				return nil, err
 			}
 			for _, r := range s.Rules {
@@ -138,22 +143,32 @@ func Load(r io.Reader) (*Config, error) {
 				}
 				se.Rules = append(se.Rules, rule)
 			}
-			c.Entities = append(c.Entities, se)
+			c.Entities, given = append(c.Entities, se), append(given, g)
 		}
 	}
 	for i := range c.Entities {
 		e := c.Entities[i]
-		if err := e.Validate(); err != nil {
+		if err := e.ValidateGiven(given[i]...); err != nil {
 			return nil, fmt.Errorf("emuconfig: %w", err)
 		}
 	}
 	return c, nil
 }
 
-func (p *entityProps) apply(e *core.Entity) error {
-	where := func(prop string, err error) error {
-		return fmt.Errorf("emuconfig: %s %q: %s: %w", e.Kind, e.Path(), prop, err)
+// MinEmulatorDuplicateWindow is the emulator's smallest
+// DuplicateDetectionHistoryTimeWindow. A window from it up to the cloud
+// service's [core.MinDuplicateWindow] loads as core.MinDuplicateWindow, so
+// that the emulator's files load; a duplicate is then remembered a few
+// seconds longer than the file says.
+const MinEmulatorDuplicateWindow = 5 * time.Second
+
+// apply sets e's properties from p and returns the names of those the
+// file sets (a zero there is refused, not read as the default).
+func (p *entityProps) apply(e *core.Entity) ([]string, error) {
+	where := func(prop string, err error) ([]string, error) {
+		return nil, fmt.Errorf("emuconfig: %s %q: %s: %w", e.Kind, e.Path(), prop, err)
 	}
+	var given []string
 	for _, d := range []struct {
 		name string
 		src  string
@@ -172,6 +187,10 @@ func (p *entityProps) apply(e *core.Entity) error {
 			return where(d.name, err)
 		}
 		d.set(v)
+		given = append(given, d.name)
+	}
+	if w := e.DuplicateDetectionHistoryTimeWindow; w >= MinEmulatorDuplicateWindow && w < core.MinDuplicateWindow {
+		e.DuplicateDetectionHistoryTimeWindow = core.MinDuplicateWindow
 	}
 	setBool := func(dst *bool, src *bool) {
 		if src != nil {
@@ -191,15 +210,17 @@ func (p *entityProps) apply(e *core.Entity) error {
 	}
 	if p.MaxSizeInMegabytes != nil {
 		e.MaxSizeInMegabytes = *p.MaxSizeInMegabytes
+		given = append(given, "MaxSizeInMegabytes")
 	}
 	if p.MaxMessageSizeInKilobytes != nil {
 		e.MaxMessageSizeInKilobytes = *p.MaxMessageSizeInKilobytes
+		given = append(given, "MaxMessageSizeInKilobytes")
 	}
 	e.ForwardTo = p.ForwardTo
 	e.ForwardDeadLetteredMessagesTo = p.ForwardDeadLetteredMessagesTo
 	e.Status = core.EntityStatus(p.Status)
 	e.UserMetadata = p.UserMetadata
-	return nil
+	return given, nil
 }
 
 func (p *ruleProps) rule(name string) (core.Rule, error) {

@@ -76,13 +76,25 @@ func TestLoadFullExampleWithCommentsAndSQL(t *testing.T) {
 
 func TestLoadRejectsNamingEntityAndProperty(t *testing.T) {
 	cases := []struct{ name, json, want string }{
-		{"bad lock", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"LockDuration":"PT10M"}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": LockDuration`},
+		{"bad lock", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"LockDuration":"PT10M"}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": The property value for 'LockDuration'`},
 		{"bad duration", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"DefaultMessageTimeToLive":"1 hour"}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": DefaultMessageTimeToLive`},
 		{"zero deliveries", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"MaxDeliveryCount":0}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": MaxDeliveryCount`},
 		{"unknown filter", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Subscriptions":[{"Name":"s","Rules":[{"Name":"r","Properties":{"FilterType":"Regex"}}]}]}]}],"Logging":{"Type":"Console"}}}`, `subscription "t/Subscriptions/s" rule "r": FilterType "Regex"`},
 		{"bad sql", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Subscriptions":[{"Name":"s","Rules":[{"Name":"r","Properties":{"FilterType":"Sql","SqlFilter":{"SqlExpression":"a = "}}}]}]}]}],"Logging":{"Type":"Console"}}}`, `rule "r"`},
 		{"two namespaces", `{"UserConfig":{"Namespaces":[{"Name":"a"},{"Name":"b"}],"Logging":{"Type":"Console"}}}`, `exactly one namespace`},
-		{"bad name", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"-q"}]}],"Logging":{"Type":"Console"}}}`, `"-q"`},
+		{"bad name", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"-q"}]}],"Logging":{"Type":"Console"}}}`, `'-q'`},
+		{"dot segment", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"a/../orders"}]}],"Logging":{"Type":"Console"}}}`, `The queue name 'a/../orders' has an empty, '.' or '..' segment`},
+		{"bad topic name", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t~1"}]}],"Logging":{"Type":"Console"}}}`, `'t~1' contains character(s) that is not allowed by Service Bus`},
+		{"long subscription", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Subscriptions":[{"Name":"` + strings.Repeat("s", 51) + `"}]}]}],"Logging":{"Type":"Console"}}}`, `exceeds the '50' character limit`},
+		{"bad rule name", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Subscriptions":[{"Name":"s","Rules":[{"Name":"r 1","Properties":{"FilterType":"Sql","SqlFilter":{"SqlExpression":"1=1"}}}]}]}]}],"Logging":{"Type":"Console"}}}`, `rule "r 1": core: 'r 1' contains character(s)`},
+		{"huge size", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"MaxSizeInMegabytes":9223372036854775807}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": The specified value 9223372036854775807 is invalid. The property 'MaxSizeInMegabytes'`},
+		{"small size", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Properties":{"MaxSizeInMegabytes":1}}]}],"Logging":{"Type":"Console"}}}`, `topic "t": The specified value 1 is invalid`},
+		{"message size", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"MaxMessageSizeInKilobytes":1}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": The property value for 'MaxMessageSizeInKilobytes'`},
+		{"auto delete", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"AutoDeleteOnIdle":"PT1M"}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": The property value for 'AutoDeleteOnIdle' must be at least 00:05:00`},
+		{"dedup under the emulator's floor", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"DuplicateDetectionHistoryTimeWindow":"PT4S"}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": The property value for 'DuplicateDetectionHistoryTimeWindow' must be between 00:00:20 and 7.00:00:00`},
+		{"zero lock", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"LockDuration":"PT0S"}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": The property value for 'LockDuration' must be between 00:00:05 and 00:05:00, got 00:00:00`},
+		{"zero size", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Properties":{"MaxSizeInMegabytes":0}}]}],"Logging":{"Type":"Console"}}}`, `topic "t": The specified value 0 is invalid`},
+		{"dedup over 7 days", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Properties":{"DuplicateDetectionHistoryTimeWindow":"P8D"}}]}],"Logging":{"Type":"Console"}}}`, `topic "t": The property value for 'DuplicateDetectionHistoryTimeWindow'`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,6 +103,20 @@ func TestLoadRejectsNamingEntityAndProperty(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// The emulator takes duplicate-detection windows from 5 s, the cloud
+// service from 20 s: a file's 5 to 20 s window loads as 20 s.
+func TestLoadRaisesEmulatorDuplicateWindow(t *testing.T) {
+	for in, want := range map[string]time.Duration{"PT5S": 20 * time.Second, "PT19S": 20 * time.Second, "PT20S": 20 * time.Second, "PT1M": time.Minute} {
+		c, err := Load(strings.NewReader(`{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"DuplicateDetectionHistoryTimeWindow":"` + in + `"}}]}],"Logging":{"Type":"Console"}}}`))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got := c.Entities[0].DuplicateDetectionHistoryTimeWindow; got != want {
+			t.Errorf("window %s loads as %v, want %v", in, got, want)
+		}
 	}
 }
 

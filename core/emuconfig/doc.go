@@ -17,4 +17,9 @@
 // path of the property: Microsoft's emulator answers such files with "Out
 // of memory", and silently ignoring a misspelt LockDuration would run the
 // entity on a default its author did not choose.
+//
+// Names and values the cloud service refuses fail the load, naming the
+// entity and the property, with one exception kept for the emulator's
+// files: a DuplicateDetectionHistoryTimeWindow from its floor of 5 s up to
+// the cloud's floor of 20 s is raised to 20 s ([MinEmulatorDuplicateWindow]).
 package emuconfig

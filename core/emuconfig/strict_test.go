@@ -29,8 +29,10 @@ func TestLoadEveryPropertyOfTheSchema(t *testing.T) {
 	if a := byPath["audit/incoming"]; a.ForwardDeadLetteredMessagesTo != "orders.v1" || a.MaxDeliveryCount != 1 {
 		t.Errorf("audit/incoming = %+v", a)
 	}
+	// The file's PT5S window, the emulator's floor, loads as the cloud's
+	// floor of 20 s (MinEmulatorDuplicateWindow).
 	if tp := byPath["events"]; tp.DefaultMessageTimeToLive != 10*time.Minute ||
-		tp.DuplicateDetectionHistoryTimeWindow != 5*time.Second || !tp.RequiresDuplicateDetection {
+		tp.DuplicateDetectionHistoryTimeWindow != core.MinDuplicateWindow || !tp.RequiresDuplicateDetection {
 		t.Errorf("events = %+v", tp)
 	}
 	b := byPath["events/Subscriptions/billing"]

@@ -113,15 +113,28 @@ func TestRestartKeepsMessages(t *testing.T) {
 	}
 }
 
+// A Config.json holding a name or value Service Bus refuses stops the
+// start, the error naming the entity and the property (or the name).
 func TestStartRejectsBadConfig(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "Config.json")
-	bad := strings.Replace(testConfig, `"PT30S"`, `"PT10M"`, 1)
-	if err := os.WriteFile(cfg, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Start(Options{Memory: true, ConfigPath: cfg, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-"})
-	if err == nil || !strings.Contains(err.Error(), `queue "orders": LockDuration`) {
-		t.Fatalf("Start with LockDuration 10m: %v", err)
+	for _, tc := range []struct{ from, to, want string }{
+		{`"PT30S"`, `"PT10M"`, `queue "orders": The property value for 'LockDuration' must be between 00:00:05 and 00:05:00`},
+		{`"MaxDeliveryCount": 3`, `"MaxDeliveryCount": 3, "MaxSizeInMegabytes": 9223372036854775807`, `queue "orders": The specified value 9223372036854775807 is invalid. The property 'MaxSizeInMegabytes'`},
+		{`"Name": "orders"`, `"Name": "a/../orders"`, `The queue name 'a/../orders' has an empty, '.' or '..' segment`},
+		{`"Name": "events"`, `"Name": "events/"`, `cannot contain '/' as prefix or suffix. The supplied value is 'events/'`},
+		{`"Name": "all"`, `"Name": "all~1"`, `'all~1' contains character(s) that is not allowed by Service Bus`},
+	} {
+		cfg := filepath.Join(t.TempDir(), "Config.json")
+		bad := strings.Replace(testConfig, tc.from, tc.to, 1)
+		if err := os.WriteFile(cfg, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		a, err := Start(Options{Memory: true, ConfigPath: cfg, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-"})
+		if err == nil {
+			a.Shutdown(t.Context())
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start with %s: %v, want an error saying %s", tc.to, err, tc.want)
+		}
 	}
 }
 

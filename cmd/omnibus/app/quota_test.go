@@ -18,16 +18,18 @@ import (
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
-// startQuotaApp starts omnibus on loopback with a 1 MB queue.
+// startQuotaApp starts omnibus on loopback with a queue of 1 MB: one of
+// Service Bus's smallest size (1 GB) capped by --max-entity-size
+// (Limits.MaxEntityBytes), so that filling it takes a moment.
 func startQuotaApp(t *testing.T) *App {
 	t.Helper()
 	a, err := Start(Options{DataDir: t.TempDir(), AMQPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		HTTPSAddr: "-", AMQPSAddr: "-", Logger: zaptest.NewLogger(t)})
+		HTTPSAddr: "-", AMQPSAddr: "-", Logger: zaptest.NewLogger(t), Limits: core.Limits{MaxEntityBytes: 1 << 20}})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { a.Shutdown(t.Context()) })
-	if _, err := a.Broker.CreateEntity(t.Context(), core.Entity{Kind: core.KindQueue, Name: "small", MaxSizeInMegabytes: 1}); err != nil {
+	if _, err := a.Broker.CreateEntity(t.Context(), core.Entity{Kind: core.KindQueue, Name: "small"}); err != nil {
 		t.Fatal(err)
 	}
 	return a
