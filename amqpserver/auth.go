@@ -110,18 +110,6 @@ func (a *connAuth) allowsAny(entity string, need sas.Rights) bool {
 	return a.rights(entity)&need.Effective() != 0
 }
 
-// covers reports whether the normalised prefix scope covers path on a
-// segment boundary ("" covers everything).
-func covers(scope, path string) bool {
-	if scope == "" {
-		return true
-	}
-	if len(path) < len(scope) || path[:len(scope)] != scope {
-		return false
-	}
-	return len(path) == len(scope) || path[len(scope)] == '/'
-}
-
 // rights returns every right the connection holds for entity: its login's
 // (if the rule covers the entity) and those of live grants covering it.
 func (a *connAuth) rights(entity string) sas.Rights {
@@ -137,7 +125,7 @@ func (a *connAuth) rights(entity string) sas.Rights {
 	path := sas.NormalizePath(entity)
 	now := a.now()
 	for _, g := range a.mu.grants {
-		if g.expires.After(now) && covers(g.path, path) {
+		if g.expires.After(now) && sas.Covers(g.path, path) {
 			r |= g.rights.Effective()
 		}
 	}

@@ -39,15 +39,31 @@ func resourcePath(raw string) (string, error) {
 	return NormalizePath(path), nil
 }
 
-// covers reports whether the normalised path scope equals entity or is an
-// ancestor of it on a segment boundary: "a/b" covers "a/b" and "a/b/c" but
-// not "a/bc". The empty scope covers everything.
-func covers(scope, entity string) bool {
-	if scope == "" {
+// Covers reports whether the normalised path scope equals entity or is
+// an ancestor of it on a segment boundary: "a/b" covers "a/b" and "a/b/c"
+// but not "a/bc". The empty scope covers everything. A path with a "." or
+// ".." segment ("a/../orders", or "a/%2e%2e/orders" before
+// [NormalizePath]) is covered only by the empty scope and by itself (a
+// token signed over that very path, as the Go admin client signs each
+// request URL): no entity has such a name, and read as a URL it leaves
+// the scope it starts in, so a token or key for "a" must not reach it.
+func Covers(scope, entity string) bool {
+	if scope == "" || scope == entity {
 		return true
 	}
-	if !strings.HasPrefix(entity, scope) {
+	if !strings.HasPrefix(entity, scope) || hasDotSegment(entity) {
 		return false
 	}
 	return len(entity) == len(scope) || entity[len(scope)] == '/'
+}
+
+// hasDotSegment reports whether the normalised path has a "." or ".."
+// segment.
+func hasDotSegment(path string) bool {
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }

@@ -124,10 +124,20 @@ func TestCovers(t *testing.T) {
 		{"a/b", "a/bc", false},
 		{"a/b", "a/b/c", true},
 		{"q1", "", false},
+		// Dot segments leave the scope they start in: only the namespace
+		// covers them.
+		{"a", "a/../orders", false},
+		{"a", "a/./orders", false},
+		{"a", "a/b/..", false},
+		{"a/..", "a/../orders", false},
+		{"a/../orders", "a/../orders", true},
+		{"a", "a/...", true},
+		{"a", "a/.b", true},
+		{"", "a/../orders", true},
 	}
 	for _, tt := range tests {
-		if got := covers(tt.scope, tt.entity); got != tt.want {
-			t.Errorf("covers(%q, %q) = %v, want %v", tt.scope, tt.entity, got, tt.want)
+		if got := Covers(tt.scope, tt.entity); got != tt.want {
+			t.Errorf("Covers(%q, %q) = %v, want %v", tt.scope, tt.entity, got, tt.want)
 		}
 	}
 }

@@ -32,7 +32,7 @@ type Rule struct {
 // entityPath: its scope is the namespace, the entity itself or an ancestor
 // (compared case-insensitively on segment boundaries).
 func (r Rule) Covers(entityPath string) bool {
-	return covers(NormalizePath(r.Scope), NormalizePath(entityPath))
+	return Covers(NormalizePath(r.Scope), NormalizePath(entityPath))
 }
 
 // Config configures a [Validator]. Its zero value is usable but accepts no
@@ -123,7 +123,7 @@ func (v *Validator) Validate(token, entityPath string, need Rights) (Rights, err
 			continue
 		}
 		known = true
-		if covers(r.scope, entity) && r.verify(t) {
+		if Covers(r.scope, entity) && r.verify(t) {
 			match = r
 			break
 		}
@@ -142,7 +142,7 @@ func (v *Validator) Validate(token, entityPath string, need Rights) (Rights, err
 	if err != nil {
 		return 0, err
 	}
-	if !covers(aud, entity) {
+	if !Covers(aud, entity) {
 		return 0, refuse(ErrInvalidAudience, "The authorization header contains a token with a wrong audience.")
 	}
 	got := match.Rights.Effective()
@@ -157,7 +157,7 @@ func (v *Validator) Validate(token, entityPath string, need Rights) (Rights, err
 func (v *Validator) noMatch(t *Token, entity string) error {
 	for i := range v.rules {
 		r := &v.rules[i]
-		if r.KeyName == t.KeyName && covers(r.scope, entity) {
+		if r.KeyName == t.KeyName && Covers(r.scope, entity) {
 			return refuse(ErrInvalidSignature, "The token has an invalid signature.")
 		}
 	}

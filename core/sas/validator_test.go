@@ -197,6 +197,18 @@ func TestValidateEntityRules(t *testing.T) {
 		{"entity rule outside scope", Sign("sb://h", "topic", "t-key", exp), "q1", Listen, ErrUnknownKey},
 		{"topic rule covers subscription", Sign("sb://h/t", "topic", "t-key", exp), "t/Subscriptions/s", Listen, nil},
 		{"topic rule lacks send", Sign("sb://h/t", "topic", "t-key", exp), "t", Send, ErrInsufficientRights},
+		// A path that climbs out of a scope with a dot segment is outside
+		// it, for the token's audience and for an entity rule alike,
+		// escaped or not.
+		{"audience q1 on q1/../orders", Sign("sb://h/q1", "root", "ns-key", exp), "q1/../orders", Send, ErrInvalidAudience},
+		{"audience q1 on q1/%2e%2e/orders", Sign("sb://h/q1", "root", "ns-key", exp), "q1/%2e%2e/orders", Send, ErrInvalidAudience},
+		{"audience q1 on q1/./orders", Sign("sb://h/q1", "root", "ns-key", exp), "/q1/./orders", Send, ErrInvalidAudience},
+		{"audience q1/.. on q1/../orders", Sign("sb://h/q1/..", "root", "ns-key", exp), "q1/../orders", Send, ErrInvalidAudience},
+		{"entity rule q1 on q1/../orders", Sign("sb://h/q1", "sender", "q1-key", exp), "q1/../orders", Send, ErrUnknownKey},
+		{"entity rule q1 on q1/%2E%2E/orders", Sign("sb://h", "sender", "q1-key", exp), "q1/%2E%2E/orders", Send, ErrUnknownKey},
+		{"token signed over q1/../orders itself", Sign("sb://h/q1/../orders", "root", "ns-key", exp), "q1/../orders", Send, nil},
+		{"entity rule q1 signed over q1/../orders", Sign("sb://h/q1/../orders", "sender", "q1-key", exp), "q1/../orders", Send, ErrUnknownKey},
+		{"namespace token on q1/../orders", Sign("sb://h/", "root", "ns-key", exp), "q1/../orders", Send, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
