@@ -15,6 +15,19 @@ import (
 // entities and rules. Properties the core does not model (authorization
 // rules, express, anonymous access) are accepted and not kept.
 
+// atomGiven names, per kind, the properties the ATOM description of that
+// kind always carries: package atom starts from Service Bus's defaults,
+// none of them zero, so a zero among them was sent as zero, which the
+// service refuses and the core, told so (core.Entity.ValidateGiven),
+// refuses too rather than reading it as "default".
+var atomGiven = map[core.EntityKind][]string{
+	core.KindQueue: {"LockDuration", "MaxSizeInMegabytes", "DefaultMessageTimeToLive", "DuplicateDetectionHistoryTimeWindow",
+		"MaxDeliveryCount", "AutoDeleteOnIdle", "MaxMessageSizeInKilobytes"},
+	core.KindTopic: {"DefaultMessageTimeToLive", "MaxSizeInMegabytes", "DuplicateDetectionHistoryTimeWindow", "AutoDeleteOnIdle",
+		"MaxMessageSizeInKilobytes"},
+	core.KindSubscription: {"LockDuration", "DefaultMessageTimeToLive", "MaxDeliveryCount", "AutoDeleteOnIdle"},
+}
+
 func queueEntity(name string, q *atom.QueueDescription) core.Entity {
 	return core.Entity{
 		Kind: core.KindQueue, Name: name,

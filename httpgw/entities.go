@@ -54,15 +54,7 @@ func (g *Gateway) putEntity(w http.ResponseWriter, r *http.Request) {
 		g.badRequest(w, r, "The request body holds a %T; a queue or topic path takes a QueueDescription or TopicDescription", desc)
 		return
 	}
-	var (
-		got *core.Entity
-		err error
-	)
-	if isUpdate(r) {
-		got, err = g.broker.UpdateEntity(r.Context(), ent)
-	} else {
-		got, err = g.broker.CreateEntity(r.Context(), ent)
-	}
+	got, err := g.saveEntity(r, ent)
 	if err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return
@@ -73,6 +65,20 @@ func (g *Gateway) putEntity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.writeEntry(w, r, createdOrOK(r), entry)
+}
+
+// saveEntity creates ent or, with If-Match, updates it, once it passes
+// Service Bus's rules with every property the ATOM description carries
+// counted as given (see atomGiven).
+func (g *Gateway) saveEntity(r *http.Request, ent core.Entity) (*core.Entity, error) {
+	check := ent
+	if err := check.ValidateGiven(atomGiven[ent.Kind]...); err != nil {
+		return nil, err
+	}
+	if isUpdate(r) {
+		return g.broker.UpdateEntity(r.Context(), ent)
+	}
+	return g.broker.CreateEntity(r.Context(), ent)
 }
 
 // deleteEntity answers DELETE /{path}: 200, or 404 when nothing is there.

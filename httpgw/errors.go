@@ -42,7 +42,7 @@ var statusTable = map[core.Code]statusEntry{
 	core.CodeMessageNotFound:   {http.StatusNotFound, http.StatusNotFound, ""},
 	core.CodeMessageTooLarge:   {http.StatusForbidden, http.StatusForbidden, ""},
 	core.CodeQuotaExceeded:     {http.StatusForbidden, http.StatusForbidden, ""},
-	core.CodeBadRequest:        {http.StatusBadRequest, http.StatusBadRequest, ""},
+	core.CodeBadRequest:        {http.StatusBadRequest, http.StatusBadRequest, "SubCode=40000. "},
 	core.CodeEntityDisabled:    {http.StatusForbidden, http.StatusForbidden, "SubCode=40301. "},
 	core.CodeRuleNotFound:      {http.StatusNotFound, http.StatusNotFound, ""},
 	core.CodeConflict:          {http.StatusConflict, http.StatusConflict, "SubCode=40901. "},

@@ -51,13 +51,10 @@ func (g *Gateway) putSubscription(w http.ResponseWriter, r *http.Request) {
 		g.badRequest(w, r, "DefaultRuleDescription: %v", err)
 		return
 	}
-	var got *core.Entity
 	if isUpdate(r) {
 		ent.Rules = nil // rules change through …/Rules, not here
-		got, err = g.broker.UpdateEntity(r.Context(), ent)
-	} else {
-		got, err = g.broker.CreateEntity(r.Context(), ent)
 	}
+	got, err := g.saveEntity(r, ent)
 	if err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return

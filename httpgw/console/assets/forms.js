@@ -101,10 +101,11 @@ export function sendTab(pane, ctx) {
 
 // Editable fields per kind: [element, label, input type, hint].
 const DUR = 'ISO 8601 duration, e.g. PT1M, P14D';
+const SIZES = '1024, 2048, 3072, 4096, 5120, 10240, 20480, 40960 or 81920';
 const FIELDS = {
   QueueDescription: [
     ['LockDuration', 'Lock duration', 'text', DUR], ['MaxDeliveryCount', 'Max delivery count', 'number'],
-    ['DefaultMessageTimeToLive', 'Default message time to live', 'text', DUR], ['MaxSizeInMegabytes', 'Max size (MB)', 'number'],
+    ['DefaultMessageTimeToLive', 'Default message time to live', 'text', DUR], ['MaxSizeInMegabytes', 'Max size (MB)', 'number', SIZES],
     ['RequiresSession', 'Requires sessions', 'bool', 'only when creating'], ['RequiresDuplicateDetection', 'Duplicate detection', 'bool', 'only when creating'],
     ['DuplicateDetectionHistoryTimeWindow', 'Duplicate detection window', 'text', DUR],
     ['DeadLetteringOnMessageExpiration', 'Dead-letter expired messages', 'bool'], ['EnableBatchedOperations', 'Batched operations', 'bool'],
@@ -112,7 +113,7 @@ const FIELDS = {
     ['ForwardDeadLetteredMessagesTo', 'Forward dead letters to', 'text'], ['Status', 'Status', 'status'], ['UserMetadata', 'User metadata', 'text'],
   ],
   TopicDescription: [
-    ['DefaultMessageTimeToLive', 'Default message time to live', 'text', DUR], ['MaxSizeInMegabytes', 'Max size (MB)', 'number'],
+    ['DefaultMessageTimeToLive', 'Default message time to live', 'text', DUR], ['MaxSizeInMegabytes', 'Max size (MB)', 'number', SIZES],
     ['RequiresDuplicateDetection', 'Duplicate detection', 'bool', 'only when creating'],
     ['DuplicateDetectionHistoryTimeWindow', 'Duplicate detection window', 'text', DUR], ['EnableBatchedOperations', 'Batched operations', 'bool'],
     ['SupportOrdering', 'Support ordering', 'bool'], ['AutoDeleteOnIdle', 'Delete when idle for', 'text', DUR],
@@ -149,11 +150,25 @@ function fieldInputs(kind, values) {
 
 const KINDS = { queue: 'QueueDescription', topic: 'TopicDescription', subscription: 'SubscriptionDescription' };
 
+// Service Bus's naming rules (core/names.go), as input patterns (valid
+// with the u and v flags browsers compile them with): a queue or topic
+// path of up to 260 letters, digits, '.', '-', '_' and '/', starting and
+// ending with a letter or digit, without empty, '.' or '..' segments; a
+// subscription or rule name of up to 50 such characters without '/'. The
+// server checks the same and says why in its error.
+const SEGMENT_NAME = '[A-Za-z0-9](?:[A-Za-z0-9._\\-]*[A-Za-z0-9])?';
+const PATH_NAME = '(?!.*\\/\\/)(?!(?:.*\\/)?\\.\\.?(?:\\/.*)?$)[A-Za-z0-9](?:[A-Za-z0-9._\\-\\/]*[A-Za-z0-9])?';
+const NAME_RULES = {
+  path: { pattern: PATH_NAME, maxlength: 260, title: "Letters, digits, '.', '-', '_' and '/'; starting and ending with a letter or digit; no empty, '.' or '..' segment; up to 260 characters." },
+  leaf: { pattern: SEGMENT_NAME, maxlength: 50, title: "Letters, digits, '.', '-' and '_'; starting and ending with a letter or digit; up to 50 characters." },
+};
+
 // createView is the form for a new queue, topic or subscription (of topic).
 export function createView(main, kind, topic) {
   const desc = KINDS[kind];
   if (!desc) { location.hash = '#/'; return; }
-  const name = el('input', { id: 'new-name', required: true, autocomplete: 'off', pattern: '[A-Za-z0-9._/\\-]+' });
+  const rules = kind === 'subscription' ? NAME_RULES.leaf : NAME_RULES.path;
+  const name = el('input', { id: 'new-name', required: true, autocomplete: 'off', ...rules });
   const { inputs, nodes } = fieldInputs(desc, {});
   const submit = el('button', { type: 'submit', id: 'create' }, 'Create ' + kind);
   fill(main, el('form', {
@@ -167,7 +182,7 @@ export function createView(main, kind, topic) {
       });
     },
   }, el('h1', {}, kind === 'subscription' ? `New subscription of ${topic}` : 'New ' + kind),
-  field('Name', name, kind === 'subscription' ? 'Up to 50 characters.' : 'Letters, digits, . - _ and /; up to 260 characters.'),
+  field('Name', name, kind === 'subscription' ? 'Letters, digits, . - and _; up to 50 characters.' : 'Letters, digits, . - _ and /; up to 260 characters.'),
   el('details', {}, el('summary', {}, 'Settings (leave empty for the defaults)'), el('div', { class: 'grid' }, nodes)),
   el('div', { class: 'buttons' }, el('a', { class: 'button secondary', href: kind === 'subscription' ? '#/entity/' + encodeURIComponent(topic) : (kind === 'topic' ? '#/topics' : '#/') }, 'Cancel'), submit)));
   name.focus();
@@ -230,7 +245,7 @@ export async function rulesTab(pane, ctx) {
     }
   }
   function edit(rule) {
-    const name = el('input', { id: 'rule-name', required: true, value: rule ? rule.name : '', readOnly: !!rule });
+    const name = el('input', { id: 'rule-name', required: true, value: rule ? rule.name : '', readOnly: !!rule, ...NAME_RULES.leaf, pattern: '\\$Default|' + SEGMENT_NAME });
     const filter = el('textarea', { id: 'rule-filter', rows: 4, spellcheck: false, value: rule ? rule.filter : '1=1' });
     const action = el('textarea', { id: 'rule-action', rows: 2, spellcheck: false, value: rule ? rule.action : '', placeholder: "e.g. SET sys.Label = 'routed'" });
     const fErr = el('div', { class: 'check', id: 'filter-check', 'aria-live': 'polite' });

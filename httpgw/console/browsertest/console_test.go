@@ -58,8 +58,28 @@ func TestConsoleInChromium(t *testing.T) {
 	p.waitText("main h1", "Queues")
 	p.waitText("table.list", "billing-2")
 
-	// Create a queue through the form (ATOM PUT).
+	// The create form holds names to Service Bus's rules before sending
+	// anything, and shows the server's own refusal of a value out of range.
 	p.clickText("New queue")
+	for _, bad := range []string{"a/../orders", "a//b", "-orders", "orders/", "a~b"} {
+		p.fill("#new-name", bad)
+		var mismatch bool
+		p.eval(`document.getElementById('new-name').validity.patternMismatch`, &mismatch)
+		if !mismatch {
+			t.Errorf("the create form takes the queue name %q", bad)
+		}
+	}
+	p.click("#create")
+	p.fill("#new-name", "small")
+	p.fill("#f-MaxSizeInMegabytes", "1")
+	p.click("#create")
+	p.waitText("#toasts", "The specified value 1 is invalid. The property 'MaxSizeInMegabytes', must be one of the following values")
+	if qs, err := b.ListEntities(core.KindQueue, ""); err != nil || len(qs) != 4 {
+		t.Fatalf("queues after the refused creates: %d, %v; want the 4 made before", len(qs), err)
+	}
+
+	// Create a queue through the form (ATOM PUT).
+	p.fill("#f-MaxSizeInMegabytes", "")
 	p.fill("#new-name", "orders")
 	p.click("#create")
 	p.waitText("main h1", "orders")
