@@ -66,12 +66,20 @@ type txnDelivery struct {
 	od *outDelivery
 }
 
-// authorizeCoordinator refuses a coordinator to a connection that has not
-// presented a credential yet. Its transactions need no right of their
-// own: each operation is on a link that was authorized for it.
+// authorizeCoordinator lets a connection attach a coordinator before it
+// has presented a credential, as Service Bus does: the Java SDK attaches
+// its coordinator without putting a token first (core-amqp's
+// ReactorSession.getOrCreateTransactionCoordinator creates the link with
+// requiresAuthorization false), which makes it the connection's first
+// link when cross-entity transactions are on or createTransaction is the
+// first call. Transactions need no right of their own: each operation is
+// on a link that was authorized for it. Until the connection
+// authenticates, the coordinator counts toward PreAuthMaxLinks like any
+// link, and so do its transactions (see declare).
 func (c *conn) authorizeCoordinator() *frames.Error {
-	if !c.authenticated() {
-		return errorf(frames.CondUnauthorizedAccess, "Log in or put a token on $cbs before attaching a transaction coordinator.")
+	if !c.authenticated() && c.liveLinks() > c.srv.cfg.PreAuthMaxLinks { // l included
+		return errorf(frames.CondResourceLimitExceeded,
+			"A connection may hold at most %d links before it puts a valid token on $cbs.", c.srv.cfg.PreAuthMaxLinks)
 	}
 	return nil
 }
@@ -136,6 +144,11 @@ func (l *link) declare(p *partial) {
 	if max := c.srv.cfg.Limits.MaxTransactionsPerConnection; len(c.txns) >= max {
 		l.answerCoordinator(p, &frames.Rejected{Error: errorf(frames.CondResourceLimitExceeded,
 			"The connection has %d transactions open, the most it may have (%d). Discharge transactions before declaring others.", len(c.txns), max)})
+		return
+	}
+	if max := c.srv.cfg.PreAuthMaxLinks; !c.authenticated() && len(c.txns) >= max {
+		l.answerCoordinator(p, &frames.Rejected{Error: errorf(frames.CondResourceLimitExceeded,
+			"A connection may hold at most %d transactions before it puts a valid token on $cbs.", max)})
 		return
 	}
 	id := newTxnID()

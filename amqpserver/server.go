@@ -104,8 +104,9 @@ type Config struct {
 	// to the first valid token); a larger one closes the connection with
 	// amqp:frame-size-too-small. 0 means [DefaultPreAuthMaxFrameSize].
 	PreAuthMaxFrameSize uint32
-	// PreAuthMaxLinks bounds the sessions, and separately the links, a
-	// connection may hold before it is authenticated. 0 means
+	// PreAuthMaxLinks bounds the sessions, and separately the links and
+	// the declared transactions, a connection may hold before it is
+	// authenticated. 0 means
 	// [DefaultPreAuthMaxLinks].
 	PreAuthMaxLinks int
 	// MaxCBSMessageSize caps a put-token request on $cbs; a larger one is
