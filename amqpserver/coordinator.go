@@ -54,6 +54,10 @@ type connTxn struct {
 	// timedOut is set once the timeout rolled it back: it stays known, so
 	// that its discharge is answered amqp:transaction:timeout.
 	timedOut bool
+	// aborted is the refusal of one of its operations (see txnOpError):
+	// the transaction was rolled back then and stays known, so that its
+	// commit is answered amqp:transaction:rollback with that cause.
+	aborted *frames.Error
 	// settled lists the client's transactional settlements of deliveries
 	// on this connection, forgotten from their sessions once it commits.
 	settled []txnDelivery
@@ -187,6 +191,13 @@ func (l *link) discharge(p *partial, id []byte, fail bool) {
 		if ct.timedOut && !fail {
 			l.answerCoordinator(p, &frames.Rejected{Error: errorf(condTxnTimeout,
 				"The transaction '%s' timed out %s after its first operation and was rolled back.", id, txnTimeoutText(c.srv.b.TxnTimeout()))})
+			c.paid(ticket)
+			return
+		}
+		if ct.aborted != nil && !fail {
+			l.answerCoordinator(p, &frames.Rejected{Error: &frames.Error{Condition: condTxnRollback,
+				Description: "The transaction was rolled back when one of its operations was refused: " + ct.aborted.Description,
+				Info:        encoding.Map{{Key: encoding.Symbol("com.microsoft:cause"), Value: ct.aborted.Condition}}}})
 			c.paid(ticket)
 			return
 		}

@@ -42,7 +42,7 @@ const propTransferDestination = encoding.Symbol("com.microsoft:transfer-destinat
 // naming it gets (Service Bus's wording and condition).
 func (c *conn) txnOf(id []byte) (*connTxn, *frames.Error) {
 	ct := c.txns[string(id)]
-	if ct == nil || ct.timedOut {
+	if ct == nil || ct.timedOut || ct.aborted != nil {
 		return nil, errorf(frames.CondNotAllowed,
 			"No active Transaction was found for ID '%s'. The Transaction may have timed out or attempted to span multiple top-level entities such as Queue or Topic. The server Transaction timeout is: %s.",
 			id, txnTimeoutText(c.srv.b.TxnTimeout()))
@@ -53,9 +53,22 @@ func (c *conn) txnOf(id []byte) (*connTxn, *frames.Error) {
 // txnOpError is the error of an operation of ct that failed with err. An
 // operation after the timeout finds the transaction rolled back, and gets
 // what an operation naming no transaction gets.
+//
+// Any other refusal dooms the transaction: it is rolled back at once and
+// its commit fails (amqp:transaction:rollback, the refusal as its cause),
+// later operations get what an operation naming no transaction gets. That
+// is Service Bus's answer to an operation on a second top-level entity
+// ("No active Transaction was found … attempted to span multiple
+// top-level entities"), and it keeps a client that does not read the
+// outcome of a transactional send from committing without it: the Java
+// SDK's ReactorSender hands the disposition of a send made with a
+// delivery state to the caller as success whatever it says, and
+// ServiceBusSenderAsyncClient never looks at it.
 func (c *conn) txnOpError(ct *connTxn, err error) *frames.Error {
 	if !errors.Is(err, core.ErrTxnTimeout) {
-		return amqpError(err)
+		e := amqpError(err)
+		c.txnAborted(ct, e)
+		return e
 	}
 	c.txnTimedOut(ct)
 	_, e := c.txnOf(ct.id)
@@ -77,11 +90,24 @@ func (c *conn) armTxnTimer(ct *connTxn) {
 	})
 }
 
+// txnAborted rolls back a transaction one of whose operations was
+// refused with e (see txnOpError). It stays known until it is discharged
+// or its coordinator goes, so that its commit is answered with e.
+func (c *conn) txnAborted(ct *connTxn, e *frames.Error) {
+	if c.txns[string(ct.id)] != ct || ct.timedOut || ct.aborted != nil {
+		return
+	}
+	ct.t.Rollback()
+	ct.aborted = e
+	c.txnBytes -= ct.held
+	ct.held = 0
+}
+
 // txnTimedOut rolls back a transaction whose timeout passed. It stays
 // known until it is discharged or its coordinator goes, so that its
 // discharge is answered amqp:transaction:timeout.
 func (c *conn) txnTimedOut(ct *connTxn) {
-	if c.txns[string(ct.id)] != ct || ct.timedOut {
+	if c.txns[string(ct.id)] != ct || ct.timedOut || ct.aborted != nil {
 		return
 	}
 	ct.t.Rollback()
