@@ -1,6 +1,13 @@
 package omnibus;
 
 import com.azure.core.amqp.AmqpRetryOptions;
+import com.azure.core.http.HttpPipelineCallContext;
+import com.azure.core.http.HttpPipelineNextPolicy;
+import com.azure.core.http.HttpPipelineNextSyncPolicy;
+import com.azure.core.http.HttpResponse;
+import com.azure.core.http.policy.FixedDelayOptions;
+import com.azure.core.http.policy.HttpPipelinePolicy;
+import com.azure.core.http.policy.RetryOptions;
 import com.azure.messaging.servicebus.ServiceBusClientBuilder;
 import com.azure.messaging.servicebus.administration.ServiceBusAdministrationClientBuilder;
 import java.io.BufferedReader;
@@ -8,7 +15,12 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
+import java.net.URI;
+import java.net.URL;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
 import java.net.InetSocketAddress;
+import java.net.MalformedURLException;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -25,7 +37,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import reactor.core.publisher.Mono;
 
 /**
  * One running omnibus process: its ports, connection strings and log. Made
@@ -49,6 +64,9 @@ public final class Broker {
     private static final Duration READY_TIMEOUT = Duration.ofSeconds(30);
     private static final int TAIL_LINES = 200;
     private static final Set<Process> RUNNING = ConcurrentHashMap.newKeySet();
+    private static final Pattern METRICS = Pattern.compile("\"metrics\": \"([^\"]+)\"");
+
+    private static final HttpClient HTTP = HttpClient.newHttpClient();
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> RUNNING.forEach(Process::destroyForcibly)));
@@ -65,6 +83,7 @@ public final class Broker {
     private final Process process;
     private final Path dir;
     private final Deque<String> tail = new ArrayDeque<>();
+    private volatile String metricsUrl;
 
     private Broker(Process process, Path dir, String host, int amqpPort, int amqpsPort, int httpPort, int httpsPort,
         Path caPath) {
@@ -88,8 +107,11 @@ public final class Broker {
         for (int attempt = 0;; attempt++) {
             String host = on5671 ? randomLoopback() : "127.0.0.1";
             int amqps = on5671 ? 5671 : freePort(host);
+            // HTTPS on 443 too where the process may bind it (as root, as CI
+            // runs): where the SDK dials wss and the admin client HTTPS.
+            int https = on5671 && canBind(host, 443) ? 443 : freePort(host);
             try {
-                return start(run, entities, host, amqps);
+                return start(run, entities, host, amqps, https);
             } catch (AddressInUse e) {
                 if (attempt >= 20) {
                     throw new IllegalStateException("no 127.x.y.z address with port 5671 free", e);
@@ -98,11 +120,12 @@ public final class Broker {
         }
     }
 
-    private static Broker start(Run run, Entities entities, String host, int amqpsPort) throws Exception {
+    private static Broker start(Run run, Entities entities, String host, int amqpsPort, int https)
+        throws Exception {
         Path dir = Files.createTempDirectory("omnibus-javatest-");
         Path config = dir.resolve("Config.json");
         Files.writeString(config, entities.toJson());
-        int amqp = freePort(host), http = freePort(host), https = freePort(host);
+        int amqp = freePort(host), http = freePort(host);
         List<String> cmd = new ArrayList<>(List.of(run.binary.toString(), "--memory", "--data", dir.toString(),
             "--config", config.toString(), "--key-name", KEY_NAME, "--key", KEY,
             "--amqp-addr", host + ":" + amqp, "--http-addr", host + ":" + http,
@@ -110,6 +133,10 @@ public final class Broker {
             "--tls-dir", run.tlsDir.toString(), "--tls-hosts", host,
             // Not the default :5301, which another broker may hold.
             "--metrics-addr", "127.0.0.1:0"));
+        String level = System.getenv("OMNIBUS_JAVATEST_LOG_LEVEL");
+        if (level != null && !level.isEmpty()) {
+            cmd.addAll(List.of("--log-level", level));
+        }
         Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
         RUNNING.add(p);
         Broker b = new Broker(p, dir, host, amqp, amqpsPort, http, https, run.caPath);
@@ -124,6 +151,10 @@ public final class Broker {
                         System.err.println("omnibus: " + line);
                     }
                     if (line.contains("omnibus is ready")) {
+                        Matcher m = METRICS.matcher(line);
+                        if (m.find()) {
+                            b.metricsUrl = m.group(1);
+                        }
                         ready.complete(null);
                     }
                 }
@@ -168,9 +199,67 @@ public final class Broker {
         return new ServiceBusClientBuilder().connectionString(connectionString()).retryOptions(RETRY);
     }
 
-    /** An administration client builder for the HTTPS port (the JVM trusts the CA). */
+    /**
+     * An administration client builder for the HTTPS port (the JVM trusts
+     * the CA). The Java admin client keeps only the host of the endpoint
+     * and always sends to https://host/ (port 443): on another port a
+     * pipeline policy puts the port into each request's URL.
+     */
     public ServiceBusAdministrationClientBuilder admin() {
-        return new ServiceBusAdministrationClientBuilder().connectionString(tlsConnectionString(httpsPort));
+        ServiceBusAdministrationClientBuilder b = new ServiceBusAdministrationClientBuilder()
+            .connectionString(tlsConnectionString(-1))
+            .retryOptions(new RetryOptions(new FixedDelayOptions(0, Duration.ofMillis(100))));
+        if (httpsPort != 443) {
+            b.addPolicy(new PortPolicy(httpsPort));
+        }
+        return b;
+    }
+
+    /** Sends every request to the same host on another port. */
+    public record PortPolicy(int port) implements HttpPipelinePolicy {
+        @Override
+        public Mono<HttpResponse> process(HttpPipelineCallContext context, HttpPipelineNextPolicy next) {
+            setPort(context);
+            return next.process();
+        }
+
+        @Override
+        public HttpResponse processSync(HttpPipelineCallContext context, HttpPipelineNextSyncPolicy next) {
+            setPort(context);
+            return next.processSync();
+        }
+
+        private void setPort(HttpPipelineCallContext context) {
+            URL u = context.getHttpRequest().getUrl();
+            try {
+                context.getHttpRequest().setUrl(new URL(u.getProtocol(), u.getHost(), port, u.getFile()));
+            } catch (MalformedURLException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    /**
+     * A metric's value from the broker's Prometheus endpoint: the sum of
+     * the samples whose line starts with prefix (a name, or a name and
+     * labels: {@code omnibus_active_connections{protocol="amqp"}}).
+     */
+    public double metric(String prefix) throws Exception {
+        HttpRequest req = HttpRequest.newBuilder(URI.create(metricsUrl)).timeout(Duration.ofSeconds(5)).build();
+        String body = HTTP.send(req, java.net.http.HttpResponse.BodyHandlers.ofString()).body();
+        double sum = 0;
+        boolean found = false;
+        for (String line : body.split("\n")) {
+            if (line.startsWith(prefix) && (line.charAt(prefix.length()) == ' '
+                || line.charAt(prefix.length()) == '{' || prefix.endsWith("}"))) {
+                sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+                found = true;
+            }
+        }
+        if (!found) {
+            throw new IllegalStateException("no metric " + prefix + " at " + metricsUrl);
+        }
+        return sum;
     }
 
     /** The last lines the broker logged. */
@@ -224,6 +313,14 @@ public final class Broker {
     static int freePort(String host) throws IOException {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName(host))) {
             return s.getLocalPort();
+        }
+    }
+
+    private static boolean canBind(String host, int port) {
+        try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getByName(host))) {
+            return true;
+        } catch (IOException e) {
+            return false;
         }
     }
 
