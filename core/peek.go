@@ -9,6 +9,17 @@ type PeekOptions struct {
 	From      int64  // first sequence number to consider
 	Max       int    // at most this many; values < 1 mean 1
 	SessionID string // only this session's messages, when set
+	// MaxBytes, when positive, ends the peek before the message that
+	// would take the messages' sizes (Message.Size) past it; the first
+	// message is returned whatever its size.
+	MaxBytes int
+	// Reserve, when set, is called with each message's size before its
+	// body is loaded; when it returns false the peek ends there, with
+	// the messages before it (none, if it refuses the first). The caller
+	// gives back what it reserved once it lets go of the messages: a
+	// fronts' memory budget takes the bodies this way before they are
+	// read.
+	Reserve func(size int) bool
 }
 
 // Peek browses the messages of a queue, subscription or dead-letter
@@ -45,7 +56,16 @@ func (b *Broker) Peek(ctx context.Context, path string, opts PeekOptions) ([]*Me
 		return nil, storeError(err)
 	}
 	out := make([]*Message, 0, len(hits))
+	total := 0
 	for _, h := range hits {
+		size := int(h.st.size)
+		if opts.MaxBytes > 0 && len(out) > 0 && total+size > opts.MaxBytes {
+			break
+		}
+		if opts.Reserve != nil && !opts.Reserve(size) {
+			break
+		}
+		total += size
 		m, _, err := q.loadBody(h.st.owner, h.seq)
 		if err != nil {
 			if damaged(err) {
