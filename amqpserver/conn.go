@@ -70,8 +70,12 @@ type conn struct {
 	// messages they hold to send.
 	txns     map[string]*connTxn
 	txnBytes int
-	closing  bool // the peer's close arrived: frames are ignored, our close follows (afterOwed)
-	closed   bool // our close is written: run returns after this pass
+	// memHeld is what the connection holds of the memory budget
+	// (memory.go); serve gives back what is left when it ends.
+	memHeld    int
+	memWaiting bool // a wake-up is registered with the budget
+	closing    bool // the peer's close arrived: frames are ignored, our close follows (afterOwed)
+	closed     bool // our close is written: run returns after this pass
 
 	// Tickets of work whose answers the peer is owed, and the work
 	// waiting for them (owed.go). Owned by run.
@@ -159,6 +163,7 @@ func (c *conn) serve(parent context.Context) {
 	<-readDone
 	c.work.Wait() // sends in flight finish (they are durable or fail)
 	c.runWaits()  // session locks held back for answers that can no longer be posted
+	c.releaseMemory()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		c.log.Debug("connection ended", zap.Error(err))
 	}

@@ -258,8 +258,7 @@ func (c *conn) dropTxn(ct *connTxn) {
 	if ct.timer != nil {
 		ct.timer.Stop()
 	}
-	c.txnBytes -= ct.held
-	ct.held = 0
+	c.releaseTxnHeld(ct)
 }
 
 // releaseCoordinator rolls back every transaction the coordinator link l

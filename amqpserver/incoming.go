@@ -169,11 +169,11 @@ func (s *session) handleTransfer(t *frames.Transfer) error {
 		case p.size == 0 && !t.More:
 			p.buf = t.Payload // single-frame delivery: no copy
 			p.size = len(p.buf)
-			c.inBytes += p.size
+			c.holdIn(p.size)
 		default:
 			p.chunks = append(p.chunks, t.Payload)
 			p.size += len(t.Payload)
-			c.inBytes += len(t.Payload)
+			c.holdIn(len(t.Payload))
 			if t.More {
 				c.inPartial += len(t.Payload)
 				p.assembling += len(t.Payload)
@@ -265,15 +265,23 @@ func (l *link) delivered(p *partial) {
 // longer holds (answered, or handed to a request handler), and reopens
 // the session windows it held back.
 func (c *conn) received(n int) {
-	c.inBytes -= n
-	if len(c.starved) > 0 && c.inBytes < c.srv.cfg.Limits.MaxIncomingBuffer {
-		ss := c.starved
-		c.starved = nil
-		for _, s := range ss {
-			s.starved = false
-			if s.live() {
-				s.topUpWindow()
-			}
+	c.holdIn(-n)
+	if c.inBytes < c.srv.cfg.Limits.MaxIncomingBuffer {
+		c.feedStarved()
+	}
+}
+
+// feedStarved tops up the windows of the sessions that waited for room.
+func (c *conn) feedStarved() {
+	if len(c.starved) == 0 {
+		return
+	}
+	ss := c.starved
+	c.starved = nil
+	for _, s := range ss {
+		s.starved = false
+		if s.live() {
+			s.topUpWindow()
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/membudget"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -91,8 +92,15 @@ type mgmtRequest struct {
 // handleManagement runs one $management request against the broker and
 // returns the reply to send. See the comment at the top of this file.
 func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, rights sas.Rights, req *frames.Message, linkSession string, txn *core.Txn) *frames.Message {
-	n := mgmtNode{b: s.b, sessionLock: func(entity, id string) *core.SessionLock { return s.locks.get(c, entity, id) }, linkSession: linkSession, txn: txn}
+	if s.cfg.Memory.Over() {
+		s.cfg.Memory.Refuse(membudget.AMQPReply)
+		return mgmtFailure(req, 503, condServerBusy, memoryBusyText)
+	}
+	n := mgmtNode{b: s.b, sessionLock: func(entity, id string) *core.SessionLock { return s.locks.get(c, entity, id) }, linkSession: linkSession, txn: txn,
+		mem: s.cfg.Memory, maxReply: s.cfg.Limits.MaxDeliveryBuffer}
 	reply := n.handle(ctx, entity, rights, req)
+	// The reply is encoded and counted again when it is queued (rpc.go).
+	s.cfg.Memory.Release(int64(n.reserved))
 	if v, ok := appProperty(reply, "statusCode"); ok {
 		if code, ok := v.(int32); ok {
 			s.stats.status(code)
@@ -113,6 +121,24 @@ type mgmtNode struct {
 	linkSession string
 	// txn is the transaction the request runs in, nil for none.
 	txn *core.Txn
+	// mem is the memory budget the bodies a peek loads are taken from
+	// (reserved, given back by handleManagement), and maxReply the most
+	// bytes of messages one peek reply carries (at least one message).
+	mem        *membudget.Budget
+	maxReply   int
+	reserved   int
+	memRefused bool // the budget refused a body
+}
+
+// reserve takes a body of n bytes from the memory budget before a peek
+// loads it (core.PeekOptions.Reserve).
+func (s *mgmtNode) reserve(n int) bool {
+	if !s.mem.TryAcquire(membudget.AMQPReply, int64(n)) {
+		s.memRefused = true
+		return false
+	}
+	s.reserved += n
+	return true
 }
 
 // handle is [Server.handleManagement].

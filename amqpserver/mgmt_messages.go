@@ -59,11 +59,15 @@ func (s *mgmtNode) mgmtPeek(ctx context.Context, r *mgmtRequest) (encoding.Map, 
 		sid = s.linkSession
 	}
 	omit, _ := r.field("omit-message-body")
-	msgs, err := s.b.Peek(ctx, r.entity, core.PeekOptions{From: from, Max: int(min(max(count, 1), maxPeekCount)), SessionID: sid})
+	msgs, err := s.b.Peek(ctx, r.entity, core.PeekOptions{From: from, Max: int(min(max(count, 1), maxPeekCount)), SessionID: sid,
+		MaxBytes: s.maxReply, Reserve: s.reserve})
 	if err != nil {
 		return nil, 0, err
 	}
 	if len(msgs) == 0 {
+		if s.memRefused {
+			return nil, 0, &core.Error{Code: core.CodeServerBusy, Msg: memoryBusyText}
+		}
 		return nil, statusNoContent, nil
 	}
 	list := make([]any, len(msgs))

@@ -185,8 +185,11 @@ func (l *link) pull() {
 		l.waitForRoom(&s.windowWaiters)
 		return
 	}
-	bufRoom := lim.MaxDeliveryBuffer - c.outBytes
+	bufRoom := int(min(int64(lim.MaxDeliveryBuffer-c.outBytes), c.srv.cfg.Memory.Available()))
 	if c.outBytes > 0 && (bufRoom <= 0 || o.needBytes > bufRoom) {
+		// The connection's own writes wake it (wakeBuffer); with
+		// nothing of its own left to write it takes one message
+		// whatever the budget holds.
 		l.waitForRoom(&c.bufferWaiters)
 		return
 	}
@@ -310,7 +313,7 @@ func (l *link) pulled(batch []pulledMsg, err error) {
 			o.needFrames = frames
 			break
 		}
-		if c.outBytes > 0 && c.outBytes+len(pm.payload) > lim.MaxDeliveryBuffer {
+		if c.outBytes > 0 && (c.outBytes+len(pm.payload) > lim.MaxDeliveryBuffer || int64(len(pm.payload)) > c.srv.cfg.Memory.Available()) {
 			o.needBytes = len(pm.payload)
 			break
 		}
@@ -319,7 +322,7 @@ func (l *link) pulled(batch []pulledMsg, err error) {
 		o.deliveryCount++
 		if o.mode == core.ReceiveAndDelete {
 			s.reserved += frames
-			c.outBytes += len(pm.payload)
+			c.holdOut(len(pm.payload))
 			continue
 		}
 		l.deliver(pm)
@@ -395,7 +398,7 @@ func (l *link) radRemoved() {
 		for i := range rb.msgs {
 			pm := &rb.msgs[i]
 			s.reserved -= c.framesFor(len(pm.payload))
-			c.outBytes -= len(pm.payload)
+			c.holdOut(-len(pm.payload))
 			switch {
 			case rb.errs[i] != nil:
 				o.credit++
@@ -493,7 +496,7 @@ func (l *link) releaseOut() {
 		}
 	}
 	o.unsettled = 0
-	o.replies = nil
+	l.dropReplies()
 	if sl := o.sess; sl != nil {
 		// Settlements already sent for its messages are applied first
 		// (owed.go).

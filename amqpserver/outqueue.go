@@ -71,7 +71,7 @@ func (s *session) fits(n uint32) bool {
 func (s *session) queueTransfer(d *outTransfer) {
 	d.frames = s.c.framesFor(len(d.payload))
 	s.outFrames += d.frames
-	s.c.outBytes += len(d.payload)
+	s.c.holdOut(len(d.payload))
 	s.out = append(s.out, d)
 	if len(s.out) == 1 {
 		s.pump()
@@ -117,7 +117,7 @@ func (s *session) writeFrame(d *outTransfer) {
 	c.write(s.ch, t)
 	d.sent += n
 	d.frames--
-	c.outBytes -= n
+	c.holdOut(-n)
 	s.outFrames--
 	s.nextOutgoingID++
 	s.remoteIncomingWindow--
@@ -135,7 +135,7 @@ func (s *session) purge(l *link) {
 			continue
 		}
 		s.outFrames -= d.frames
-		s.c.outBytes -= len(d.payload) - d.sent
+		s.c.holdOut(-(len(d.payload) - d.sent))
 		if d.od != nil {
 			delete(s.unsettled, d.id)
 			l.out.unsettled--

@@ -113,6 +113,7 @@ func (c *conn) routeReply(s *session, node string, req, reply *frames.Message) {
 		return
 	}
 	l.out.replies = append(l.out.replies, b.Bytes())
+	c.holdMem(b.Len()) // until written (memory.go)
 	l.out.replyBacklog++
 	l.sendReplies()
 }
@@ -150,6 +151,7 @@ func (l *link) sendReplies() {
 		payload := o.replies[0]
 		o.replies[0] = nil
 		o.replies = o.replies[1:]
+		l.s.c.holdMem(-len(payload)) // counted as a transfer from here
 		id := l.s.nextDeliveryID
 		l.s.nextDeliveryID++
 		o.credit--

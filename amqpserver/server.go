@@ -13,6 +13,7 @@ import (
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/gopool"
 	"github.com/omnibusmq/omnibus/core/loglimit"
+	"github.com/omnibusmq/omnibus/core/membudget"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -138,6 +139,12 @@ type Config struct {
 	// Limits bounds what one open connection can make the server hold
 	// (limits.go).
 	Limits Limits
+	// Memory is the process's memory budget, shared with the HTTP
+	// gateway: the bytes of incoming deliveries, of messages taken for
+	// delivery, of open transactions and of $management replies are taken
+	// from it, and work that would go past it is refused with
+	// com.microsoft:server-busy. Nil: only Limits bound them.
+	Memory *membudget.Budget
 }
 
 func (c *Config) validate() error {

@@ -257,6 +257,9 @@ func (s *session) topUpWindow() {
 			s.starved = true
 			c.starved = append(c.starved, s)
 		}
+		if c.memoryBound() {
+			c.waitForMemory()
+		}
 		return
 	}
 	s.incomingWindow = w
@@ -264,9 +267,16 @@ func (s *session) topUpWindow() {
 }
 
 // windowTarget is the incoming window a session may have now: what is
-// left of the connection's incoming buffer, in frames of our
-// max-frame-size, at most sessionWindow.
+// left of the connection's incoming buffer and of the memory budget, in
+// frames of our max-frame-size, at most sessionWindow. A connection that
+// holds nothing may always take minIncomingFrames of the budget, so that
+// it makes progress, slowly, while others hold it.
 func (c *conn) windowTarget() uint32 {
-	room := c.srv.cfg.Limits.MaxIncomingBuffer - c.inBytes
-	return uint32(min(int64(sessionWindow), max(0, int64(room))/int64(c.srv.cfg.MaxFrameSize)))
+	frame := int64(c.srv.cfg.MaxFrameSize)
+	global := c.srv.cfg.Memory.Available()
+	if c.inBytes == 0 {
+		global = max(global, minIncomingFrames*frame)
+	}
+	room := min(int64(c.srv.cfg.Limits.MaxIncomingBuffer-c.inBytes), global)
+	return uint32(min(int64(sessionWindow), max(0, room)/frame))
 }

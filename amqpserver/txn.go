@@ -8,6 +8,7 @@ import (
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/membudget"
 )
 
 // Transactional work (coordinator.go declares and discharges).
@@ -112,7 +113,14 @@ func (c *conn) txnTimedOut(ct *connTxn) {
 	}
 	ct.t.Rollback()
 	ct.timedOut = true
+	c.releaseTxnHeld(ct)
+}
+
+// releaseTxnHeld gives back the bytes ct holds to send: to the
+// connection's count and to the memory budget.
+func (c *conn) releaseTxnHeld(ct *connTxn) {
 	c.txnBytes -= ct.held
+	c.holdMem(-ct.held)
 	ct.held = 0
 }
 
@@ -120,7 +128,9 @@ func (c *conn) txnTimedOut(ct *connTxn) {
 func (l *link) sendInTxn(p *partial, ts *frames.TransactionalState) {
 	c := l.s.c
 	n := len(p.buf)
-	defer c.received(n) // held by the transaction from here on, or dropped
+	// The incoming buffer lets go of it: the transaction holds it from
+	// here on (taken from the memory budget below), or it is dropped.
+	c.received(n)
 	ct, e := c.txnOf(ts.TxnID)
 	if e != nil {
 		l.settleIncoming(p, &frames.Rejected{Error: e})
@@ -136,7 +146,12 @@ func (l *link) sendInTxn(p *partial, ts *frames.TransactionalState) {
 		l.settleIncoming(p, &frames.Rejected{Error: &frames.Error{Condition: frames.CondDecodeError, Description: err.Error()}})
 		return
 	}
+	if !c.tryHoldMem(membudget.AMQPTransaction, n) {
+		l.settleIncoming(p, &frames.Rejected{Error: errServerMemory()})
+		return
+	}
 	if err := ct.t.Send(l.sendPath(), l.txnVia(), msgs); err != nil {
+		c.holdMem(-n)
 		l.settleIncoming(p, &frames.Rejected{Error: c.txnOpError(ct, err)})
 		return
 	}

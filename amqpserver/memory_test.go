@@ -1,0 +1,145 @@
+package amqpserver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/Azure/go-amqp"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/membudget"
+)
+
+// waitMemory waits until the budget holds want bytes: connections give
+// theirs back as they end, after their sockets close.
+func waitMemory(t *testing.T, mem *membudget.Budget, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for mem.Used() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("the memory budget holds %d bytes, want %d", mem.Used(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Connections holding open transactions fill the memory budget; past it a
+// transactional send is rejected with com.microsoft:server-busy, every
+// connection stays open, another client still sends and receives, and
+// once the transactions' connections are gone the budget holds nothing.
+func TestTransactionsPastTheMemoryBudget(t *testing.T) {
+	const limit, body = 1 << 20, 60_000
+	mem := membudget.New(limit)
+	ts := newTestServer(t, func(c *Config) { c.Memory = mem })
+	var peers []*dotnetPeer
+	var txns [][]byte
+	for range 4 {
+		p := ts.dotnetDial(t)
+		p.begin(0)
+		p.attachController(0, 0)
+		p.attachSender(0, 1, "q", nil)
+		peers = append(peers, p)
+		txns = append(txns, p.declare(0, 0))
+	}
+	accepted, busy := 0, 0
+	big := &frames.Message{Data: [][]byte{make([]byte, body)}}
+	for round := 0; busy < len(peers); round++ {
+		if round > 50 {
+			t.Fatalf("after %d rounds %d sends accepted (%d bytes held), and no server-busy", round, accepted, mem.Used())
+		}
+		for i, p := range peers {
+			st := p.answer(p.transfer(0, 1, &frames.TransactionalState{TxnID: txns[i]}, big)).State
+			if txnAccepted(st, txns[i]) {
+				if busy > 0 {
+					t.Fatalf("a send accepted after the budget refused one (%d bytes held)", mem.Used())
+				}
+				accepted++
+				continue
+			}
+			r, ok := st.(*frames.Rejected)
+			if !ok || r.Error == nil || r.Error.Condition != condServerBusy {
+				t.Fatalf("send %d: %#v, want accepted or rejected with server-busy", accepted+busy, st)
+			}
+			busy++
+		}
+	}
+	if max := limit / body; accepted > max || accepted < max-2 {
+		t.Fatalf("%d sends of %d bytes accepted in a %d-byte budget, want about %d", accepted, body, limit, max)
+	}
+	if got := mem.Refused()["amqp-transaction"]; got < int64(busy) {
+		t.Fatalf("refusals counted: %d, want %d", got, busy)
+	}
+
+	// Another client is served on the full budget: one message at a time.
+	s := ts.session(t)
+	mustSend(t, mustSender(t, s, "q"), "still served")
+	r := mustReceiver(t, s, "q", amqp.ReceiverSettleModeSecond)
+	m := mustReceive(t, r)
+	if err := r.AcceptMessage(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+
+	// The transactions' connections go: what they held comes back.
+	for _, p := range peers {
+		p.nc.Close()
+	}
+	waitMemory(t, mem, 0)
+}
+
+// mgmtOverAMQP sends one $management request for entity with go-amqp, on
+// a session of its own, and returns the reply.
+func mgmtOverAMQP(t *testing.T, c *amqp.Conn, entity, op string, body map[string]any) *amqp.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	s := mustSession(t, c)
+	defer s.Close(ctx)
+	node := entity + "/$management"
+	replyTo := "mgmt-reply"
+	rcv, err := s.NewReceiver(ctx, node, &amqp.ReceiverOptions{TargetAddress: replyTo, Credit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd := mustSender(t, s, node)
+	req := &amqp.Message{Value: body, Properties: &amqp.MessageProperties{MessageID: "m1", ReplyTo: &replyTo},
+		ApplicationProperties: map[string]any{"operation": op}}
+	if err := snd.Send(ctx, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := rcv.Receive(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A $management peek takes the bodies it loads from the memory budget:
+// a reply carries at most Limits.MaxDeliveryBuffer of messages (the
+// first whatever its size); on a used-up budget the request is answered
+// 503 com.microsoft:server-busy; every reply gives back what it took.
+func TestMgmtPeekMemoryBudget(t *testing.T) {
+	const limit = 1 << 20
+	mem := membudget.New(limit)
+	ts := newTestServer(t, func(c *Config) { c.Memory = mem; c.Limits.MaxDeliveryBuffer = 100 << 10 })
+	for range 5 {
+		ts.MustSend(t, "q", &core.Message{Body: make([]byte, 40<<10)})
+	}
+	c := ts.dial(t)
+	peek := func() *amqp.Message {
+		return mgmtOverAMQP(t, c, "q", opPeek, map[string]any{"from-sequence-number": int64(1), "message-count": int32(10)})
+	}
+	m := peek()
+	msgs, _ := m.Value.(map[string]any)["messages"].([]any)
+	if st := m.ApplicationProperties["statusCode"]; st != int32(200) || len(msgs) != 2 {
+		t.Fatalf("peek of 5 messages of 40 KiB with 100 KiB a reply: status %v, %d messages; want 200 and 2", st, len(msgs))
+	}
+	mem.Acquire(limit) // others hold the budget
+	m = peek()
+	if st, cond := m.ApplicationProperties["statusCode"], m.ApplicationProperties["errorCondition"]; st != int32(503) || cond != string(condServerBusy) {
+		t.Fatalf("peek on a used-up budget: status %v condition %v, want 503 %s", st, cond, condServerBusy)
+	}
+	mem.Release(limit)
+	waitMemory(t, mem, 0)
+}
