@@ -12,6 +12,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/loglimit"
+	"github.com/omnibusmq/omnibus/core/membudget"
 	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw/console"
 )
@@ -43,6 +44,11 @@ type Config struct {
 	// bound is the process's; nil means a limiter of the gateway's own
 	// with loglimit's defaults.
 	LogLimiter *loglimit.Limiter
+	// Memory is the process's memory budget, shared with the AMQP front:
+	// request bodies, received messages being written and console pages
+	// are taken from it, and a request it has no room for is answered
+	// 503 with Retry-After. Nil: only the per-request limits bound them.
+	Memory *membudget.Budget
 	// Auth checks SAS tokens. Default: a validator holding the emulator's
 	// RootManageSharedAccessKey / SAS_KEY_VALUE rule with Manage rights.
 	Auth *sas.Validator
@@ -171,7 +177,7 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, broker: cfg.Broker, log: log, conns: newConnLimiter(cfg.MaxConnections, log)}
 	g.started = g.now()
 	g.stopping, g.stop = context.WithCancel(context.Background())
-	web, err := console.New(console.Config{Broker: cfg.Broker, Auth: cfg.Auth, Logger: log})
+	web, err := console.New(console.Config{Broker: cfg.Broker, Auth: cfg.Auth, Logger: log, Memory: cfg.Memory})
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ const defaultAPIVersion = "2021-05"
 
 // readDescription decodes a create/update body into an ATOM description.
 func (g *Gateway) readDescription(w http.ResponseWriter, r *http.Request) (any, bool) {
-	body, err := readBody(r, maxManagementBody)
+	body, _, err := readBody(r, maxManagementBody, nil) // 64 KiB: not budgeted
 	if errors.Is(err, errBodyTooLarge) {
 		g.badRequest(w, r, "The request body is larger than %d bytes, the limit of a management request", maxManagementBody)
 		return nil, false

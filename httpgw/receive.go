@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/membudget"
 )
 
 // Receive long-poll bounds: the wait when the request names none (what
@@ -44,6 +45,11 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, mode core.Rece
 	// The server's write timeout runs from the end of the request headers:
 	// give the answer to a long poll the same time after the wait.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(timeout + g.cfg.WriteTimeout))
+	if g.cfg.Memory.Over() {
+		g.cfg.Memory.Refuse(membudget.HTTPAnswer)
+		g.refuseMemory(w, r)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	unhook := context.AfterFunc(g.stopping, cancel) // a shutdown ends the wait
 	msgs, err := g.broker.Receive(ctx, path, core.ReceiveOptions{Mode: mode, Max: 1})
@@ -62,6 +68,9 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, mode core.Rece
 		return
 	}
 	m := msgs[0]
+	// The message is here: its body is counted while it is written.
+	g.cfg.Memory.Acquire(int64(len(m.Body)))
+	defer g.cfg.Memory.Release(int64(len(m.Body)))
 	h := w.Header()
 	status := http.StatusOK
 	if mode == core.PeekLock {

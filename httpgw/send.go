@@ -28,7 +28,12 @@ func (g *Gateway) sendMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := d.MaxMessageSizeInKilobytes * 1024
-	body, err := readBody(r, limit)
+	body, held, err := readBody(r, limit, g.cfg.Memory)
+	defer g.cfg.Memory.Release(held) // the body is stored, or dropped, when the handler returns
+	if errors.Is(err, errMemory) {
+		g.refuseMemory(w, r)
+		return
+	}
 	if errors.Is(err, errBodyTooLarge) {
 		g.writeError(w, r, http.StatusForbidden, fmt.Sprintf("The received message (size above %d bytes) exceeds the limit (%d bytes) of '%s'", limit, limit, d.Path()))
 		return

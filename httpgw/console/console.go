@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/membudget"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -42,6 +43,10 @@ type Config struct {
 	// SessionTTL is the lifetime of tokens the login endpoint issues.
 	// Default [DefaultSessionTTL].
 	SessionTTL time.Duration
+	// Memory is the process's memory budget: a peek takes the bodies it
+	// loads from it and answers 503 when it has no room. Nil: no bound
+	// but a page's own (messages.go).
+	Memory *membudget.Budget
 }
 
 // Handler serves the console's page, assets and API. Mount it for
@@ -51,6 +56,7 @@ type Handler struct {
 	broker *core.Broker
 	auth   *sas.Validator
 	log    *zap.Logger
+	mem    *membudget.Budget
 	ttl    time.Duration
 	logins *loginThrottle // failed logins per client (throttle.go)
 	files  http.Handler
@@ -78,7 +84,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		broker: cfg.Broker, auth: cfg.Auth, log: cfg.Logger, ttl: cfg.SessionTTL,
+		broker: cfg.Broker, auth: cfg.Auth, log: cfg.Logger, mem: cfg.Memory, ttl: cfg.SessionTTL,
 		logins: newLoginThrottle(time.Now),
 		files:  http.StripPrefix(AssetsPath, http.FileServerFS(sub)),
 		index:  index,

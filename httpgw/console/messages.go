@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"sort"
@@ -12,18 +11,22 @@ import (
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
-// Peek limits: a page holds at most maxPeek messages, and one call looks
-// at no more than maxPeekScan messages to fill it (a filter on state may
+// Peek limits: a page holds at most maxPeek messages and maxPeekBytes of
+// them (Message.Size; the first whatever its size), and one call looks at
+// no more than maxPeekScan messages to fill it (a filter on state may
 // match few), answering where to go on from.
 const (
-	maxPeek     = 200
-	maxPeekScan = 10000
-	peekChunk   = 250
+	maxPeek      = 200
+	maxPeekBytes = 4 << 20
+	maxPeekScan  = 10000
+	peekChunk    = 250
 )
 
 // messageJSON is a message as the page shows it: every system property,
 // the custom properties with their types, and the body in base64 (the
-// page decides whether it is text, JSON or binary).
+// page decides whether it is text, JSON or binary). The body is not a
+// field: page.write streams it as "body" straight from the message
+// (peekpage.go).
 type messageJSON struct {
 	SequenceNumber       int64      `json:"sequenceNumber"`
 	State                string     `json:"state"`
@@ -46,7 +49,6 @@ type messageJSON struct {
 	EnqueuedSequence     int64      `json:"enqueuedSequenceNumber"`
 	BodyType             string     `json:"bodyType"`
 	BodySize             int        `json:"bodySize"`
-	Body                 string     `json:"body"` // base64
 	Properties           []propJSON `json:"properties"`
 }
 
@@ -56,15 +58,6 @@ type propJSON struct {
 	Name  string `json:"name"`
 	Type  string `json:"type"`
 	Value string `json:"value"`
-}
-
-type peekResponse struct {
-	Messages []messageJSON `json:"messages"`
-	// Next is the sequence number to peek from for the next page; 0 when
-	// the end was reached.
-	Next int64 `json:"next"`
-	// Scanned is how many messages were looked at to fill this page.
-	Scanned int `json:"scanned"`
 }
 
 // peek browses messages without locking them. Parameters: path (queue or
@@ -111,30 +104,41 @@ func (h *Handler) peek(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, "state must be active, deadletter, scheduled, deferred or all")
 		return
 	}
-	out := peekResponse{Messages: []messageJSON{}}
-	for out.Scanned < maxPeekScan && len(out.Messages) < max {
-		got, err := h.broker.Peek(r.Context(), path, core.PeekOptions{From: from, Max: peekChunk})
+	pg := &page{mem: h.mem}
+	defer pg.release()
+	for pg.scanned < maxPeekScan && len(pg.msgs) < max && !pg.full {
+		got, err := h.broker.Peek(r.Context(), path, core.PeekOptions{From: from, Max: peekChunk, Reserve: pg.reserve})
 		if err != nil {
 			h.writeCoreError(w, r, err)
 			return
 		}
 		if len(got) == 0 {
-			from = 0
+			if !pg.full {
+				from = 0 // the end
+			}
 			break
 		}
-		for _, m := range got {
-			out.Scanned++
+		for i, m := range got {
+			got[i] = nil
+			if len(pg.msgs) == max {
+				pg.drop(m)
+				continue
+			}
+			pg.scanned++
 			from = m.SequenceNumber + 1
 			if keep(m) {
-				out.Messages = append(out.Messages, toJSON(m))
-				if len(out.Messages) == max {
-					break
-				}
+				pg.msgs = append(pg.msgs, m)
+			} else {
+				pg.drop(m)
 			}
 		}
 	}
-	out.Next = from
-	writeJSON(w, http.StatusOK, out)
+	if len(pg.msgs) == 0 && pg.refused {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeJSONError(w, http.StatusServiceUnavailable, memoryBusyText)
+		return
+	}
+	pg.write(w, from)
 }
 
 // toJSON converts a peeked message.
@@ -147,7 +151,6 @@ func toJSON(m *core.Message) messageJSON {
 		PartitionKey: m.PartitionKey, EnqueuedTime: m.EnqueuedTime, ScheduledEnqueueTime: m.ScheduledEnqueueTime,
 		ExpiresAt: m.ExpiresAt, DeliveryCount: m.DeliveryCount, DeadLetterSource: m.DeadLetterSource,
 		EnqueuedSequence: m.EnqueuedSequenceNumber, BodyType: "binary", BodySize: len(m.Body),
-		Body:       base64.StdEncoding.EncodeToString(m.Body),
 		Properties: []propJSON{},
 	}
 	if m.TimeToLive > 0 {
