@@ -18,6 +18,7 @@ import (
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/metrics"
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/membudget"
 	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw"
 	"github.com/omnibusmq/omnibus/storage/pebblestore"
@@ -75,6 +76,9 @@ func serve(args []string) error {
 	// The core's memory bounds (core.Limits).
 	fs.IntVar(&o.Limits.DedupHistoryMax, "dedup-history-max", core.DefaultDedupHistoryMax,
 		"most message ids one entity's duplicate detection remembers; past it the oldest are forgotten early")
+	maxMemory := byteSize(-1) // unset: a share of the machine's memory
+	fs.Var(&maxMemory, "max-memory", "memory clients may make omnibus hold at once: AMQP buffers, open transactions, REST and console answers; "+
+		"past it new work is refused with server-busy / 503 (auto: half of the machine's or the cgroup's memory; 0: none)")
 	cacheMB := fs.Int64("body-cache-mb", core.DefaultBodyCacheBytes>>20,
 		"MiB of message bodies all queues together keep in memory for hand-over to receivers")
 	var maxEntity byteSize
@@ -98,6 +102,12 @@ func serve(args []string) error {
 		return &exitError{code: 2, err: fmt.Errorf("--token-clock-skew must not be negative")}
 	case o.TokenClockSkew == 0:
 		o.TokenClockSkew = -1 // none; in app.Options 0 means the default
+	}
+	switch o.MaxMemory = int64(maxMemory); o.MaxMemory {
+	case -1:
+		o.MaxMemory = 0 // the default
+	case 0:
+		o.MaxMemory = -1 // none
 	}
 	switch o.DiskReserve = int64(diskReserve); o.DiskReserve {
 	case -1:
@@ -136,7 +146,7 @@ func serve(args []string) error {
 	// start-up is a clean shutdown too.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	log.Info("omnibus is starting", zap.String("data", storeName(o)))
+	log.Info("omnibus is starting", zap.String("data", storeName(o)), zap.String("maxMemory", describeMaxMemory(o.MaxMemory)))
 	began := time.Now()
 	a, err := startOrSignal(start, sig, log)
 	if err != nil {
@@ -274,6 +284,19 @@ func parseWithEnv(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	return err
+}
+
+// describeMaxMemory says what the memory budget is, for the start-up
+// line.
+func describeMaxMemory(opt int64) string {
+	switch {
+	case opt < 0:
+		return "none"
+	case opt > 0:
+		return formatSize(opt)
+	}
+	n, src := membudget.DefaultLimit()
+	return fmt.Sprintf("%s (1/%d of %s)", formatSize(n-n%(1<<20)), membudget.DefaultShare, src)
 }
 
 func newLogger(level string) (*zap.Logger, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/omnibusmq/omnibus/core/clock"
 	"github.com/omnibusmq/omnibus/core/emuconfig"
 	"github.com/omnibusmq/omnibus/core/loglimit"
+	"github.com/omnibusmq/omnibus/core/membudget"
 	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw"
 	"github.com/omnibusmq/omnibus/storage"
@@ -106,6 +107,10 @@ type Options struct {
 
 	// The core's memory bounds (dedup history, body cache); zero fields mean the defaults.
 	Limits core.Limits
+	// MaxMemory is the memory budget of what peers make omnibus hold
+	// (core/membudget): 0 means membudget.DefaultLimit (half the
+	// machine's or the cgroup's memory), < 0 none.
+	MaxMemory int64
 	// TxnTimeout is how long a transaction may stay open after its first
 	// operation (core.Config.TxnTimeout); zero means Service Bus's two
 	// minutes.
@@ -182,6 +187,8 @@ type App struct {
 	httpsAddr net.Addr
 	// logLimit bounds the lines peers can make both fronts log.
 	logLimit *loglimit.Limiter
+	// Memory is the budget of what peers make both fronts hold.
+	Memory *membudget.Budget
 	// metricsAddr is the metrics listener's address (nil when off).
 	metricsAddr net.Addr
 	started     time.Time
@@ -196,7 +203,8 @@ type front interface {
 // starts the listeners. On error everything already started is stopped.
 func Start(opts Options) (a *App, err error) {
 	opts.setDefaults()
-	a = &App{opts: opts, log: opts.Logger, started: time.Now(), logLimit: loglimit.New(loglimit.Config{})}
+	a = &App{opts: opts, log: opts.Logger, started: time.Now(), logLimit: loglimit.New(loglimit.Config{}),
+		Memory: membudget.New(memoryLimit(opts.MaxMemory))}
 	defer func() {
 		if err != nil {
 			a.Shutdown(context.Background())
@@ -245,6 +253,18 @@ func Start(opts Options) (a *App, err error) {
 		return a, err
 	}
 	return a, nil
+}
+
+// memoryLimit is the memory budget of Options.MaxMemory.
+func memoryLimit(opt int64) int64 {
+	switch {
+	case opt < 0:
+		return 0 // none
+	case opt == 0:
+		n, _ := membudget.DefaultLimit()
+		return n
+	}
+	return opt
 }
 
 func loadConfig(path string) (*emuconfig.Config, error) {

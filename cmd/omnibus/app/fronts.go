@@ -48,7 +48,7 @@ func (a *App) startFronts() error {
 	if !disabled(o.AMQPAddr) || !disabled(o.AMQPSAddr) || !disabled(o.HTTPAddr) || !disabled(o.HTTPSAddr) {
 		cfg := amqpserver.Config{Broker: a.Broker, Logger: o.Logger.Named("amqp"),
 			Auth: a.Auth, MaxConnections: o.MaxConnections, MaxPendingConnections: o.MaxPendingConnections,
-			AuthTimeout: o.AuthTimeout, Limits: o.AMQPLimits, LogLimiter: a.logLimit}
+			AuthTimeout: o.AuthTimeout, Limits: o.AMQPLimits, LogLimiter: a.logLimit, Memory: a.Memory}
 		if protect.on {
 			cfg.Admit = protect.admit
 		}
@@ -90,7 +90,7 @@ func (a *App) startFronts() error {
 	cfg := httpgw.Config{Broker: a.Broker, Logger: o.Logger.Named("http"), Auth: a.Auth, Namespace: a.Namespace,
 		ReadTimeout: o.HTTPReadTimeout, WriteTimeout: o.HTTPWriteTimeout, IdleTimeout: o.HTTPIdleTimeout,
 		MaxConnections: o.HTTPMaxConnections, Components: append(comps, a.storeComponent()), WebSocket: webSocket,
-		LogLimiter: a.logLimit}
+		LogLimiter: a.logLimit, Memory: a.Memory}
 	if protect.on {
 		cfg.Admit = protect.admit
 	}

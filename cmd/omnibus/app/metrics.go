@@ -62,7 +62,7 @@ func (a *App) startMetrics() error {
 	}
 	cfg := metrics.Config{Broker: a.Broker, MaxEntities: o.MetricsMaxEntities, Fronts: fronts,
 		Batches: a.batches, Logger: o.Logger.Named("metrics"), NoRuntime: o.metricsSink != nil,
-		LogSuppressed: a.logLimit.Suppressed}
+		LogSuppressed: a.logLimit.Suppressed, Memory: a.Memory}
 	if fr, ok := a.store.(metrics.FsyncReporter); ok {
 		cfg.Store = fr
 	}

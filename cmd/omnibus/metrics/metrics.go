@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/membudget"
 )
 
 // DefaultMaxEntities is how many entities get series of their own by
@@ -51,6 +52,9 @@ type Config struct {
 	// LogSuppressed, when set, returns the log lines held back so far by
 	// reason (loglimit.Limiter.Suppressed).
 	LogSuppressed func() map[string]int64
+	// Memory, when set, is the memory budget whose limit, use and
+	// refusals are reported.
+	Memory *membudget.Budget
 	// Logger receives the failures of serving a scrape.
 	Logger *zap.Logger
 	// NoRuntime leaves out the Go runtime's and the process's metrics:
