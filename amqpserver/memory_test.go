@@ -143,3 +143,34 @@ func TestMgmtPeekMemoryBudget(t *testing.T) {
 	mem.Release(limit)
 	waitMemory(t, mem, 0)
 }
+
+// A transaction doomed by a refused operation gives back the bytes of
+// the messages it held at once, while its connection stays open.
+func TestDoomedTransactionGivesBackItsMemory(t *testing.T) {
+	mem := membudget.New(1 << 30)
+	ts := newTestServer(t, func(c *Config) { c.Memory = mem })
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "out"})
+	p := ts.dotnetDial(t)
+	p.begin(0)
+	p.attachSender(0, 1, "q", nil)
+	p.attachSender(0, 2, "out", nil)
+	p.begin(1)
+	p.attachController(1, 0)
+	txn := p.declare(1, 0)
+	big := &frames.Message{Data: [][]byte{make([]byte, 60_000)}}
+	for range 2 {
+		if st := p.answer(p.transfer(0, 1, &frames.TransactionalState{TxnID: txn}, big)).State; !txnAccepted(st, txn) {
+			t.Fatalf("send in the transaction: %#v", st)
+		}
+	}
+	if mem.Used() < 120_000 {
+		t.Fatalf("the transaction holds %d bytes of the budget, want its two messages", mem.Used())
+	}
+	if _, ok := p.answer(p.transfer(0, 2, &frames.TransactionalState{TxnID: txn}, text("elsewhere"))).State.(*frames.Rejected); !ok {
+		t.Fatal("a send to a second entity was not refused")
+	}
+	p.declare(1, 0) // a round trip: the refusal was handled
+	if got := mem.Used(); got != 0 {
+		t.Fatalf("the doomed transaction still holds %d bytes of the budget", got)
+	}
+}

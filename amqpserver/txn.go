@@ -100,8 +100,7 @@ func (c *conn) txnAborted(ct *connTxn, e *frames.Error) {
 	}
 	ct.t.Rollback()
 	ct.aborted = e
-	c.txnBytes -= ct.held
-	ct.held = 0
+	c.releaseTxnHeld(ct)
 }
 
 // txnTimedOut rolls back a transaction whose timeout passed. It stays
