@@ -33,7 +33,7 @@ import (
 const python = "/usr/bin/python3"
 
 const pythonConfig = `{"UserConfig":{"Namespaces":[{"Name":"sbemulatorns",
-  "Queues":[{"Name":"py-basic"},{"Name":"py-batch"},{"Name":"py-settle"},{"Name":"py-lock"},{"Name":"py-schedule"},
+  "Queues":[{"Name":"py-basic","Properties":{"LockDuration":"PT5S"}},{"Name":"py-batch"},{"Name":"py-settle"},{"Name":"py-lock"},{"Name":"py-schedule"},
     {"Name":"py-sessions","Properties":{"RequiresSession":true}},{"Name":"py-session-state","Properties":{"RequiresSession":true}}],
   "Topics":[{"Name":"py-topic","Properties":{},"Subscriptions":[
     {"Name":"all","Properties":{}},

@@ -114,6 +114,17 @@ export async function receiveNone(receiver, waitMs = 1000) {
   return receiver.receiveMessages(10, { maxWaitTimeInMs: waitMs });
 }
 
+/**
+ * Receives until marginMs after lockedUntil and returns what arrived. A
+ * message whose settlement the broker ignored stays locked, and so out of
+ * sight, until its lock lapses: only a wait past the lock shows it is gone.
+ * Use it on a queue with a short lock (PT5S).
+ */
+export async function receiveNonePastLock(receiver, lockedUntil, marginMs = 1500) {
+  const waitMs = Math.max(0, lockedUntil.getTime() - Date.now()) + marginMs;
+  return receiver.receiveMessages(10, { maxWaitTimeInMs: waitMs });
+}
+
 /** Asserts that p rejects with a ServiceBusError (or RestError) of the given code. */
 export async function rejectsWithCode(assert, p, code) {
   await assert.rejects(p, (err) => {

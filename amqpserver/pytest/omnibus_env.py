@@ -36,3 +36,23 @@ def receive(receiver, n, wait=WAIT):
     while len(got) < n and time.monotonic() < deadline:
         got += receiver.receive_messages(max_message_count=n - len(got), max_wait_time=max(1, deadline - time.monotonic()))
     return got
+
+
+def receive_none_past_lock(receiver, locked_until, margin=1.5):
+    """Receives until margin seconds after locked_until and returns what came.
+
+    A message whose settlement the broker ignored stays locked, and so out of
+    sight, until its lock lapses: only a wait past the lock shows it is gone.
+    Use it on a queue with a short lock (PT5S).
+    """
+    import datetime
+    import time
+
+    if locked_until.tzinfo is None:
+        locked_until = locked_until.replace(tzinfo=datetime.timezone.utc)
+    left = (locked_until - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+    deadline = time.monotonic() + max(0, left) + margin
+    got = []
+    while not got and time.monotonic() < deadline:
+        got += receiver.receive_messages(max_message_count=1, max_wait_time=max(0.5, deadline - time.monotonic()))
+    return got
