@@ -6,6 +6,8 @@ txn-short (lock duration 5 s). The broker runs with --txn-timeout 3s.
 
 import unittest
 
+from proton.utils import LinkDetached
+
 from txnclient import TXN_STATE, drain, run_txn, send_plain
 
 
@@ -62,6 +64,12 @@ class TransactionTest(unittest.TestCase):
         self.assertEqual(o.settle_states, [TXN_STATE])
         self.assertEqual(o.discharge, "committed")
         self.assertEqual(drain("txn-in", expect=1), ["second"])
+
+    def test_drain_fails_on_a_refused_link(self):
+        # The negative checks above (drain(...) == []) mean something only
+        # if drain cannot read a refused link as an empty queue.
+        with self.assertRaises(LinkDetached):
+            drain("txn-no-such-queue")
 
     def test_timeout_rolls_back(self):
         o = run_txn(None, 0, ["too slow"], "txn-out", commit=True, pause=4.0)

@@ -13,7 +13,7 @@ discharges it; it returns what happened, outcome by outcome.
 
 import os
 
-from proton import Link, Message, symbol
+from proton import Link, Message, Timeout, symbol
 from proton.handlers import MessagingHandler, TransactionHandler
 from proton.reactor import Container, ReceiverOption, SenderOption
 from proton.utils import BlockingConnection
@@ -50,7 +50,12 @@ def drain(queue, wait=1.0, expect=0):
     """Receives everything available on queue (Proton's blocking receiver
     accepts each message: a complete), returning the bodies. It waits up to
     WAIT seconds for the first expect messages, then wait seconds for each
-    further one, so that a message on its way is not missed."""
+    further one, so that a message on its way is not missed.
+
+    Only a receive that times out means "nothing more": a link the broker
+    refused or detached, or a connection it closed, raises (LinkDetached,
+    ConnectionClosed, ...), so that an empty answer is never taken from a
+    queue that could not be read."""
     conn = blocking()
     got = []
     try:
@@ -58,7 +63,7 @@ def drain(queue, wait=1.0, expect=0):
         while True:
             try:
                 m = rcv.receive(timeout=WAIT if len(got) < expect else wait)
-            except Exception:  # Timeout: nothing more
+            except Timeout:
                 break
             got.append(m.body)
     finally:

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,8 +80,8 @@ func TestProtonTransactions(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the Python run does not say it ran the tests:\n%s", out)
 	}
-	if n, _ := strconv.Atoi(string(m[1])); n < 5 {
-		t.Fatalf("the Python run ran %d tests, want 5:\n%s", n, out)
+	if n, _ := strconv.Atoi(string(m[1])); n < 6 {
+		t.Fatalf("the Python run ran %d tests, want 6:\n%s", n, out)
 	}
 	t.Logf("%s", out)
 }
@@ -166,5 +167,53 @@ run_txn("txn-in", 1, ["lost"], "txn-out", commit=True, send_via="txn-in", before
 	got := protonStep(t, env, `print(sorted(drain("txn-in", expect=1)), sorted(drain("txn-out", expect=1)))`)
 	if got != "['a'] ['kept']" && got != "['b'] ['kept']" {
 		t.Fatalf("after a kill right after the commit, txn-in and txn-out hold %s; want one input left and [kept]", got)
+	}
+}
+
+// TestProtonDrainFailsOnALostConnection: txnclient's drain takes only a
+// receive that times out for "nothing more". A connection the broker
+// drops while drain waits (here: the broker killed with SIGKILL) must make
+// it raise; read as an empty queue, it would pass every negative check of
+// the transaction tests (drain(...) == []) against a broker that cannot
+// be read at all.
+func TestProtonDrainFailsOnALostConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	_, p, _, env := protonBroker(t)
+	// ATTACHED is printed once drain's receiver is attached, so that the
+	// kill lands while it waits for messages.
+	py := exec.Command(protonPython, "-c", `from txnclient import *
+from proton.utils import BlockingConnection
+attach = BlockingConnection.create_receiver
+def create_receiver(self, *args, **kwargs):
+    r = attach(self, *args, **kwargs)
+    print("ATTACHED", flush=True)
+    return r
+BlockingConnection.create_receiver = create_receiver
+print("DRAINED", drain("txn-in", wait=10), flush=True)`)
+	py.Env = env
+	stdout, err := py.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	py.Stderr = &stderr
+	if err := py.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = py.Process.Kill() })
+	rd := bufio.NewReader(stdout)
+	if line, err := rd.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ATTACHED" {
+		t.Fatalf("drain did not attach its receiver: %q %v\n%s", line, err, stderr.String())
+	}
+	kill9(t, p)
+	rest, _ := io.ReadAll(rd)
+	err = py.Wait()
+	if err == nil || strings.Contains(string(rest), "DRAINED") {
+		t.Fatalf("drain on a connection the broker dropped returned (exit %v): %s%s", err, rest, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "Connection") {
+		t.Errorf("drain raised, but not for the lost connection:\n%s", stderr.String())
 	}
 }
