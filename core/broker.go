@@ -39,6 +39,28 @@ type Faults struct {
 	IgnoreLockExpiry    bool // locks never expire
 	BreakFIFO           bool // deliver the newest available message first
 	IgnoreMessageExpiry bool // messages never expire (time to live is stamped but not enforced)
+	// IgnoreComplete acknowledges a complete (outside a transaction) and
+	// changes nothing: the message stays locked and comes back when its
+	// lock lapses.
+	IgnoreComplete bool
+	// DropDeadLetters deletes a message that is dead-lettered (by a
+	// receiver, by MaxDeliveryCount, on expiry) instead of moving it to
+	// the dead-letter subqueue or ForwardDeadLetteredMessagesTo.
+	DropDeadLetters bool
+	// TxnAtOnce applies each send and settlement of a transaction when it
+	// is made: nothing waits for the commit, and a rollback undoes nothing.
+	TxnAtOnce bool
+	// IgnoreFilters places every message of a topic in every subscription,
+	// whatever its rules.
+	IgnoreFilters bool
+	// IgnoreDuplicates lets a message through duplicate detection even
+	// when its MessageId is in the history.
+	IgnoreDuplicates bool
+	// IgnoreSchedule makes a scheduled message available at once.
+	IgnoreSchedule bool
+	// ShareSessionLocks lets a receiver accept a session that another
+	// holds (taking its lock over) instead of refusing it.
+	ShareSessionLocks bool
 }
 
 func (c *Config) validate() error {

@@ -44,6 +44,9 @@ func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs
 			errs[i] = err
 			continue
 		}
+		if q.b.cfg.Faults.IgnoreComplete {
+			continue // acknowledged, changing nothing (test-only fault)
+		}
 		// Consumed now, as in Settle.
 		q.consumeLockLocked(w, r, tok)
 		got = append(got, done{r: r, st: r.stateRec, i: i})

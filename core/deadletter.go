@@ -18,6 +18,9 @@ func (q *queue) planDeadLetter(w *write, recs []*msgRec, reason, description str
 	if q.isDeadLetter() {
 		return q.planDeadLetterAgain(w, recs, props)
 	}
+	if q.b.cfg.Faults.DropDeadLetters {
+		return q.planDropDeadLetters(w, recs), nil
+	}
 	d := q.desc()
 	msgs := make([]*Message, len(recs))
 	stubs := make([]bool, len(recs))
@@ -122,4 +125,16 @@ func (q *queue) planForwardDeadLetters(w *write, recs []*msgRec, msgs []*Message
 	// The send's records ride in the move's batch: one write.
 	w.batch.Ops = append(w.batch.Ops, p.batch.Ops...)
 	return settled{q: q, kind: settledForwarded, recs: recs, fwd: p}, nil
+}
+
+// planDropDeadLetters plans deleting recs instead of moving them: the
+// test-only fault DropDeadLetters.
+func (q *queue) planDropDeadLetters(w *write, recs []*msgRec) settled {
+	for _, r := range recs {
+		q.mu.Lock()
+		owner, shared := r.owner, q.sharedBody(r)
+		q.mu.Unlock()
+		w.deleteRecords(q, r.seq, owner, shared)
+	}
+	return settled{q: q, kind: settledForwarded, recs: recs}
 }

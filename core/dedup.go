@@ -42,7 +42,7 @@ func (d *dedupIndex) seenLocked(p *sendPlan, e *entity, id string) bool {
 		return false
 	}
 	if _, ok := d.seen[id]; ok {
-		return true
+		return !p.b.cfg.Faults.IgnoreDuplicates
 	}
 	if d.seen == nil {
 		d.seen = make(map[string]int64)

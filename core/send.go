@@ -260,7 +260,7 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 		m.MessageID = string(text[:])
 	}
 	base := now
-	if !m.ScheduledEnqueueTime.IsZero() && m.ScheduledEnqueueTime.UnixNano() > now {
+	if !m.ScheduledEnqueueTime.IsZero() && m.ScheduledEnqueueTime.UnixNano() > now && !p.b.cfg.Faults.IgnoreSchedule {
 		m.State = StateScheduled
 		base = m.ScheduledEnqueueTime.UnixNano()
 		// A scheduled message is enqueued at its scheduled time: that is

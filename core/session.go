@@ -167,7 +167,7 @@ func (b *Broker) AcceptSession(ctx context.Context, path, id string) (*SessionLo
 	if id != "" {
 		defer q.mu.Unlock()
 		s := q.mu.sessions.get(id)
-		if s.lock != (LockToken{}) && (s.lockedUntil > now || b.cfg.Faults.IgnoreLockExpiry) {
+		if s.lock != (LockToken{}) && (s.lockedUntil > now || b.cfg.Faults.IgnoreLockExpiry) && !b.cfg.Faults.ShareSessionLocks {
 			return nil, errf(CodeSessionCannotLock, "The requested session '%s' cannot be accepted. It may be locked by another receiver.", id)
 		}
 		return q.lockSessionLocked(s, now), nil

@@ -61,6 +61,10 @@ func (b *Broker) Settle(ctx context.Context, path string, tok LockToken, o Outco
 		q.mu.Unlock()
 		return err
 	}
+	if o.Kind == Complete && q.b.cfg.Faults.IgnoreComplete {
+		q.mu.Unlock()
+		return nil // acknowledged, changing nothing (test-only fault)
+	}
 	// The lock is consumed now, so a concurrent settle of the same token
 	// fails with lock lost; w gives it back if the outcome fails.
 	q.consumeLockLocked(w, r, tok)

@@ -100,6 +100,9 @@ func (p *sendPlan) fanOut(t *entity, d *Entity, ps *pendingSend, m *Message, seq
 	for _, s := range *subs {
 		sd := s.desc.Load()
 		res := s.match(m)
+		if p.b.cfg.Faults.IgnoreFilters {
+			res.matched, res.err = true, nil
+		}
 		q := s.q
 		if res.err != nil && !res.matched {
 			if !sd.DeadLetteringOnFilterEvaluationExceptions {

@@ -137,6 +137,13 @@ func (t *Txn) Send(path, via string, msgs []*Message) error {
 	if t.messages+len(msgs) > MaxTxnMessages {
 		return errf(CodeQuotaExceeded, "Cannot send more than %d messages in a single transaction.", MaxTxnMessages)
 	}
+	if t.b.cfg.Faults.TxnAtOnce {
+		// Test-only fault: stored now, whatever the outcome (under t.mu,
+		// which nothing else of the broker takes).
+		t.messages += len(msgs)
+		_, err := t.b.Send(context.Background(), path, msgs...)
+		return err
+	}
 	t.sends = append(t.sends, txnSend{path: path, msgs: msgs})
 	t.messages += len(msgs)
 	t.bytes += size
@@ -177,6 +184,10 @@ func (t *Txn) Settle(path string, tok LockToken, o Outcome) error {
 		t.tokens = make(map[txnToken]struct{})
 	}
 	t.tokens[k] = struct{}{}
+	if t.b.cfg.Faults.TxnAtOnce {
+		// Test-only fault: settled now, whatever the outcome.
+		return t.b.Settle(context.Background(), path, tok, o)
+	}
 	t.settles = append(t.settles, txnSettle{q: q, tok: tok, o: o})
 	return nil
 }
