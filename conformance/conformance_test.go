@@ -24,7 +24,11 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("%d scenarios registered, want at least 90", len(ss))
 	}
 	seen := map[string]bool{}
+	claimed := map[Fault]int{}
 	for _, s := range ss {
+		for _, d := range s.Detects {
+			claimed[d.Fault]++
+		}
 		if seen[s.Name] {
 			t.Errorf("duplicate scenario %s", s.Name)
 		}
@@ -45,6 +49,11 @@ func TestRegistry(t *testing.T) {
 			if !slices.Contains(AllFaults, d.Fault) || strings.TrimSpace(d.Check) == "" {
 				t.Errorf("scenario %s claims %+v: an unknown fault or no check", s.Name, d)
 			}
+		}
+	}
+	for _, f := range AllFaults {
+		if claimed[f] == 0 {
+			t.Errorf("no scenario claims to detect fault %s: --prove-failure would prove nothing about it", f)
 		}
 	}
 	if !slices.IsSortedFunc(ss, func(a, b Scenario) int { return strings.Compare(a.Name, b.Name) }) {

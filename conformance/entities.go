@@ -88,10 +88,10 @@ func (t *T) profile(name string, topic bool) Profile {
 	t.used = append(t.used, name)
 	p, ok := profileByName(name)
 	if !ok {
-		t.Fatalf("scenario uses profile %q, which is not in the profile table", name)
+		t.Abortf("scenario uses profile %q, which is not in the profile table", name)
 	}
 	if p.IsTopic() != topic {
-		t.Fatalf("profile %q is used as the wrong kind of entity", name)
+		t.Abortf("profile %q is used as the wrong kind of entity", name)
 	}
 	return p
 }
@@ -128,7 +128,7 @@ func (t *T) resolve(profile *string) *string {
 	if name, ok := t.names[*profile]; ok {
 		return &name
 	}
-	t.Fatalf("profile forwards to %q, which the scenario must create first", *profile)
+	t.Abortf("profile forwards to %q, which the scenario must create first", *profile)
 	return nil
 }
 

@@ -2,9 +2,11 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 )
@@ -27,41 +29,63 @@ type Verdict struct {
 }
 
 // ProveFailure shows that the suite can fail where it claims to: for
-// each fault in turn, start returns an endpoint with that fault (and no
-// other) switched on, and every scenario whose Detects names the fault
-// runs against it. A scenario proves its claim only if it fails, and its
-// first failure comes from the check its Detection names: passing,
-// skipping, failing at another check, crashing or running out of its
-// time budget all disprove it. opts.Faults is replaced; opts.Only still
+// each fault, start returns an endpoint with that fault (and no other)
+// switched on, and every scenario whose Detects names the fault runs
+// against it. The faults run side by side, each on its own endpoint, with
+// at most opts.Parallel scenarios running at once across all of them. A scenario proves its claim only if it fails, and its
+// first failure is a failed assertion ([T.Fatalf], [T.Errorf]) of the
+// check its Detection names: passing, skipping, failing at another check,
+// failing with an error ([T.Abortf]: an operation that failed, a receive
+// that ran out of time budget), crashing or running out of its time budget
+// all disprove it. opts.Faults is replaced; opts.Only still
 // narrows the selection.
 func ProveFailure(ctx context.Context, faults []Fault, start func(Fault) (*Target, func(), error), opts Options) ([]*Proof, error) {
-	var proofs []*Proof
-	for _, f := range faults {
-		target, stop, err := start(f)
-		if err != nil {
-			return proofs, fmt.Errorf("prove-failure: starting an endpoint with %s: %w", f, err)
-		}
-		o := opts
-		o.Faults = []Fault{f}
-		rep, err := Run(ctx, target, o)
-		stop()
-		if err != nil {
-			return proofs, err
-		}
-		p := &Proof{Fault: f, Report: rep}
-		byName := map[string]Scenario{}
-		for _, s := range Scenarios() {
-			byName[s.Name] = s
-		}
-		for _, res := range rep.Results {
-			d, _ := detection(byName[res.Name], f)
-			v := Verdict{Scenario: res.Name, Check: d.Check}
-			v.Proved, v.Why = judge(d, res)
-			p.Verdicts = append(p.Verdicts, v)
-		}
-		proofs = append(proofs, p)
+	if opts.Parallel <= 0 {
+		opts.Parallel = 8
+	}
+	opts.slots = make(chan struct{}, opts.Parallel)
+	byName := map[string]Scenario{}
+	for _, s := range Scenarios() {
+		byName[s.Name] = s
+	}
+	proofs := make([]*Proof, len(faults))
+	errs := make([]error, len(faults))
+	var wg sync.WaitGroup
+	for i, f := range faults {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			proofs[i], errs[i] = proveOne(ctx, f, start, opts, byName)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return proofs, nil
+}
+
+// proveOne runs the scenarios claiming fault f against an endpoint with f
+// on, and judges each claim.
+func proveOne(ctx context.Context, f Fault, start func(Fault) (*Target, func(), error), opts Options, byName map[string]Scenario) (*Proof, error) {
+	target, stop, err := start(f)
+	if err != nil {
+		return nil, fmt.Errorf("prove-failure: starting an endpoint with %s: %w", f, err)
+	}
+	defer stop()
+	opts.Faults = []Fault{f}
+	rep, err := Run(ctx, target, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proof{Fault: f, Report: rep}
+	for _, res := range rep.Results {
+		d, _ := detection(byName[res.Name], f)
+		v := Verdict{Scenario: res.Name, Check: d.Check}
+		v.Proved, v.Why = judge(d, res)
+		p.Verdicts = append(p.Verdicts, v)
+	}
+	return p, nil
 }
 
 // detection returns s's claim about fault f.
@@ -88,6 +112,8 @@ func judge(d Detection, res Result) (bool, string) {
 		return false, "hung: ran out of its time budget: " + res.Detail
 	case res.FailedCheck != d.Check:
 		return false, fmt.Sprintf("failed at check %q, not %q: %s", res.FailedCheck, d.Check, res.Detail)
+	case res.FailedByError:
+		return false, "failed with an error, not the assertion: " + res.Detail
 	}
 	return true, ""
 }
@@ -118,8 +144,11 @@ func WriteProofs(w io.Writer, proofs []*Proof) error {
 		for _, v := range p.Verdicts {
 			r := res[v.Scenario]
 			at := r.FailedCheck
-			if r.Status != Failed {
+			switch {
+			case r.Status != Failed:
 				at = "(" + string(r.Status) + ")"
+			case r.FailedByError:
+				at += " (error)"
 			}
 			verdict := "proved"
 			if !v.Proved {

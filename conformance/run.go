@@ -24,6 +24,10 @@ type Options struct {
 	// Slow lets scenarios that need minutes (AutoDeleteOnIdle's 5-minute
 	// minimum) run instead of being skipped.
 	Slow bool
+	// slots, when set, bounds the scenarios running at once across several
+	// runs that share it (ProveFailure's, side by side); Parallel is
+	// ignored then.
+	slots chan struct{}
 	// Strict turns every skip a scenario did not declare (Scenario.Slow)
 	// into a failure. Set it for an endpoint that has every feature the
 	// suite uses, such as an in-process omnibus: there, a skip means a
@@ -55,7 +59,10 @@ func Run(ctx context.Context, target *Target, opts Options) (*Report, error) {
 	}
 	rep := &Report{Endpoint: target.cs.Endpoint, Started: time.Now(), Results: make([]Result, len(selected))}
 	locks := newProfileLocks(target.Predeclared)
-	sem := make(chan struct{}, opts.Parallel)
+	sem := opts.slots
+	if sem == nil {
+		sem = make(chan struct{}, opts.Parallel)
+	}
 	var wg sync.WaitGroup
 	run := func(i int, s Scenario) {
 		unlock := locks.lock(ProfilesUsed(s))

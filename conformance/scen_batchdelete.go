@@ -162,20 +162,21 @@ func init() {
 			b := t.acceptSession(q, "del-b")
 			t.expectBodies(t.ReceiveN(b, 1, 10*time.Second), "b1")
 		}},
-		Scenario{Name: "batch-delete-dead-letter", Seed: batchDeleteDoc + " messages in the dead-letter queue are deleted through its own path", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, Text("dead"), Text("alive"))
-			r := t.Receiver(q, "", nil)
-			m := t.ReceiveN(r, 1, 10*time.Second)[0]
-			t.must(r.DeadLetterMessage(t.ctx, m, nil), "dead-lettering")
-			t.Check("dead-letter subqueue")
-			if n := t.batchDelete(q+"/$DeadLetterQueue", 10, later(), ""); n != 1 {
-				t.Fatalf("deleted %d dead letters, want 1", n)
-			}
-			t.Check("main queue untouched")
-			if got := t.peekBodies(r); fmt.Sprint(got) != "[alive]" {
-				t.Fatalf("the queue holds %v, want [alive]", got)
-			}
-		}},
+		Scenario{Name: "batch-delete-dead-letter", Seed: batchDeleteDoc + " messages in the dead-letter queue are deleted through its own path", Protocol: AMQP,
+			Detects: []Detection{{FaultDropDeadLetters, "dead-letter subqueue"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, Text("dead"), Text("alive"))
+				r := t.Receiver(q, "", nil)
+				m := t.ReceiveN(r, 1, 10*time.Second)[0]
+				t.must(r.DeadLetterMessage(t.ctx, m, nil), "dead-lettering")
+				t.Check("dead-letter subqueue")
+				if n := t.batchDelete(q+"/$DeadLetterQueue", 10, later(), ""); n != 1 {
+					t.Fatalf("deleted %d dead letters, want 1", n)
+				}
+				t.Check("main queue untouched")
+				if got := t.peekBodies(r); fmt.Sprint(got) != "[alive]" {
+					t.Fatalf("the queue holds %v, want [alive]", got)
+				}
+			}},
 	)
 }

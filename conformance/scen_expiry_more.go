@@ -15,24 +15,26 @@ import (
 
 func init() {
 	register(
-		Scenario{Name: "deadletter-keeps-message", Seed: "002 a dead-lettered message keeps its body, id and properties", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, &azservicebus.Message{Body: []byte("payload"), MessageID: to.Ptr("keep-1"), Subject: to.Ptr("s"),
-				ContentType: to.Ptr("text/plain"), ApplicationProperties: map[string]any{"n": int64(3), "who": "me"}})
-			r := t.Receiver(q, "", nil)
-			m := t.ReceiveN(r, 1, 10*time.Second)[0]
-			t.must(r.DeadLetterMessage(t.ctx, m, &azservicebus.DeadLetterOptions{Reason: to.Ptr("r")}), "dead-letter")
-			d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
-			if string(d.Body) != "payload" || d.MessageID != "keep-1" || deref(d.Subject) != "s" || deref(d.ContentType) != "text/plain" {
-				t.Errorf("dead letter body %q id %q subject %v content type %v", d.Body, d.MessageID, deref(d.Subject), deref(d.ContentType))
-			}
-			if d.ApplicationProperties["n"] != int64(3) || d.ApplicationProperties["who"] != "me" {
-				t.Errorf("dead letter properties %v", d.ApplicationProperties)
-			}
-			if *d.SequenceNumber != *m.SequenceNumber {
-				t.Errorf("dead letter sequence %d, original %d", *d.SequenceNumber, *m.SequenceNumber)
-			}
-		}},
+		Scenario{Name: "deadletter-keeps-message", Seed: "002 a dead-lettered message keeps its body, id and properties", Protocol: AMQP,
+			Detects: []Detection{{FaultDropDeadLetters, "in the dead-letter subqueue"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, &azservicebus.Message{Body: []byte("payload"), MessageID: to.Ptr("keep-1"), Subject: to.Ptr("s"),
+					ContentType: to.Ptr("text/plain"), ApplicationProperties: map[string]any{"n": int64(3), "who": "me"}})
+				r := t.Receiver(q, "", nil)
+				m := t.ReceiveN(r, 1, 10*time.Second)[0]
+				t.must(r.DeadLetterMessage(t.ctx, m, &azservicebus.DeadLetterOptions{Reason: to.Ptr("r")}), "dead-letter")
+				t.Check("in the dead-letter subqueue")
+				d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
+				if string(d.Body) != "payload" || d.MessageID != "keep-1" || deref(d.Subject) != "s" || deref(d.ContentType) != "text/plain" {
+					t.Errorf("dead letter body %q id %q subject %v content type %v", d.Body, d.MessageID, deref(d.Subject), deref(d.ContentType))
+				}
+				if d.ApplicationProperties["n"] != int64(3) || d.ApplicationProperties["who"] != "me" {
+					t.Errorf("dead letter properties %v", d.ApplicationProperties)
+				}
+				if *d.SequenceNumber != *m.SequenceNumber {
+					t.Errorf("dead letter sequence %d, original %d", *d.SequenceNumber, *m.SequenceNumber)
+				}
+			}},
 		Scenario{Name: "ttl-expired-dropped-without-flag", Seed: "003 with dead-lettering on expiration disabled, expired messages are dropped", Protocol: AMQP,
 			Detects: []Detection{{FaultIgnoreMessageExpiry, "not delivered after expiry"}}, Run: func(t *T) {
 				q := t.Queue("cf-basic")
@@ -53,7 +55,10 @@ func init() {
 			t.ReceiveNone(t.DLQ(q, ""), 2*time.Second, "a successfully settled message must not be moved to the DLQ")
 		}},
 		Scenario{Name: "ttl-expired-deadletter-keeps-message", Seed: "003 an expired message moved to the DLQ keeps its body and properties, with reason TTLExpiredException", Protocol: AMQP,
-			Detects: []Detection{{FaultIgnoreMessageExpiry, "not delivered after expiry"}}, Run: func(t *T) {
+			Detects: []Detection{
+				{FaultIgnoreMessageExpiry, "not delivered after expiry"},
+				{FaultDropDeadLetters, "dead-lettered with its body and properties"},
+			}, Run: func(t *T) {
 				q := t.Queue("cf-dlq-expiry")
 				t.Send(q, &azservicebus.Message{Body: []byte("late"), TimeToLive: to.Ptr(time.Second), ApplicationProperties: map[string]any{"k": "v"}})
 				wait(t, 2*time.Second)
@@ -72,6 +77,7 @@ func init() {
 			Detects: []Detection{
 				{FaultIgnoreLockExpiry, "dead-lettered when the lock lapsed"},
 				{FaultIgnoreMessageExpiry, "not redelivered"},
+				{FaultDropDeadLetters, "dead-lettered when the lock lapsed"},
 			}, Run: func(t *T) {
 				q := t.Queue("cf-lock5s-dlq-expiry")
 				t.Send(q, &azservicebus.Message{Body: []byte("x"), TimeToLive: to.Ptr(2 * time.Second)})
@@ -86,7 +92,10 @@ func init() {
 				}
 			}},
 		Scenario{Name: "max-delivery-count-by-lock-expiry", Seed: "002 letting the lock lapse MaxDeliveryCount times moves the message to the DLQ", Protocol: AMQP,
-			Detects: []Detection{{FaultIgnoreLockExpiry, "dead-lettered when the lock lapsed"}}, Run: func(t *T) {
+			Detects: []Detection{
+				{FaultIgnoreLockExpiry, "dead-lettered when the lock lapsed"},
+				{FaultDropDeadLetters, "dead-lettered when the lock lapsed"},
+			}, Run: func(t *T) {
 				q := t.Queue("cf-lock5s-mdc1")
 				t.Send(q, Text("x"))
 				m := t.ReceiveN(t.Receiver(q, "", nil), 1, 10*time.Second)[0]

@@ -82,23 +82,30 @@ func init() {
 				t.ReceiveNone(t.Receiver(q, "", nil), time.Second, "a renewed lock must keep the message hidden")
 				t.Complete(r, m)
 			}},
-		Scenario{Name: "complete-removes", Seed: "002 Complete: the message is removed from the queue", Protocol: AMQP, Run: func(t *T) {
-			q := lock5s(t)
-			t.Send(q, Text("x"))
-			r := t.Receiver(q, "", nil)
-			t.Complete(r, t.ReceiveN(r, 1, 10*time.Second)[0])
-			t.ReceiveNone(r, 7*time.Second, "a completed message must not come back")
-		}},
-		Scenario{Name: "settled-lock-is-gone", Seed: "002 once a message is completed its lock is gone (renew fails with lock lost)", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, Text("x"))
-			r := t.Receiver(q, "", nil)
-			m := t.ReceiveN(r, 1, 10*time.Second)[0]
-			t.Complete(r, m)
-			if err := r.RenewMessageLock(t.ctx, m, nil); Code(err) != azservicebus.CodeLockLost {
-				t.Fatalf("renewing the lock of a completed message: %v, want lock lost", err)
-			}
-		}},
+		Scenario{Name: "complete-removes", Seed: "002 Complete: the message is removed from the queue", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreComplete, "not back after its lock"}}, Run: func(t *T) {
+				q := lock5s(t)
+				t.Send(q, Text("x"))
+				r := t.Receiver(q, "", nil)
+				m := t.ReceiveN(r, 1, 10*time.Second)[0]
+				t.Complete(r, m)
+				// Past the 5 s lock: a complete that did nothing would
+				// bring the message back by then.
+				t.Check("not back after its lock")
+				t.ReceiveNone(r, time.Until(*m.LockedUntil)+2*time.Second, "a completed message must not come back")
+			}},
+		Scenario{Name: "settled-lock-is-gone", Seed: "002 once a message is completed its lock is gone (renew fails with lock lost)", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreComplete, "renew refused"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, Text("x"))
+				r := t.Receiver(q, "", nil)
+				m := t.ReceiveN(r, 1, 10*time.Second)[0]
+				t.Complete(r, m)
+				t.Check("renew refused")
+				if err := r.RenewMessageLock(t.ctx, m, nil); Code(err) != azservicebus.CodeLockLost {
+					t.Fatalf("renewing the lock of a completed message: %v, want lock lost", err)
+				}
+			}},
 		Scenario{Name: "abandon-redelivers-now", Seed: "002 Abandon releases the lock at once; DeliveryCount+1", Protocol: AMQP, Run: func(t *T) {
 			q := t.Queue("cf-basic")
 			t.Send(q, Text("x"))
@@ -121,42 +128,50 @@ func init() {
 				t.Fatalf("properties after abandon = %v", m2.ApplicationProperties)
 			}
 		}},
-		Scenario{Name: "deadletter-with-reason", Seed: "002 DeadLetter moves the message to the dead-letter queue with a reason", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, Text("bad"))
-			r := t.Receiver(q, "", nil)
-			m := t.ReceiveN(r, 1, 10*time.Second)[0]
-			t.must(r.DeadLetterMessage(t.ctx, m, &azservicebus.DeadLetterOptions{Reason: to.Ptr("poison"), ErrorDescription: to.Ptr("cannot parse")}), "dead-letter")
-			d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
-			if deref(d.DeadLetterReason) != "poison" || deref(d.DeadLetterErrorDescription) != "cannot parse" {
-				t.Fatalf("DLQ message reason %v description %v", deref(d.DeadLetterReason), deref(d.DeadLetterErrorDescription))
-			}
-			if string(d.Body) != "bad" {
-				t.Errorf("DLQ body %q", d.Body)
-			}
-		}},
-		Scenario{Name: "deadletter-queue-settleable", Seed: "002 the dead-letter subqueue is received and settled like a queue", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, Text("d"))
-			r := t.Receiver(q, "", nil)
-			t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], nil), "dead-letter")
-			dlq := t.DLQ(q, "")
-			t.Complete(dlq, t.ReceiveN(dlq, 1, 10*time.Second)[0])
-			t.ReceiveNone(t.DLQ(q, ""), 2*time.Second, "a completed dead letter must be gone")
-		}},
-		Scenario{Name: "max-delivery-count-deadletters", Seed: "002 after MaxDeliveryCount deliveries the message goes to the DLQ (MaxDeliveryCountExceeded)", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-maxdelivery2")
-			t.Send(q, Text("x"))
-			r := t.Receiver(q, "", nil)
-			for range 2 {
-				t.must(r.AbandonMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], nil), "abandon")
-			}
-			t.ReceiveNone(r, 2*time.Second, "the message must have left the queue")
-			d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
-			if deref(d.DeadLetterReason) != "MaxDeliveryCountExceeded" {
-				t.Fatalf("DeadLetterReason = %v", deref(d.DeadLetterReason))
-			}
-		}},
+		Scenario{Name: "deadletter-with-reason", Seed: "002 DeadLetter moves the message to the dead-letter queue with a reason", Protocol: AMQP,
+			Detects: []Detection{{FaultDropDeadLetters, "in the dead-letter subqueue"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, Text("bad"))
+				r := t.Receiver(q, "", nil)
+				m := t.ReceiveN(r, 1, 10*time.Second)[0]
+				t.must(r.DeadLetterMessage(t.ctx, m, &azservicebus.DeadLetterOptions{Reason: to.Ptr("poison"), ErrorDescription: to.Ptr("cannot parse")}), "dead-letter")
+				t.Check("in the dead-letter subqueue")
+				d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
+				if deref(d.DeadLetterReason) != "poison" || deref(d.DeadLetterErrorDescription) != "cannot parse" {
+					t.Fatalf("DLQ message reason %v description %v", deref(d.DeadLetterReason), deref(d.DeadLetterErrorDescription))
+				}
+				if string(d.Body) != "bad" {
+					t.Errorf("DLQ body %q", d.Body)
+				}
+			}},
+		Scenario{Name: "deadletter-queue-settleable", Seed: "002 the dead-letter subqueue is received and settled like a queue", Protocol: AMQP,
+			Detects: []Detection{{FaultDropDeadLetters, "in the dead-letter subqueue"}, {FaultIgnoreComplete, "completed dead letter gone"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, Text("d"))
+				r := t.Receiver(q, "", nil)
+				t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], nil), "dead-letter")
+				dlq := t.DLQ(q, "")
+				t.Check("in the dead-letter subqueue")
+				m := t.ReceiveN(dlq, 1, 10*time.Second)[0]
+				t.Complete(dlq, m)
+				t.Check("completed dead letter gone")
+				t.expectNothingStored(t.DLQ(q, ""), "a completed dead letter must be gone")
+			}},
+		Scenario{Name: "max-delivery-count-deadletters", Seed: "002 after MaxDeliveryCount deliveries the message goes to the DLQ (MaxDeliveryCountExceeded)", Protocol: AMQP,
+			Detects: []Detection{{FaultDropDeadLetters, "in the dead-letter subqueue"}}, Run: func(t *T) {
+				q := t.Queue("cf-maxdelivery2")
+				t.Send(q, Text("x"))
+				r := t.Receiver(q, "", nil)
+				for range 2 {
+					t.must(r.AbandonMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], nil), "abandon")
+				}
+				t.ReceiveNone(r, 2*time.Second, "the message must have left the queue")
+				t.Check("in the dead-letter subqueue")
+				d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
+				if deref(d.DeadLetterReason) != "MaxDeliveryCountExceeded" {
+					t.Fatalf("DeadLetterReason = %v", deref(d.DeadLetterReason))
+				}
+			}},
 		Scenario{Name: "defer-then-receive-deferred", Seed: "002 Defer: the message is only reachable by sequence number", Protocol: AMQP, Run: func(t *T) {
 			q := t.Queue("cf-basic")
 			t.Send(q, Text("later"))
@@ -171,16 +186,18 @@ func init() {
 			}
 			t.Complete(r, got[0])
 		}},
-		Scenario{Name: "settle-by-other-receiver", Seed: "amqp.md §5.3 a lock token is valid from another link", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, Text("x"))
-			r1 := t.Receiver(q, "", nil)
-			m := t.ReceiveN(r1, 1, 10*time.Second)[0]
-			t.must(r1.Close(t.ctx), "closing the first receiver")
-			r2 := t.Receiver(q, "", nil)
-			t.must(r2.CompleteMessage(t.ctx, m, nil), "complete through another receiver")
-			t.ReceiveNone(r2, 2*time.Second, "the message was completed")
-		}},
+		Scenario{Name: "settle-by-other-receiver", Seed: "amqp.md §5.3 a lock token is valid from another link", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreComplete, "gone"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, Text("x"))
+				r1 := t.Receiver(q, "", nil)
+				m := t.ReceiveN(r1, 1, 10*time.Second)[0]
+				t.must(r1.Close(t.ctx), "closing the first receiver")
+				r2 := t.Receiver(q, "", nil)
+				t.must(r2.CompleteMessage(t.ctx, m, nil), "complete through another receiver")
+				t.Check("gone")
+				t.expectNothingStored(r2, "the message was completed")
+			}},
 	)
 }
 
@@ -200,6 +217,6 @@ func wait(t *T, d time.Duration) {
 	select {
 	case <-time.After(d):
 	case <-t.ctx.Done():
-		t.Fatalf("time budget exhausted while waiting")
+		t.Abortf("time budget exhausted while waiting")
 	}
 }

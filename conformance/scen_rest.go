@@ -144,13 +144,15 @@ func init() {
 			}
 			t.expectStatus(t.peekLock(q, 1), http.StatusNoContent, "peek-lock after receive-and-delete")
 		}},
-		Scenario{Name: "rest-complete-200", Seed: "001 to complete processing the receiver deletes the message with its lock (DELETE Location: 200)", Protocol: REST, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, Text("done"))
-			loc := t.location(t.lockedMessage(q))
-			t.expectStatus(t.REST(http.MethodDelete, loc, nil, nil), http.StatusOK, "complete")
-			t.ReceiveNone(t.Receiver(q, "", nil), 2*time.Second, "a completed message must be gone")
-		}},
+		Scenario{Name: "rest-complete-200", Seed: "001 to complete processing the receiver deletes the message with its lock (DELETE Location: 200)", Protocol: REST,
+			Detects: []Detection{{FaultIgnoreComplete, "gone"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, Text("done"))
+				loc := t.location(t.lockedMessage(q))
+				t.expectStatus(t.REST(http.MethodDelete, loc, nil, nil), http.StatusOK, "complete")
+				t.Check("gone")
+				t.expectNothingStored(t.Receiver(q, "", nil), "a completed message must be gone")
+			}},
 		Scenario{Name: "rest-unlock-redelivers", Seed: "001 unlock (PUT Location: 200) makes the message available again, DeliveryCount 2", Protocol: REST, Run: func(t *T) {
 			q := t.Queue("cf-basic")
 			t.Send(q, Text("again"))
@@ -242,31 +244,37 @@ func init() {
 			t.expectStatus(t.peekLock(tp+"/subscriptions/a", 1), http.StatusNoContent, "subscription a after complete")
 			t.expectStatus(t.peekLock(tp+"/subscriptions/b", 5), http.StatusCreated, "subscription b keeps its own copy")
 		}},
-		Scenario{Name: "rest-peeklock-deadletter-queue", Seed: "rest.md §1.1 the dead-letter subqueue is received over REST at {queue}/$DeadLetterQueue", Protocol: Both, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, Text("poison"))
-			r := t.Receiver(q, "", nil)
-			t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], &azservicebus.DeadLetterOptions{Reason: to.Ptr("bad-input")}), "dead-letter")
-			resp := t.lockedMessage(q + "/$DeadLetterQueue")
-			if string(resp.Body) != "poison" {
-				t.Errorf("DLQ body %q", resp.Body)
-			}
-			if v, _ := headerValue(resp.Header, "DeadLetterReason"); v != `"bad-input"` {
-				t.Errorf("DeadLetterReason header %q, want \"bad-input\" (quoted string)", v)
-			}
-			t.expectStatus(t.REST(http.MethodDelete, t.location(resp), nil, nil), http.StatusOK, "complete a dead letter over REST")
-			t.ReceiveNone(t.DLQ(q, ""), time.Second, "the completed dead letter must be gone")
-		}},
-		Scenario{Name: "rest-scheduled-enqueue-time", Seed: "000 ScheduledEnqueueTimeUtc in BrokerProperties delays the message", Protocol: REST, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			at := time.Now().Add(4 * time.Second).UTC()
-			t.restSend(q, []byte("later"), brokerHeader(map[string]any{"ScheduledEnqueueTimeUtc": at.Format(http.TimeFormat)}))
-			t.expectStatus(t.peekLock(q, 1), http.StatusNoContent, "peek-lock before the scheduled time")
-			resp := t.peekLock(q, 15)
-			t.expectStatus(resp, http.StatusCreated, "peek-lock after the scheduled time")
-			if time.Now().Before(at.Truncate(time.Second).Add(-time.Second)) {
-				t.Errorf("delivered at %v, before its schedule %v", time.Now(), at)
-			}
-		}},
+		Scenario{Name: "rest-peeklock-deadletter-queue", Seed: "rest.md §1.1 the dead-letter subqueue is received over REST at {queue}/$DeadLetterQueue", Protocol: Both,
+			Detects: []Detection{{FaultDropDeadLetters, "in the dead-letter subqueue"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, Text("poison"))
+				r := t.Receiver(q, "", nil)
+				t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], &azservicebus.DeadLetterOptions{Reason: to.Ptr("bad-input")}), "dead-letter")
+				t.Check("in the dead-letter subqueue")
+				resp := t.lockedMessage(q + "/$DeadLetterQueue")
+				t.Check("kept its body and reason")
+				if string(resp.Body) != "poison" {
+					t.Errorf("DLQ body %q", resp.Body)
+				}
+				if v, _ := headerValue(resp.Header, "DeadLetterReason"); v != `"bad-input"` {
+					t.Errorf("DeadLetterReason header %q, want \"bad-input\" (quoted string)", v)
+				}
+				t.expectStatus(t.REST(http.MethodDelete, t.location(resp), nil, nil), http.StatusOK, "complete a dead letter over REST")
+				t.ReceiveNone(t.DLQ(q, ""), time.Second, "the completed dead letter must be gone")
+			}},
+		Scenario{Name: "rest-scheduled-enqueue-time", Seed: "000 ScheduledEnqueueTimeUtc in BrokerProperties delays the message", Protocol: REST,
+			Detects: []Detection{{FaultIgnoreSchedule, "invisible before its time"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				at := time.Now().Add(4 * time.Second).UTC()
+				t.restSend(q, []byte("later"), brokerHeader(map[string]any{"ScheduledEnqueueTimeUtc": at.Format(http.TimeFormat)}))
+				t.Check("invisible before its time")
+				t.expectStatus(t.peekLock(q, 1), http.StatusNoContent, "peek-lock before the scheduled time")
+				t.Check("delivered at its time")
+				resp := t.peekLock(q, 15)
+				t.expectStatus(resp, http.StatusCreated, "peek-lock after the scheduled time")
+				if time.Now().Before(at.Truncate(time.Second).Add(-time.Second)) {
+					t.Errorf("delivered at %v, before its schedule %v", time.Now(), at)
+				}
+			}},
 	)
 }

@@ -67,18 +67,26 @@ func init() {
 				t.Fatalf("a non-session receiver got %q from a session queue", msgs[0].Body)
 			}
 		}},
-		Scenario{Name: "session-exclusive-lock", Seed: "004 a session held by one receiver cannot be accepted by another", Protocol: AMQP, Run: func(t *T) {
-			q := sessionQueue(t)
-			t.Send(q, inSession("s1", "x"))
-			t.acceptSession(q, "s1")
-			ctx, cancel := contextWithTimeout(t, 10*time.Second)
-			defer cancel()
-			r2, err := t.Client().AcceptSessionForQueue(ctx, q, "s1", nil)
-			if err == nil {
-				_ = r2.Close(t.ctx)
-				t.Fatalf("a second receiver accepted a locked session")
-			}
-		}},
+		Scenario{Name: "session-exclusive-lock", Seed: "004 a session held by one receiver cannot be accepted by another (com.microsoft:session-cannot-be-locked)", Protocol: AMQP,
+			Detects: []Detection{{FaultShareSessionLocks, "a second accept is refused"}}, Run: func(t *T) {
+				q := sessionQueue(t)
+				t.Send(q, inSession("s1", "x"))
+				t.acceptSession(q, "s1")
+				ctx, cancel := contextWithTimeout(t, 10*time.Second)
+				defer cancel()
+				t.Check("a second accept is refused")
+				r2, err := t.Client().AcceptSessionForQueue(ctx, q, "s1", nil)
+				switch {
+				case err == nil:
+					_ = r2.Close(t.ctx)
+					t.Fatalf("a second receiver accepted a locked session")
+				case ctx.Err() != nil:
+					// No answer is not a refusal.
+					t.Abortf("accepting a locked session: no answer within 10 s: %v", err)
+				case amqpCondition(err) != "com.microsoft:session-cannot-be-locked":
+					t.Fatalf("accepting a locked session: %v, want com.microsoft:session-cannot-be-locked", err)
+				}
+			}},
 		Scenario{Name: "session-accept-next", Seed: "004 accept the next available session", Protocol: AMQP, Run: func(t *T) {
 			q := sessionQueue(t)
 			t.Send(q, inSession("only", "x"))
@@ -164,7 +172,12 @@ func init() {
 				t.ReceiveN(r, 1, 10*time.Second)
 				wait(t, time.Until(r.LockedUntil())+1500*time.Millisecond)
 				t.Check("accepted again after the session lock expired")
-				r2 := t.acceptSession(q, "s1")
+				r2, err := t.Client().AcceptSessionForQueue(t.ctx, q, "s1", nil)
+				if amqpCondition(err) == "com.microsoft:session-cannot-be-locked" {
+					t.Fatalf("the session is still locked after its lock expired: %v", err)
+				}
+				t.must(err, "accept session %q", "s1")
+				t.Cleanup(func() { _ = r2.Close(t.ctx) })
 				m := t.ReceiveN(r2, 1, 10*time.Second)[0]
 				if m.DeliveryCount != 2 {
 					t.Errorf("after session lock expiry DeliveryCount %d, want 2", m.DeliveryCount)

@@ -43,16 +43,18 @@ func init() {
 			}
 			t.Complete(r, got[0])
 		}},
-		Scenario{Name: "session-deadletter", Seed: "004/002 a message dead-lettered inside a session reaches the DLQ with its SessionId", Protocol: AMQP, Run: func(t *T) {
-			q := sessionQueue(t)
-			t.Send(q, inSession("s1", "bad"))
-			r := t.acceptSession(q, "s1")
-			t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], &azservicebus.DeadLetterOptions{Reason: to.Ptr("in-session")}), "dead-letter")
-			d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
-			if string(d.Body) != "bad" || deref(d.SessionID) != "s1" || deref(d.DeadLetterReason) != "in-session" {
-				t.Fatalf("DLQ message %q session %v reason %v", d.Body, deref(d.SessionID), deref(d.DeadLetterReason))
-			}
-		}},
+		Scenario{Name: "session-deadletter", Seed: "004/002 a message dead-lettered inside a session reaches the DLQ with its SessionId", Protocol: AMQP,
+			Detects: []Detection{{FaultDropDeadLetters, "in the dead-letter subqueue"}}, Run: func(t *T) {
+				q := sessionQueue(t)
+				t.Send(q, inSession("s1", "bad"))
+				r := t.acceptSession(q, "s1")
+				t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], &azservicebus.DeadLetterOptions{Reason: to.Ptr("in-session")}), "dead-letter")
+				t.Check("in the dead-letter subqueue")
+				d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
+				if string(d.Body) != "bad" || deref(d.SessionID) != "s1" || deref(d.DeadLetterReason) != "in-session" {
+					t.Fatalf("DLQ message %q session %v reason %v", d.Body, deref(d.SessionID), deref(d.DeadLetterReason))
+				}
+			}},
 		Scenario{Name: "session-interleaved-demux", Seed: "004 interleaved streams are de-multiplexed: each session receiver gets only its session, in order", Protocol: AMQP,
 			Detects: []Detection{{FaultBreakFIFO, "order"}}, Run: func(t *T) {
 				q := sessionQueue(t)

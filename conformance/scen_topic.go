@@ -26,26 +26,30 @@ func init() {
 			t.Complete(ra, t.ReceiveN(ra, 1, 10*time.Second)[0])
 			t.expectBodies(t.ReceiveN(t.Receiver(tp, "b", nil), 1, 10*time.Second), "x")
 		}},
-		Scenario{Name: "topic-correlation-filter", Seed: "filters: a correlation filter matches on system and application properties", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic-corr")
-			t.Send(tp,
-				&azservicebus.Message{Body: []byte("red-order"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"color": "red"}},
-				&azservicebus.Message{Body: []byte("blue-order"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"color": "blue"}},
-				&azservicebus.Message{Body: []byte("red-note"), Subject: to.Ptr("note"), ApplicationProperties: map[string]any{"color": "red"}})
-			r := t.Receiver(tp, "red", nil)
-			t.expectBodies(t.ReceiveN(r, 1, 10*time.Second), "red-order")
-			t.ReceiveNone(r, 2*time.Second, "only the matching message may arrive")
-		}},
-		Scenario{Name: "topic-sql-filter", Seed: "filters: a SQL filter selects messages by expression", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic-sql")
-			t.Send(tp,
-				&azservicebus.Message{Body: []byte("11"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"quantity": int64(11)}},
-				&azservicebus.Message{Body: []byte("5"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"quantity": int64(5)}},
-				&azservicebus.Message{Body: []byte("12-note"), Subject: to.Ptr("note"), ApplicationProperties: map[string]any{"quantity": int64(12)}})
-			r := t.Receiver(tp, "big", nil)
-			t.expectBodies(t.ReceiveN(r, 1, 10*time.Second), "11")
-			t.ReceiveNone(r, 2*time.Second, "only the matching message may arrive")
-		}},
+		Scenario{Name: "topic-correlation-filter", Seed: "filters: a correlation filter matches on system and application properties", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreFilters, "no other message"}}, Run: func(t *T) {
+				tp := t.Topic("cf-topic-corr")
+				t.Send(tp,
+					&azservicebus.Message{Body: []byte("red-order"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"color": "red"}},
+					&azservicebus.Message{Body: []byte("blue-order"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"color": "blue"}},
+					&azservicebus.Message{Body: []byte("red-note"), Subject: to.Ptr("note"), ApplicationProperties: map[string]any{"color": "red"}})
+				r := t.Receiver(tp, "red", nil)
+				t.expectBodies(t.ReceiveN(r, 1, 10*time.Second), "red-order")
+				t.Check("no other message")
+				t.ReceiveNone(r, 2*time.Second, "only the matching message may arrive")
+			}},
+		Scenario{Name: "topic-sql-filter", Seed: "filters: a SQL filter selects messages by expression", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreFilters, "no other message"}}, Run: func(t *T) {
+				tp := t.Topic("cf-topic-sql")
+				t.Send(tp,
+					&azservicebus.Message{Body: []byte("11"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"quantity": int64(11)}},
+					&azservicebus.Message{Body: []byte("5"), Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"quantity": int64(5)}},
+					&azservicebus.Message{Body: []byte("12-note"), Subject: to.Ptr("note"), ApplicationProperties: map[string]any{"quantity": int64(12)}})
+				r := t.Receiver(tp, "big", nil)
+				t.expectBodies(t.ReceiveN(r, 1, 10*time.Second), "11")
+				t.Check("no other message")
+				t.ReceiveNone(r, 2*time.Second, "only the matching message may arrive")
+			}},
 		Scenario{Name: "topic-sql-action", Seed: "filters: a SQL rule action changes the subscription's copy only", Protocol: AMQP, Run: func(t *T) {
 			tp := t.Topic("cf-topic-action")
 			t.Send(tp, Text("x"))
@@ -58,21 +62,25 @@ func init() {
 				t.Errorf("the action leaked into another subscription: %v", plain.ApplicationProperties)
 			}
 		}},
-		Scenario{Name: "topic-no-matching-subscription", Seed: "topics: a message no rule matches is not delivered anywhere", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic-none")
-			t.Send(tp, Text("x"))
-			t.ReceiveNone(t.Receiver(tp, "none", nil), 2*time.Second, "a false filter matches nothing")
-		}},
-		Scenario{Name: "topic-subscription-deadletter", Seed: "002 a subscription has its own dead-letter subqueue", Protocol: AMQP, Run: func(t *T) {
-			tp := t.Topic("cf-topic")
-			r := t.Receiver(tp, "a", nil)
-			t.Send(tp, Text("x"))
-			t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], &azservicebus.DeadLetterOptions{Reason: to.Ptr("r")}), "dead-letter")
-			d := t.ReceiveN(t.DLQ(tp, "a"), 1, 10*time.Second)[0]
-			if deref(d.DeadLetterReason) != "r" {
-				t.Fatalf("reason %v", deref(d.DeadLetterReason))
-			}
-		}},
+		Scenario{Name: "topic-no-matching-subscription", Seed: "topics: a message no rule matches is not delivered anywhere", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreFilters, "no message"}}, Run: func(t *T) {
+				tp := t.Topic("cf-topic-none")
+				t.Send(tp, Text("x"))
+				t.Check("no message")
+				t.ReceiveNone(t.Receiver(tp, "none", nil), 2*time.Second, "a false filter matches nothing")
+			}},
+		Scenario{Name: "topic-subscription-deadletter", Seed: "002 a subscription has its own dead-letter subqueue", Protocol: AMQP,
+			Detects: []Detection{{FaultDropDeadLetters, "in the dead-letter subqueue"}}, Run: func(t *T) {
+				tp := t.Topic("cf-topic")
+				r := t.Receiver(tp, "a", nil)
+				t.Send(tp, Text("x"))
+				t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], &azservicebus.DeadLetterOptions{Reason: to.Ptr("r")}), "dead-letter")
+				t.Check("in the dead-letter subqueue")
+				d := t.ReceiveN(t.DLQ(tp, "a"), 1, 10*time.Second)[0]
+				if deref(d.DeadLetterReason) != "r" {
+					t.Fatalf("reason %v", deref(d.DeadLetterReason))
+				}
+			}},
 		Scenario{Name: "topic-ttl-smaller-applies", Seed: "003 if the topic's TTL is smaller than the subscription's, the topic TTL applies", Protocol: AMQP, Run: func(t *T) {
 			tp := t.Topic("cf-topic-ttl")
 			t.Send(tp, Text("x"))
@@ -113,16 +121,18 @@ func init() {
 			t.Send(src, Text("moved"))
 			t.expectBodies(t.ReceiveN(t.Receiver(target, "", nil), 1, 10*time.Second), "moved")
 		}},
-		Scenario{Name: "forward-dead-letters", Seed: "forwarding: ForwardDeadLetteredMessagesTo sends dead letters to the target", Protocol: AMQP, Run: func(t *T) {
-			target := t.Queue("cf-fwd-target")
-			src := t.Queue("cf-fwd-dlq-source")
-			t.Send(src, Text("dead"))
-			r := t.Receiver(src, "", nil)
-			t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], &azservicebus.DeadLetterOptions{Reason: to.Ptr("why")}), "dead-letter")
-			m := t.ReceiveN(t.Receiver(target, "", nil), 1, 10*time.Second)[0]
-			if deref(m.DeadLetterReason) != "why" {
-				t.Errorf("forwarded dead letter reason %v", deref(m.DeadLetterReason))
-			}
-		}},
+		Scenario{Name: "forward-dead-letters", Seed: "forwarding: ForwardDeadLetteredMessagesTo sends dead letters to the target", Protocol: AMQP,
+			Detects: []Detection{{FaultDropDeadLetters, "in the target"}}, Run: func(t *T) {
+				target := t.Queue("cf-fwd-target")
+				src := t.Queue("cf-fwd-dlq-source")
+				t.Send(src, Text("dead"))
+				r := t.Receiver(src, "", nil)
+				t.must(r.DeadLetterMessage(t.ctx, t.ReceiveN(r, 1, 10*time.Second)[0], &azservicebus.DeadLetterOptions{Reason: to.Ptr("why")}), "dead-letter")
+				t.Check("in the target")
+				m := t.ReceiveN(t.Receiver(target, "", nil), 1, 10*time.Second)[0]
+				if deref(m.DeadLetterReason) != "why" {
+					t.Errorf("forwarded dead letter reason %v", deref(m.DeadLetterReason))
+				}
+			}},
 	)
 }

@@ -139,108 +139,116 @@ func (t *T) expectPeek(entity string, want ...string) {
 
 func init() {
 	register(
-		Scenario{Name: "txn-commit-all-visible", Seed: "Overview of transaction processing: a complete and sends in one transaction take effect together at the commit", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-txn-in")
-			s := t.startTxnStep(q, q, "", "input")
-			t.Check("operations")
-			s.complete(t)
-			for _, b := range []string{"output-1", "output-2"} {
-				if st := s.send(t, b); !st.Accepted {
-					t.Fatalf("sending %s in the transaction: %s", b, st)
+		Scenario{Name: "txn-commit-all-visible", Seed: "Overview of transaction processing: a complete and sends in one transaction take effect together at the commit", Protocol: AMQP,
+			Detects: []Detection{{FaultTxnAtOnce, "invisible before the commit"}}, Run: func(t *T) {
+				q := t.Queue("cf-txn-in")
+				s := t.startTxnStep(q, q, "", "input")
+				t.Check("operations")
+				s.complete(t)
+				for _, b := range []string{"output-1", "output-2"} {
+					if st := s.send(t, b); !st.Accepted {
+						t.Fatalf("sending %s in the transaction: %s", b, st)
+					}
 				}
-			}
-			t.Check("invisible before the commit")
-			t.expectPeek(q, "input") // the input still stored (locked), the outputs not yet
-			t.Check("commit")
-			if st := s.discharge(t, false); !st.Accepted {
-				t.Fatalf("commit answered %s", st)
-			}
-			t.Check("visible after the commit")
-			t.expectPeek(q, "output-1", "output-2")
-			t.expectBodies(t.ReceiveN(t.Receiver(q, "", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete}), 2, 15*time.Second),
-				"output-1", "output-2")
-		}},
-		Scenario{Name: "txn-rollback-changes-nothing", Seed: "Overview of transaction processing: a transaction that is rolled back leaves no trace; the settled message stays locked by its receiver", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-txn-in")
-			s := t.startTxnStep(q, q, "", "input")
-			s.complete(t)
-			if st := s.send(t, "never"); !st.Accepted {
-				t.Fatalf("sending in the transaction: %s", st)
-			}
-			t.Check("rollback")
-			if st := s.discharge(t, true); !st.Accepted {
-				t.Fatalf("rollback answered %s", st)
-			}
-			t.Check("nothing happened")
-			t.expectPeek(q, "input")
-			// The receiver still holds the input's lock: a plain complete works.
-			st, err := s.rs.Complete(s.in, nil)
-			t.must(err, "completing the input after the rollback")
-			if !st.Accepted {
-				t.Fatalf("completing the input after the rollback: %s", st)
-			}
-			t.expectPeek(q)
-		}},
-		Scenario{Name: "txn-send-via-crosses-entities", Seed: "Overview of transaction processing, Transfers and send via: a sender attached to the input entity with transfer-destination-address stores into another at the commit", Protocol: AMQP, Run: func(t *T) {
-			in, out := t.Queue("cf-txn-in"), t.Queue("cf-txn-out")
-			s := t.startTxnStep(in, in, out, "input")
-			s.complete(t)
-			if st := s.send(t, "forwarded"); !st.Accepted {
-				t.Fatalf("sending via %s to %s in the transaction: %s", in, out, st)
-			}
-			t.Check("invisible before the commit")
-			t.expectPeek(out)
-			t.Check("commit")
-			if st := s.discharge(t, false); !st.Accepted {
-				t.Fatalf("commit answered %s", st)
-			}
-			t.Check("visible after the commit")
-			t.expectPeek(out, "forwarded")
-			t.expectPeek(in)
-		}},
-		Scenario{Name: "txn-second-entity-refused", Seed: "Overview of transaction processing: operations of one transaction on a second top-level entity fail (cannot span multiple top-level entities)", Protocol: AMQP, Run: func(t *T) {
-			in, out := t.Queue("cf-txn-in"), t.Queue("cf-txn-out")
-			s := t.startTxnStep(in, out, "", "input")
-			s.complete(t)
-			t.Check("refused")
-			if st := s.send(t, "elsewhere"); !st.Rejected || !strings.Contains(strings.ToLower(st.Description), "cannot span multiple top-level entities") {
-				t.Fatalf("a send to a second entity in the transaction answered %s, want rejected: cannot span multiple top-level entities", st)
-			}
-			t.Check("nothing sent")
-			s.discharge(t, true) // whatever its answer: Service Bus may have ended the transaction already
-			t.expectPeek(out)
-			t.expectPeek(in, "input")
-		}},
-		Scenario{Name: "txn-message-limit", Seed: "Service Bus quotas: 100 messages per transaction; the next is refused (Cannot send more than 100 messages in a single transaction)", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-txn-out")
-			c := t.txnDial()
-			ss := t.begin(c)
-			snd, err := ss.AttachSender(q, "")
-			t.must(err, "attaching a sender")
-			ctl, txn := t.controller(c)
-			ids := make([]uint32, 0, 100)
-			for i := range 100 {
-				id, err := snd.Transfer(txn, []byte(fmt.Sprint("m", i)))
-				t.must(err, "sending message %d", i+1)
-				ids = append(ids, id)
-			}
-			for i, id := range ids {
-				st, err := ss.Outcome(id)
-				t.must(err, "the answer to message %d", i+1)
+				t.Check("invisible before the commit")
+				t.expectPeek(q, "input") // the input still stored (locked), the outputs not yet
+				t.Check("commit")
+				if st := s.discharge(t, false); !st.Accepted {
+					t.Fatalf("commit answered %s", st)
+				}
+				t.Check("visible after the commit")
+				t.expectPeek(q, "output-1", "output-2")
+				t.expectBodies(t.ReceiveN(t.Receiver(q, "", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete}), 2, 15*time.Second),
+					"output-1", "output-2")
+			}},
+		Scenario{Name: "txn-rollback-changes-nothing", Seed: "Overview of transaction processing: a transaction that is rolled back leaves no trace; the settled message stays locked by its receiver", Protocol: AMQP,
+			Detects: []Detection{{FaultTxnAtOnce, "nothing happened"}, {FaultIgnoreComplete, "completed after the rollback"}}, Run: func(t *T) {
+				q := t.Queue("cf-txn-in")
+				s := t.startTxnStep(q, q, "", "input")
+				s.complete(t)
+				if st := s.send(t, "never"); !st.Accepted {
+					t.Fatalf("sending in the transaction: %s", st)
+				}
+				t.Check("rollback")
+				if st := s.discharge(t, true); !st.Accepted {
+					t.Fatalf("rollback answered %s", st)
+				}
+				t.Check("nothing happened")
+				t.expectPeek(q, "input")
+				// The receiver still holds the input's lock: a plain complete works.
+				t.Check("completed after the rollback")
+				st, err := s.rs.Complete(s.in, nil)
+				t.must(err, "completing the input after the rollback")
 				if !st.Accepted {
-					t.Fatalf("message %d of 100: %s", i+1, st)
+					t.Fatalf("completing the input after the rollback: %s", st)
 				}
-			}
-			t.Check("the 101st refused")
-			st, err := snd.Send(txn, []byte("one too many"))
-			t.must(err, "sending the 101st message")
-			if !st.Rejected || !strings.Contains(st.Description, "100 messages in a single transaction") {
-				t.Fatalf("the 101st message answered %s", st)
-			}
-			_, err = ctl.Discharge(txn, true)
-			t.must(err, "rolling back")
-			t.expectPeek(q)
-		}},
+				t.expectPeek(q)
+			}},
+		Scenario{Name: "txn-send-via-crosses-entities", Seed: "Overview of transaction processing, Transfers and send via: a sender attached to the input entity with transfer-destination-address stores into another at the commit", Protocol: AMQP,
+			Detects: []Detection{{FaultTxnAtOnce, "invisible before the commit"}}, Run: func(t *T) {
+				in, out := t.Queue("cf-txn-in"), t.Queue("cf-txn-out")
+				s := t.startTxnStep(in, in, out, "input")
+				s.complete(t)
+				if st := s.send(t, "forwarded"); !st.Accepted {
+					t.Fatalf("sending via %s to %s in the transaction: %s", in, out, st)
+				}
+				t.Check("invisible before the commit")
+				t.expectPeek(out)
+				t.Check("commit")
+				if st := s.discharge(t, false); !st.Accepted {
+					t.Fatalf("commit answered %s", st)
+				}
+				t.Check("visible after the commit")
+				t.expectPeek(out, "forwarded")
+				t.expectPeek(in)
+			}},
+		Scenario{Name: "txn-second-entity-refused", Seed: "Overview of transaction processing: operations of one transaction on a second top-level entity fail (cannot span multiple top-level entities)", Protocol: AMQP,
+			Detects: []Detection{{FaultTxnAtOnce, "completion rolled back"}}, Run: func(t *T) {
+				in, out := t.Queue("cf-txn-in"), t.Queue("cf-txn-out")
+				s := t.startTxnStep(in, out, "", "input")
+				s.complete(t)
+				t.Check("refused")
+				if st := s.send(t, "elsewhere"); !st.Rejected || !strings.Contains(strings.ToLower(st.Description), "cannot span multiple top-level entities") {
+					t.Fatalf("a send to a second entity in the transaction answered %s, want rejected: cannot span multiple top-level entities", st)
+				}
+				t.Check("nothing sent")
+				s.discharge(t, true) // whatever its answer: Service Bus may have ended the transaction already
+				t.expectPeek(out)
+				t.Check("completion rolled back")
+				t.expectPeek(in, "input")
+			}},
+		Scenario{Name: "txn-message-limit", Seed: "Service Bus quotas: 100 messages per transaction; the next is refused (Cannot send more than 100 messages in a single transaction)", Protocol: AMQP,
+			Detects: []Detection{{FaultTxnAtOnce, "nothing stored after the rollback"}}, Run: func(t *T) {
+				q := t.Queue("cf-txn-out")
+				c := t.txnDial()
+				ss := t.begin(c)
+				snd, err := ss.AttachSender(q, "")
+				t.must(err, "attaching a sender")
+				ctl, txn := t.controller(c)
+				ids := make([]uint32, 0, 100)
+				for i := range 100 {
+					id, err := snd.Transfer(txn, []byte(fmt.Sprint("m", i)))
+					t.must(err, "sending message %d", i+1)
+					ids = append(ids, id)
+				}
+				for i, id := range ids {
+					st, err := ss.Outcome(id)
+					t.must(err, "the answer to message %d", i+1)
+					if !st.Accepted {
+						t.Fatalf("message %d of 100: %s", i+1, st)
+					}
+				}
+				t.Check("the 101st refused")
+				st, err := snd.Send(txn, []byte("one too many"))
+				t.must(err, "sending the 101st message")
+				if !st.Rejected || !strings.Contains(st.Description, "100 messages in a single transaction") {
+					t.Fatalf("the 101st message answered %s", st)
+				}
+				_, err = ctl.Discharge(txn, true)
+				t.must(err, "rolling back")
+				t.Check("nothing stored after the rollback")
+				t.expectPeek(q)
+			}},
 		Scenario{Name: "txn-timeout-rolls-back", Seed: "Overview of transaction processing: a transaction times out two minutes after its first operation and is rolled back", Protocol: AMQP,
 			Budget: 5 * time.Minute, Run: func(t *T) {
 				q := t.Queue("cf-txn-out")
@@ -263,7 +271,7 @@ func init() {
 				select {
 				case <-time.After(timeout):
 				case <-t.ctx.Done():
-					t.Fatalf("the scenario's budget ended before the transaction timeout")
+					t.Abortf("the scenario's budget ended before the transaction timeout")
 				}
 				for {
 					st, err := snd.Send(txn, []byte("later"))

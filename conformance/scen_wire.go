@@ -93,24 +93,26 @@ func init() {
 				seen[bodyOf(t.wireReceive(r, 15*time.Second))] = true
 			}
 		}},
-		Scenario{Name: "wire-credit-settle-out-of-order", Seed: "amqp.md §8 a receiver grants credit and settles deliveries in any order", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, Text("a"), Text("b"), Text("c"))
-			r := t.WireReceiver(t.AMQPSession(), q, false)
-			t.must(r.IssueCredit(3), "credit")
-			var msgs []*amqp.Message
-			for range 3 {
-				msgs = append(msgs, t.wireReceive(r, 10*time.Second))
-			}
-			for _, i := range []int{2, 0, 1} {
-				t.must(r.AcceptMessage(t.ctx, msgs[i]), "accepting delivery %d out of order", i)
-			}
-			peeked, err := t.Receiver(q, "", nil).PeekMessages(t.ctx, 10, nil)
-			t.must(err, "peek")
-			if len(peeked) != 0 {
-				t.Fatalf("%d messages left after accepting all three out of order", len(peeked))
-			}
-		}},
+		Scenario{Name: "wire-credit-settle-out-of-order", Seed: "amqp.md §8 a receiver grants credit and settles deliveries in any order", Protocol: AMQP,
+			Detects: []Detection{{FaultIgnoreComplete, "all three gone"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, Text("a"), Text("b"), Text("c"))
+				r := t.WireReceiver(t.AMQPSession(), q, false)
+				t.must(r.IssueCredit(3), "credit")
+				var msgs []*amqp.Message
+				for range 3 {
+					msgs = append(msgs, t.wireReceive(r, 10*time.Second))
+				}
+				for _, i := range []int{2, 0, 1} {
+					t.must(r.AcceptMessage(t.ctx, msgs[i]), "accepting delivery %d out of order", i)
+				}
+				t.Check("all three gone")
+				peeked, err := t.Receiver(q, "", nil).PeekMessages(t.ctx, 10, nil)
+				t.must(err, "peek")
+				if len(peeked) != 0 {
+					t.Fatalf("%d messages left after accepting all three out of order", len(peeked))
+				}
+			}},
 		Scenario{Name: "wire-no-delivery-without-credit", Seed: "amqp.md §8 the broker does not hand out messages without link credit", Protocol: AMQP, Run: func(t *T) {
 			q := t.Queue("cf-basic")
 			t.Send(q, Text("x"))
@@ -231,20 +233,22 @@ func init() {
 				t.Fatalf("receive-by-sequence-number got %d messages (state %v), want 1 deferred", len(got), stateOf(got))
 			}
 		}},
-		Scenario{Name: "wire-rejected-deadletters", Seed: "amqp.md §5.1 rejected{com.microsoft:dead-letter} moves the message to the DLQ with its reason", Protocol: AMQP, Run: func(t *T) {
-			q := t.Queue("cf-basic")
-			t.Send(q, Text("bad"))
-			r := t.WireReceiver(t.AMQPSession(), q, false)
-			t.must(r.IssueCredit(1), "credit")
-			t.must(r.RejectMessage(t.ctx, t.wireReceive(r, 10*time.Second), &amqp.Error{
-				Condition: "com.microsoft:dead-letter",
-				Info:      map[string]any{"DeadLetterReason": "wire", "DeadLetterErrorDescription": "raw reject"},
-			}), "reject")
-			d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
-			if deref(d.DeadLetterReason) != "wire" || deref(d.DeadLetterErrorDescription) != "raw reject" {
-				t.Fatalf("DLQ reason %v description %v", deref(d.DeadLetterReason), deref(d.DeadLetterErrorDescription))
-			}
-		}},
+		Scenario{Name: "wire-rejected-deadletters", Seed: "amqp.md §5.1 rejected{com.microsoft:dead-letter} moves the message to the DLQ with its reason", Protocol: AMQP,
+			Detects: []Detection{{FaultDropDeadLetters, "in the dead-letter subqueue"}}, Run: func(t *T) {
+				q := t.Queue("cf-basic")
+				t.Send(q, Text("bad"))
+				r := t.WireReceiver(t.AMQPSession(), q, false)
+				t.must(r.IssueCredit(1), "credit")
+				t.must(r.RejectMessage(t.ctx, t.wireReceive(r, 10*time.Second), &amqp.Error{
+					Condition: "com.microsoft:dead-letter",
+					Info:      map[string]any{"DeadLetterReason": "wire", "DeadLetterErrorDescription": "raw reject"},
+				}), "reject")
+				t.Check("in the dead-letter subqueue")
+				d := t.ReceiveN(t.DLQ(q, ""), 1, 10*time.Second)[0]
+				if deref(d.DeadLetterReason) != "wire" || deref(d.DeadLetterErrorDescription) != "raw reject" {
+					t.Fatalf("DLQ reason %v description %v", deref(d.DeadLetterReason), deref(d.DeadLetterErrorDescription))
+				}
+			}},
 	)
 }
 

@@ -26,15 +26,25 @@ const (
 // mode that a scenario is expected to detect.
 type Fault string
 
-// Faults the suite can prove it detects.
+// Faults the suite can prove it detects, each a switch of the in-process
+// broker's core (core.Faults).
 const (
 	FaultIgnoreLockExpiry    Fault = "ignore-lock-expiry"    // message and session locks never lapse
 	FaultBreakFIFO           Fault = "break-fifo"            // the newest available message is handed out first
 	FaultIgnoreMessageExpiry Fault = "ignore-message-expiry" // messages never expire (time to live is ignored)
+	FaultIgnoreComplete      Fault = "ignore-complete"       // a complete is acknowledged but the message stays locked, back when the lock lapses
+	FaultDropDeadLetters     Fault = "drop-dead-letters"     // dead-lettered messages are deleted, never reach the dead-letter subqueue
+	FaultTxnAtOnce           Fault = "txn-at-once"           // a transaction's operations take effect at once; commit and rollback change nothing
+	FaultIgnoreFilters       Fault = "ignore-filters"        // every subscription gets every message, whatever its rules
+	FaultIgnoreDuplicates    Fault = "ignore-duplicates"     // duplicate detection lets duplicates through
+	FaultIgnoreSchedule      Fault = "ignore-schedule"       // scheduled messages are available at once
+	FaultShareSessionLocks   Fault = "share-session-locks"   // a session held by one receiver can be accepted by another
 )
 
-// AllFaults lists every fault, in the order ProveFailure injects them.
-var AllFaults = []Fault{FaultIgnoreLockExpiry, FaultBreakFIFO, FaultIgnoreMessageExpiry}
+// AllFaults lists every fault, in the order ProveFailure reports them.
+var AllFaults = []Fault{FaultIgnoreLockExpiry, FaultBreakFIFO, FaultIgnoreMessageExpiry,
+	FaultIgnoreComplete, FaultDropDeadLetters, FaultTxnAtOnce, FaultIgnoreFilters,
+	FaultIgnoreDuplicates, FaultIgnoreSchedule, FaultShareSessionLocks}
 
 // Detection is a scenario's claim that it catches a fault, and where:
 // with the fault switched on, the scenario must fail, and its first
@@ -95,7 +105,7 @@ func Scenarios() []Scenario {
 }
 
 // T is a scenario's handle on the run: its context, the target, and the
-// verdict. Fatalf and Skipf end the scenario at once.
+// verdict. Fatalf, Abortf and Skipf end the scenario at once.
 type T struct {
 	ctx      context.Context
 	target   *Target
@@ -108,6 +118,7 @@ type T struct {
 	slow     bool              // Options.Slow
 	check    string            // the check under way (T.Check)
 	firstBad string            // the check under way at the first failure
+	firstErr bool              // the first failure was an error (Abortf), not an assertion
 	panicked bool              // the body panicked (a crash, not a check that failed)
 	names    map[string]string // profile → entity created for it
 	used     []string          // profiles asked for, in order
@@ -143,25 +154,42 @@ func (t *T) Check(name string) {
 	t.check = name
 }
 
-// Errorf records a failure and continues.
+// Errorf records a failed assertion and continues: what the scenario
+// observed is not what the statement says.
 func (t *T) Errorf(format string, args ...any) {
+	t.fail(false, format, args...)
+}
+
+// Fatalf records a failed assertion and ends the scenario.
+func (t *T) Fatalf(format string, args ...any) {
+	t.fail(false, format, args...)
+	panic(stopScenario{})
+}
+
+// Abortf records an error and ends the scenario: an operation the
+// scenario needs failed, or its time ran out, before it could observe
+// what it asserts. The scenario fails either way, but --prove-failure
+// counts only a failed assertion (Errorf, Fatalf) as the fault noticed.
+func (t *T) Abortf(format string, args ...any) {
+	t.fail(true, format, args...)
+	panic(stopScenario{})
+}
+
+func (t *T) fail(isErr bool, format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.failed {
-		t.firstBad = t.check
+		t.firstBad, t.firstErr = t.check, isErr
 	}
 	t.failed = true
 	msg := fmt.Sprintf(format, args...)
+	if isErr {
+		msg = "error: " + msg
+	}
 	if t.check != "" {
 		msg = "[" + t.check + "] " + msg
 	}
 	t.detail = append(t.detail, msg)
-}
-
-// Fatalf records a failure and ends the scenario.
-func (t *T) Fatalf(format string, args ...any) {
-	t.Errorf(format, args...)
-	panic(stopScenario{})
 }
 
 // Skipf ends the scenario as skipped: the endpoint cannot run it.
@@ -176,10 +204,11 @@ func (t *T) Skipf(format string, args ...any) {
 // Cleanup registers f to run when the scenario ends, last first.
 func (t *T) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
 
-// must fails the scenario with what if err is not nil.
+// must ends the scenario with an error (Abortf) if err is not nil: an
+// operation it needs failed.
 func (t *T) must(err error, what string, args ...any) {
 	if err != nil {
-		t.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
+		t.Abortf("%s: %v", fmt.Sprintf(what, args...), err)
 	}
 }
 
@@ -204,6 +233,9 @@ type Result struct {
 	// FailedCheck is the check ([T.Check]) under way at the first failure
 	// ("" when the scenario failed before naming one).
 	FailedCheck string `json:"failedCheck,omitempty"`
+	// FailedByError says the first failure was an error ([T.Abortf]: an
+	// operation failed, the time ran out), not a failed assertion.
+	FailedByError bool `json:"failedByError,omitempty"`
 	// Panicked says the scenario crashed; OverBudget that it ran out of
 	// its time budget (a hang, for --prove-failure).
 	Panicked   bool `json:"panicked,omitempty"`
@@ -244,7 +276,7 @@ func runScenario(ctx context.Context, target *Target, s Scenario, budget time.Du
 		defer func() {
 			if r := recover(); r != nil {
 				if _, ok := r.(stopScenario); !ok {
-					t.Errorf("panic: %v\n%s", r, debug.Stack())
+					t.fail(true, "panic: %v\n%s", r, debug.Stack())
 					t.mu.Lock()
 					t.panicked = true
 					t.mu.Unlock()
@@ -269,7 +301,7 @@ func runScenario(ctx context.Context, target *Target, s Scenario, budget time.Du
 		res.Status = Passed
 	}
 	res.Detail = strings.Join(t.detail, "; ")
-	res.FailedCheck, res.Panicked = t.firstBad, t.panicked
+	res.FailedCheck, res.FailedByError, res.Panicked = t.firstBad, t.firstErr, t.panicked
 	if ctx.Err() != nil && res.Status == Failed {
 		res.OverBudget = true
 		res.Detail += " (scenario time budget exhausted)"

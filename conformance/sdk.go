@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	"github.com/Azure/go-amqp"
 )
 
 // Client returns the scenario's own SDK client: one AMQP connection per
@@ -76,7 +78,8 @@ type messageReceiver interface {
 }
 
 // ReceiveN receives until it has n messages or wait passes, and fails the
-// scenario if fewer arrived.
+// scenario if fewer arrived (an assertion); a receive that fails, or the
+// scenario's time budget running out first, ends it with an error.
 func (t *T) ReceiveN(r messageReceiver, n int, wait time.Duration) []*azservicebus.ReceivedMessage {
 	got := t.receiveUpTo(r, n, wait)
 	if len(got) < n {
@@ -85,7 +88,9 @@ func (t *T) ReceiveN(r messageReceiver, n int, wait time.Duration) []*azserviceb
 	return got
 }
 
-// ReceiveNone checks that nothing arrives within wait.
+// ReceiveNone checks that nothing arrives within wait. It never passes
+// on a wait it did not make: a receive that fails, or the scenario's time
+// budget running out before wait passed, ends the scenario with an error.
 func (t *T) ReceiveNone(r messageReceiver, wait time.Duration, why string) {
 	if got := t.receiveUpTo(r, 1, wait); len(got) > 0 {
 		t.Fatalf("%s, but received %q (sequence %d)", why, got[0].Body, *got[0].SequenceNumber)
@@ -108,14 +113,37 @@ func (t *T) receiveUpTo(r messageReceiver, n int, wait time.Duration) []*azservi
 		msgs, err := r.ReceiveMessages(ctx, n-len(got), &azservicebus.ReceiveMessagesOptions{TimeAfterFirstMessage: left})
 		cancel()
 		got = append(got, msgs...)
+		if t.ctx.Err() != nil {
+			// The scenario's budget, not wait, ended the receive: what
+			// did not arrive may still have been on its way.
+			t.Abortf("time budget exhausted while receiving (%d of %d messages after %s of %s)",
+				len(got), n, wait-time.Until(deadline), wait)
+		}
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				break
+			if errors.Is(err, context.DeadlineExceeded) {
+				break // wait is over: nothing more arrived
 			}
-			t.Fatalf("receive: %v", err)
+			t.Abortf("receive: %v", err)
 		}
 	}
 	return got
+}
+
+// peeker is what Receiver and SessionReceiver share for peeking.
+type peeker interface {
+	PeekMessages(ctx context.Context, max int, o *azservicebus.PeekMessagesOptions) ([]*azservicebus.ReceivedMessage, error)
+}
+
+// expectNothingStored peeks r's entity from its first sequence number and
+// fails if it stores anything, locked or not. A receive cannot see a
+// locked message: after a settlement that did nothing, the message stays
+// out of sight until its lock lapses. A peek shows it at once.
+func (t *T) expectNothingStored(r peeker, why string) {
+	msgs, err := r.PeekMessages(t.ctx, 10, &azservicebus.PeekMessagesOptions{FromSequenceNumber: to.Ptr[int64](0)})
+	t.must(err, "peek")
+	if len(msgs) > 0 {
+		t.Fatalf("%s, but %q (sequence %d) is still stored", why, msgs[0].Body, *msgs[0].SequenceNumber)
+	}
 }
 
 // Complete completes a message, failing the scenario on error.
@@ -130,6 +158,25 @@ func Code(err error) azservicebus.Code {
 	var e *azservicebus.Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	return ""
+}
+
+// amqpCondition returns the AMQP error condition err carries ("" if
+// none): the SDK passes some of Service Bus's refusals on as go-amqp
+// errors, with no Code of its own (session-cannot-be-locked among them).
+func amqpCondition(err error) string {
+	var e *amqp.Error
+	if errors.As(err, &e) {
+		return string(e.Condition)
+	}
+	var le *amqp.LinkError
+	if errors.As(err, &le) && le.RemoteErr != nil {
+		return string(le.RemoteErr.Condition)
+	}
+	var ce *amqp.ConnError
+	if errors.As(err, &ce) && ce.RemoteErr != nil {
+		return string(ce.RemoteErr.Condition)
 	}
 	return ""
 }

@@ -2,10 +2,13 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/core"
@@ -106,6 +109,7 @@ func TestJudge(t *testing.T) {
 		{Result{Status: Failed, FailedCheck: ""}, false, `failed at check ""`},
 		{Result{Status: Failed, FailedCheck: "order", Panicked: true}, false, "crashed"},
 		{Result{Status: Failed, FailedCheck: "order", OverBudget: true}, false, "hung"},
+		{Result{Status: Failed, FailedCheck: "order", FailedByError: true}, false, "with an error"},
 	} {
 		ok, why := judge(d, c.res)
 		if ok != c.ok || !strings.Contains(why, c.want) {
@@ -141,7 +145,56 @@ func TestCheckNamesTheFirstFailure(t *testing.T) {
 		t.Check("order")
 		wait(t, time.Hour)
 	}}, 50*time.Millisecond, false)
-	if !r.OverBudget || r.Status != Failed {
+	if !r.OverBudget || r.Status != Failed || !r.FailedByError {
 		t.Errorf("a hang: %+v", r)
+	}
+	r = runOne(t.Context(), tg, Scenario{Name: "e", Run: func(t *T) {
+		t.Check("order")
+		t.must(errors.New("refused"), "sending")
+	}}, time.Second, false)
+	if r.FailedCheck != "order" || !r.FailedByError || r.Detail != "[order] error: sending: refused" {
+		t.Errorf("an operation that failed: %+v", r)
+	}
+	r = runOne(t.Context(), tg, Scenario{Name: "ae", Run: func(t *T) {
+		t.Check("order")
+		t.Errorf("out of order")
+		t.must(errors.New("refused"), "sending")
+	}}, time.Second, false)
+	if r.FailedCheck != "order" || r.FailedByError {
+		t.Errorf("an assertion, then an error: %+v", r)
+	}
+}
+
+// idleReceiver receives nothing: each call waits for its context.
+type idleReceiver struct{}
+
+func (idleReceiver) ReceiveMessages(ctx context.Context, _ int, _ *azservicebus.ReceiveMessagesOptions) ([]*azservicebus.ReceivedMessage, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestReceiveNoneNeedsItsWholeWait: the scenario's budget running out
+// during ReceiveNone is an error, not "nothing arrived"; a wait that
+// passes within the budget is.
+func TestReceiveNoneNeedsItsWholeWait(t *testing.T) {
+	tg := &Target{}
+	r := runOne(t.Context(), tg, Scenario{Name: "budget", Run: func(t *T) {
+		t.Check("none")
+		t.ReceiveNone(idleReceiver{}, time.Hour, "nothing")
+	}}, 100*time.Millisecond, false)
+	if r.Status != Failed || !r.FailedByError || !strings.Contains(r.Detail, "time budget exhausted") {
+		t.Errorf("ReceiveNone cut short by the budget: %+v", r)
+	}
+	r = runOne(t.Context(), tg, Scenario{Name: "waited", Run: func(t *T) {
+		t.ReceiveNone(idleReceiver{}, 50*time.Millisecond, "nothing")
+	}}, 10*time.Second, false)
+	if r.Status != Passed {
+		t.Errorf("ReceiveNone over its whole wait: %+v", r)
+	}
+	r = runOne(t.Context(), tg, Scenario{Name: "n", Run: func(t *T) {
+		t.ReceiveN(idleReceiver{}, 1, 50*time.Millisecond)
+	}}, 10*time.Second, false)
+	if r.Status != Failed || r.FailedByError || !strings.Contains(r.Detail, "received 0 of 1") {
+		t.Errorf("ReceiveN that got nothing within its wait: %+v", r)
 	}
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -69,10 +70,17 @@ func (t *T) wireReceive(r *amqp.Receiver, wait time.Duration) *amqp.Message {
 	ctx, cancel := context.WithTimeout(t.ctx, wait)
 	defer cancel()
 	m, err := r.Receive(ctx, nil)
-	if err != nil {
-		t.Fatalf("no message within %s: %v", wait, err)
+	switch {
+	case err == nil:
+		return m
+	case t.ctx.Err() != nil:
+		t.Abortf("time budget exhausted while receiving: %v", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		t.Fatalf("no message within %s", wait)
+	default:
+		t.Abortf("receive: %v", err)
 	}
-	return m
+	return nil
 }
 
 // wireMessage is a message with one data section.

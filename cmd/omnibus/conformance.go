@@ -27,13 +27,14 @@ func runConformance(args []string) error {
 	only := fs.String("only", "", "run only scenarios whose name or seed matches this regular expression")
 	format := fs.String("format", "text", "output format: text, markdown or json")
 	out := fs.String("out", "", "also write the report to this file")
-	parallel := fs.Int("parallel", 8, "scenarios run at once")
+	parallel := fs.Int("parallel", 8, "scenarios run at once (--prove-failure: 16 by default, across all its faults)")
 	predeclared := fs.Bool("predeclared", false, "use the entities of conformance/Config.json instead of creating them")
 	insecure := fs.Bool("insecure", false, "accept any TLS certificate (HTTPS, AMQPS, WebSockets)")
 	amqps := fs.String("amqps", "", "host:port of AMQP over TLS (default: for an ordinary connection string, its host on 5671)")
 	webSocket := fs.String("websocket", "", "URL of AMQP over WebSockets (default: for an ordinary connection string, wss://<host>/$servicebus/websocket)")
 	caFile := fs.String("ca-file", "", "PEM file of certificates to trust besides the system's, for AMQPS and WebSockets (omnibus cert prints omnibus's)")
 	cross := fs.Bool("cross-protocol", false, "the endpoint shares lock tokens between AMQP and REST (implied for in-process omnibus)")
+	fault := fs.String("fault", "", "run against an in-process omnibus with this one fault on (a --prove-failure fault), to see which scenarios it breaks")
 	prove := fs.Bool("prove-failure", false, "inject one fault at a time into an in-process omnibus: every scenario claiming that fault must fail at its named check")
 	slow := fs.Bool("slow", false, "also run scenarios that take minutes (AutoDeleteOnIdle deletion, a transaction timeout over a minute)")
 	crashCommand := fs.String("crash-command", "", "shell command that kills the endpoint with SIGKILL and starts it again on the same addresses and data\n(lets the crash scenarios run; they run last, alone)")
@@ -57,9 +58,21 @@ func runConformance(args []string) error {
 	if *crashCommand != "" {
 		target.Crash = func(ctx context.Context) error { return crashEndpoint(ctx, *crashCommand, target) }
 	}
+	if *fault != "" {
+		if target.ConnectionString != "" || *prove {
+			return &exitError{code: 2, err: errors.New("--fault starts its own fault-injected omnibus: give neither --connection-string nor --prove-failure")}
+		}
+		return runWithFault(conformance.Fault(*fault), opts, conformance.Format(*format), *out)
+	}
 	if *prove {
 		if target.ConnectionString != "" {
 			return &exitError{code: 2, err: errors.New("--prove-failure starts its own fault-injected omnibus: give no --connection-string")}
+		}
+		if !flagGiven(fs, "parallel") {
+			// The faults' runs go side by side and mostly wait (for locks
+			// to lapse, for what must not arrive): twice the slots keep
+			// the whole proof about as long as its slowest scenario.
+			opts.Parallel = 16
 		}
 		return proveFailure(opts, conformance.Format(*format))
 	}
@@ -101,6 +114,14 @@ func runConformance(args []string) error {
 		return &exitError{code: 1, err: fmt.Errorf("conformance: %s", rep.Summary())}
 	}
 	return nil
+}
+
+// flagGiven reports whether the command line (or the environment) set
+// the flag called name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // inProcessTxnTimeout is the transaction timeout of the in-process
@@ -156,6 +177,33 @@ func proveFailure(opts conformance.Options, format conformance.Format) error {
 	return nil
 }
 
+// runWithFault runs the scenarios against an in-process omnibus with
+// fault f on: those that fail are the ones f breaks.
+func runWithFault(f conformance.Fault, opts conformance.Options, format conformance.Format, out string) error {
+	faults, err := coreFaults(f)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	a, err := startInProcess(faults)
+	if err != nil {
+		return err
+	}
+	defer a.Shutdown(context.Background())
+	target := &conformance.Target{ConnectionString: a.ConnectionString(), HTTP: "http://" + a.HTTPAddr().String(),
+		CrossProtocolLocks: true}
+	rep, err := conformance.Run(context.Background(), target, opts)
+	if err != nil {
+		return err
+	}
+	if err := writeReport(rep, format, out); err != nil {
+		return err
+	}
+	if _, failed, _ := rep.Counts(); failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("conformance with %s: %s", f, rep.Summary())}
+	}
+	return nil
+}
+
 // coreFaults is the core switch that injects fault f.
 func coreFaults(f conformance.Fault) (core.Faults, error) {
 	switch f {
@@ -165,6 +213,20 @@ func coreFaults(f conformance.Fault) (core.Faults, error) {
 		return core.Faults{BreakFIFO: true}, nil
 	case conformance.FaultIgnoreMessageExpiry:
 		return core.Faults{IgnoreMessageExpiry: true}, nil
+	case conformance.FaultIgnoreComplete:
+		return core.Faults{IgnoreComplete: true}, nil
+	case conformance.FaultDropDeadLetters:
+		return core.Faults{DropDeadLetters: true}, nil
+	case conformance.FaultTxnAtOnce:
+		return core.Faults{TxnAtOnce: true}, nil
+	case conformance.FaultIgnoreFilters:
+		return core.Faults{IgnoreFilters: true}, nil
+	case conformance.FaultIgnoreDuplicates:
+		return core.Faults{IgnoreDuplicates: true}, nil
+	case conformance.FaultIgnoreSchedule:
+		return core.Faults{IgnoreSchedule: true}, nil
+	case conformance.FaultShareSessionLocks:
+		return core.Faults{ShareSessionLocks: true}, nil
 	}
 	return core.Faults{}, fmt.Errorf("no core switch for fault %q", f)
 }
