@@ -34,6 +34,8 @@ type clusterFlags struct {
 	maxProxied    int
 	tick          time.Duration
 	electionTicks int
+	joinToken     string
+	peerInsecure  bool
 }
 
 func addClusterFlags(fs *flag.FlagSet) *clusterFlags {
@@ -47,6 +49,8 @@ func addClusterFlags(fs *flag.FlagSet) *clusterFlags {
 	fs.IntVar(&cf.maxProxied, "max-proxied", app.DefaultMaxProxied, "client connections a follower proxies to the leader at once")
 	fs.DurationVar(&cf.tick, "raft-tick", raftstore.DefaultTickInterval, "Raft's tick; elections take --raft-election-ticks of them")
 	fs.IntVar(&cf.electionTicks, "raft-election-ticks", raftstore.DefaultElectionTicks, "Raft's election timeout in ticks (randomized up to twice it; the leader lease is 3 ticks less)")
+	fs.StringVar(&cf.joinToken, "join-token", "", "a join token (omnibus cluster token) that gets this node its peer certificate at its first start")
+	fs.BoolVar(&cf.peerInsecure, "peer-insecure", false, "run the peer port on plain TCP, without certificates: anyone who reaches it controls the cluster")
 	return cf
 }
 
@@ -61,7 +65,8 @@ func (cf *clusterFlags) options() (app.ClusterOptions, error) {
 		return app.ClusterOptions{}, fmt.Errorf("--peers: %w", err)
 	}
 	return app.ClusterOptions{NodeID: cf.nodeID, Peers: peers, Dir: cf.dir, Join: cf.join, PeerListen: cf.peerListen,
-		ProxyWait: cf.proxyWait, MaxProxied: cf.maxProxied, TickInterval: cf.tick, ElectionTicks: cf.electionTicks}, nil
+		ProxyWait: cf.proxyWait, MaxProxied: cf.maxProxied, TickInterval: cf.tick, ElectionTicks: cf.electionTicks,
+		JoinToken: cf.joinToken, PeerInsecure: cf.peerInsecure}, nil
 }
 
 // server is what serve runs: a single broker or a cluster node.
@@ -123,22 +128,36 @@ func clusterCommand(args []string) error {
 			return runClusterSoak(args[1:])
 		case "add", "remove":
 			return runMemberChange(args[0], args[1:])
+		case "init":
+			return runClusterInit(args[1:])
+		case "token":
+			return runClusterToken(args[1:])
 		}
 	}
 	if len(args) == 0 || args[0] != "status" {
-		return &exitError{code: 2, err: errors.New("usage: omnibus cluster status --peers id=host:port,... | --addr host:port [--json]\n" +
+		return &exitError{code: 2, err: errors.New("usage: omnibus cluster init --node-id 1 [--data DIR]   (a new cluster: its CA, node 1's certificate)\n" +
+			"       omnibus cluster token --addr host:port --node-id N   (a join token: start node N with --join-token)\n" +
+			"       omnibus cluster status --peers id=host:port,... | --addr host:port [--json]\n" +
 			"       omnibus cluster add --addr host:port ID=HOST:PORT   (a node started with --join)\n" +
 			"       omnibus cluster remove --addr host:port ID\n" +
-			"       omnibus cluster soak [flags]   (see -h)")}
+			"       omnibus cluster soak [flags]   (see -h)\n" +
+			"The commands that ask members present the certificate of a node on this machine (--data or --cluster-dir)\n" +
+			"and, for a change, the broker's --key.")}
 	}
 	fs := flag.NewFlagSet("omnibus cluster status", flag.ContinueOnError)
 	peers := fs.String("peers", "", "the members' peer addresses, id=host:port,...")
 	addr := fs.String("addr", "", "one member's peer address; the others are learned from it")
 	asJSON := fs.Bool("json", false, "print JSON, one status per member")
 	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for each member")
+	access := addPeerAccessFlags(fs, false)
 	if err := parseWithEnv(fs, args[1:]); err != nil {
 		return err
 	}
+	client, err := access.client()
+	if err != nil {
+		return err
+	}
+	defer client.CloseIdleConnections()
 	addrs := map[uint64]string{}
 	switch {
 	case *peers != "":
@@ -149,7 +168,7 @@ func clusterCommand(args []string) error {
 		addrs = p
 	case *addr != "":
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		st, err := raftstore.FetchStatus(ctx, *addr)
+		st, err := client.Status(ctx, *addr)
 		cancel()
 		if err != nil {
 			return err
@@ -163,7 +182,7 @@ func clusterCommand(args []string) error {
 	default:
 		return &exitError{code: 2, err: errors.New("cluster status needs --peers or --addr")}
 	}
-	statuses := collectStatuses(addrs, *timeout)
+	statuses := collectStatuses(client, addrs, *timeout)
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
@@ -221,7 +240,7 @@ type memberStatus struct {
 	raftstore.Status
 }
 
-func collectStatuses(addrs map[uint64]string, timeout time.Duration) []memberStatus {
+func collectStatuses(client *raftstore.Client, addrs map[uint64]string, timeout time.Duration) []memberStatus {
 	ids := make([]uint64, 0, len(addrs))
 	for id := range addrs {
 		ids = append(ids, id)
@@ -233,7 +252,7 @@ func collectStatuses(addrs map[uint64]string, timeout time.Duration) []memberSta
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			st, err := raftstore.FetchStatus(ctx, addrs[id])
+			st, err := client.Status(ctx, addrs[id])
 			if err != nil {
 				st = raftstore.Status{ID: id, State: "unreachable", Error: err.Error()}
 			}

@@ -20,6 +20,7 @@ func runMemberChange(op string, args []string) error {
 	fs := flag.NewFlagSet("omnibus cluster "+op, flag.ContinueOnError)
 	addr := fs.String("addr", "", "the peer address of any current member (it names the leader)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the change to be applied (a new node to catch up)")
+	access := addPeerAccessFlags(fs, true)
 	if err := parseWithEnv(fs, args); err != nil {
 		return err
 	}
@@ -43,9 +44,14 @@ func runMemberChange(op string, args []string) error {
 		}
 		c.ID = id
 	}
+	client, err := access.client()
+	if err != nil {
+		return err
+	}
+	defer client.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := raftstore.ChangeMembers(ctx, *addr, c); err != nil {
+	if err := client.ChangeMembers(ctx, *addr, c); err != nil {
 		return fmt.Errorf("cluster %s %d: %w", op, c.ID, err)
 	}
 	if op == "add" {

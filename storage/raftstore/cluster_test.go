@@ -2,9 +2,11 @@ package raftstore
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,18 +15,50 @@ import (
 
 	"github.com/omnibusmq/omnibus/storage"
 	"github.com/omnibusmq/omnibus/storage/pebblestore"
+	"github.com/omnibusmq/omnibus/storage/raftstore/peertls"
 )
 
-// testCluster is a group of nodes in this process, over real HTTP/2 on
-// loopback or over a memNet.
+// testCluster is a group of nodes in this process, over the real peer
+// transport (mutual TLS with a CA of the cluster's own) on loopback or
+// over a memNet.
 type testCluster struct {
 	t     testing.TB
-	net   *memNet // nil: the HTTP/2 transport
+	net   *memNet // nil: the network transport
+	ca    *peertls.CA
+	creds map[uint64]*peertls.Creds
 	peers map[uint64]string
 	lns   map[uint64]net.Listener
 	dirs  map[uint64]string
 	nodes map[uint64]*Node
 	tune  func(*Config)
+}
+
+// testAdminKey is what the test clusters' Admin hook wants in the
+// Authorization header (the broker checks a SAS token there).
+const testAdminKey = "test-manage-key"
+
+func testAdmin(r *http.Request) error {
+	if r.Header.Get("Authorization") != testAdminKey {
+		return errors.New("wrong or missing test key")
+	}
+	return nil
+}
+
+// newTestCreds makes node id's credentials, issued by ca.
+func newTestCreds(t testing.TB, ca *peertls.CA, id uint64) *peertls.Creds {
+	t.Helper()
+	c, err := ca.NewNode(id, []*x509.Certificate{ca.Cert}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// client is a peer Client with node 1's certificate and the admin key.
+func (c *testCluster) client() *Client {
+	cl := NewClient(c.creds[1], func() string { return testAdminKey })
+	c.t.Cleanup(cl.CloseIdleConnections)
+	return cl
 }
 
 // testTiming: fast enough for many elections, slow enough that a loaded
@@ -47,7 +81,11 @@ func patientTiming(c *Config) {
 
 // newTestCluster starts size nodes (ids 1..size).
 func newTestCluster(t testing.TB, size int, mem bool, tune func(*Config)) *testCluster {
-	c := &testCluster{t: t, peers: map[uint64]string{}, lns: map[uint64]net.Listener{},
+	ca, err := peertls.NewCA(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &testCluster{t: t, ca: ca, creds: map[uint64]*peertls.Creds{}, peers: map[uint64]string{}, lns: map[uint64]net.Listener{},
 		dirs: map[uint64]string{}, nodes: map[uint64]*Node{}, tune: tune}
 	if mem {
 		c.net = newMemNet()
@@ -56,6 +94,7 @@ func newTestCluster(t testing.TB, size int, mem bool, tune func(*Config)) *testC
 	base := t.TempDir()
 	for id := uint64(1); id <= uint64(size); id++ {
 		c.dirs[id] = filepath.Join(base, fmt.Sprintf("node%d", id))
+		c.creds[id] = newTestCreds(t, ca, id)
 		if mem {
 			c.peers[id] = fmt.Sprintf("mem-%d", id)
 			continue
@@ -76,7 +115,8 @@ func newTestCluster(t testing.TB, size int, mem bool, tune func(*Config)) *testC
 // start opens node id (again, after stop).
 func (c *testCluster) start(id uint64) *Node {
 	c.t.Helper()
-	cfg := Config{ID: id, Peers: c.peers, Dir: c.dirs[id], Logger: zaptest.NewLogger(c.t).Named(fmt.Sprint("n", id)),
+	cfg := Config{ID: id, Peers: c.peers, Dir: c.dirs[id], TLS: c.creds[id], Admin: testAdmin,
+		Logger:       zaptest.NewLogger(c.t).Named(fmt.Sprint("n", id)),
 		Store:        pebblestore.Options{LazySyncDelay: 50 * time.Millisecond},
 		segmentBytes: 1 << 20} // the log rotates often: every test goes through it
 	testTiming(&cfg)

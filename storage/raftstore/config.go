@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/storage/pebblestore"
+	"github.com/omnibusmq/omnibus/storage/raftstore/peertls"
 )
 
 // Defaults for [Config].
@@ -37,15 +39,29 @@ const (
 	DefaultProxyWait = 10 * time.Second
 )
 
+// MaxBatchBytes is the largest batch (encoded) a [Session] applies: a
+// 100 MiB message, Service Bus's largest, with its keys. A larger batch (a
+// transaction of several large messages) is refused before it is
+// proposed: no follower would take the entry.
+const MaxBatchBytes = 104 << 20
+
 // Bounds that are not configurable.
 const (
 	maxUncommittedBytes = 256 << 20 // raft's MaxUncommittedEntriesSize
-	maxFrameBytes       = 128 << 20 // one transport frame (a 100 MB message fits)
 	maxMsgBytes         = 1 << 20   // raft's MaxSizePerMsg for appends
-	sendQueueLen        = 4096      // messages queued per peer
-	catchUpEntries      = 1000      // entries kept behind a snapshot for slow followers
-	catchUpBytes        = 8 << 20   // and at most this many bytes of them
-	leaseWatchEvery     = 20 * time.Millisecond
+	// maxFrameBytes bounds one frame on a peer stream, at what Raft
+	// needs: a lane gathers messages into a frame while it holds less
+	// than laneFrameBytes, and the last message is at most maxMsgBytes of
+	// entries or one larger entry; an entry is at most MaxEntryBytes of
+	// batches, or a single larger batch, at most MaxBatchBytes. So
+	// 112 MiB (it was 128 MiB). A frame is read as its bytes arrive, not
+	// allocated whole from its length.
+	maxFrameBytes   = MaxBatchBytes + 2*laneFrameBytes
+	laneFrameBytes  = 4 * maxMsgBytes
+	sendQueueLen    = 4096    // messages queued per peer
+	catchUpEntries  = 1000    // entries kept behind a snapshot for slow followers
+	catchUpBytes    = 8 << 20 // and at most this many bytes of them
+	leaseWatchEvery = 20 * time.Millisecond
 )
 
 // Config configures a [Node].
@@ -67,6 +83,17 @@ type Config struct {
 	// Listener, when set, is the peer transport's listener, already
 	// open (ListenAddr is then ignored). The node closes it.
 	Listener net.Listener
+	// TLS are the node's credentials on the peer port (peertls.Load):
+	// every connection is mutual TLS with certificates of the cluster's
+	// CA, and each peer must present the certificate of the node it says
+	// it is. Nil runs the peer port on plain TCP, where anyone who can
+	// reach it is a member; Insecure must then say so.
+	TLS      *peertls.Creds
+	Insecure bool
+	// Admin checks, beyond the client certificate, requests that change
+	// the cluster (membership, join tokens): the broker's Manage key. It
+	// returns why it refuses. Nil refuses them all.
+	Admin func(r *http.Request) error
 	// Logger receives the node's and raft's messages; nil means none.
 	Logger *zap.Logger
 	// Store are the options of the state database (Logger is set from
@@ -103,6 +130,12 @@ func (c *Config) setDefaults() error {
 	if c.Dir == "" {
 		return errors.New("raftstore: no directory")
 	}
+	if c.TLS == nil && !c.Insecure && c.transport == nil {
+		return errors.New("raftstore: no peer TLS credentials (Config.TLS); plain TCP only with Config.Insecure")
+	}
+	if c.TLS != nil && c.TLS.ID != c.ID {
+		return fmt.Errorf("raftstore: the peer certificate names node %d, not %d", c.TLS.ID, c.ID)
+	}
 	if !c.Join {
 		if _, ok := c.Peers[c.ID]; !ok {
 			return fmt.Errorf("raftstore: node %d is not in its peer list", c.ID)
@@ -135,6 +168,9 @@ func (c *Config) setDefaults() error {
 	}
 	def(&c.MaxPendingBytes, DefaultMaxPendingBytes)
 	def(&c.MaxEntryBytes, DefaultMaxEntryBytes)
+	if c.MaxEntryBytes > MaxBatchBytes {
+		return fmt.Errorf("raftstore: MaxEntryBytes %d: at most MaxBatchBytes (%d), what a peer stream's frame is sized for", c.MaxEntryBytes, MaxBatchBytes)
+	}
 	if c.SnapshotEntries == 0 {
 		c.SnapshotEntries = DefaultSnapshotEntries
 	}

@@ -2,29 +2,37 @@ package raftstore
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/storage/raftstore/peertls"
 )
 
 // The peer transport listens on one port, served by net/http: the peer
-// API (GET /raft/status, POST /raft/members), snapshots (POST
-// /raft/snapshot, HTTP/2 without TLS, one request each) and the streams
-// raft's messages travel on. Each node keeps two streams to each peer, one
-// per lane: appends (MsgApp, which can carry megabytes) on one, everything
-// else (heartbeats, votes, acknowledgements) on the other, each over its
-// own TCP connection, so that a large append never delays a heartbeat. A
-// stream starts as an HTTP/1.1 request that net/http answers with 101
-// Switching Protocols; from then on the connection carries length-prefixed
-// frames one way and keepalives the other (stream.go).
+// API (GET /raft/status, POST /raft/members, POST /raft/tokens), snapshots
+// (POST /raft/snapshot, HTTP/2, one request each), the join exchange
+// (POST /join) and the streams raft's messages travel on. Each node keeps
+// two streams to each peer, one per lane: appends (MsgApp, which can carry
+// megabytes) on one, everything else (heartbeats, votes,
+// acknowledgements) on the other, each over its own TCP connection, so
+// that a large append never delays a heartbeat. A stream starts as an
+// HTTP/1.1 request that net/http answers with 101 Switching Protocols;
+// from then on the connection carries length-prefixed frames one way and
+// keepalives the other (stream.go).
+//
+// With credentials (Config.TLS) every connection is mutual TLS 1.3
+// (peerauth.go): nothing under /raft/ answers a client without a
+// certificate of the cluster's CA, and a stream or snapshot is taken only
+// from the node its certificate names.
 
 // Timeouts of the peer transport.
 const (
@@ -51,19 +59,32 @@ const (
 	pathSnapshot = "/raft/snapshot"
 	pathStatus   = "/raft/status"
 	pathMembers  = "/raft/members"
+	pathTokens   = "/raft/tokens"
+	pathJoin     = "/join"
 	headerFrom   = "Omnibus-Raft-From"
 	headerTo     = "Omnibus-Raft-To"
 )
+
+// peerSecurity is how the peer port authenticates.
+type peerSecurity struct {
+	// creds are the node's TLS credentials; nil: plain TCP.
+	creds *peertls.Creds
+	// admin checks admin requests beyond the certificate (nil refuses).
+	admin func(*http.Request) error
+}
 
 type httpTransport struct {
 	id         uint64
 	listenAddr string
 	log        *zap.Logger
-	client     *http.Client // snapshots
-	dialer     net.Dialer   // streams
+	sec        peerSecurity
+	dialer     net.Dialer // streams
 	srv        *http.Server
 	ln         net.Listener
 	h          handler
+	tokens     *tokenBook
+	refusals   refusalLog
+	now        func() time.Time // join tokens' clock (tests move it)
 
 	mu      sync.Mutex // guards the fields below
 	peers   map[uint64]*peer
@@ -74,22 +95,37 @@ type httpTransport struct {
 	wg      sync.WaitGroup  // peer senders, snapshot senders, inbound streams
 }
 
-func newHTTPTransport(id uint64, listen string, ln net.Listener, log *zap.Logger) *httpTransport {
-	return &httpTransport{id: id, listenAddr: listen, ln: ln, log: log, client: newPeerClient(),
-		dialer: net.Dialer{Timeout: dialTimeout, KeepAlive: 10 * time.Second},
-		peers:  map[uint64]*peer{}, inbound: map[inboundKey]*inStream{}, snapOut: map[uint64]bool{}}
+func newHTTPTransport(id uint64, listen string, ln net.Listener, sec peerSecurity, log *zap.Logger) *httpTransport {
+	return &httpTransport{id: id, listenAddr: listen, ln: ln, log: log, sec: sec,
+		dialer: net.Dialer{Timeout: dialTimeout, KeepAlive: 10 * time.Second}, tokens: newTokenBook(), now: time.Now,
+		peers: map[uint64]*peer{}, inbound: map[inboundKey]*inStream{}, snapOut: map[uint64]bool{}}
 }
 
-// newPeerClient is the HTTP/2 (h2c) client snapshots are sent with: its
-// pings and write timeouts find a peer that stopped reading.
-func newPeerClient() *http.Client {
+// scheme is the peer API's URL scheme.
+func (sec peerSecurity) scheme() string {
+	if sec.creds == nil {
+		return "http"
+	}
+	return "https"
+}
+
+// newSnapshotClient is the HTTP/2 client snapshots are sent to peer with
+// (over TLS when there are credentials, h2c otherwise): its pings and
+// write timeouts find a peer that stopped reading.
+func (sec peerSecurity) newSnapshotClient(peer uint64) *http.Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 10 * time.Second}).DialContext,
 		Protocols:           new(http.Protocols),
 		HTTP2:               &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: stallTimeout, WriteByteTimeout: stallTimeout},
 		MaxIdleConnsPerHost: 4,
 	}
-	tr.Protocols.SetUnencryptedHTTP2(true)
+	if sec.creds != nil {
+		tr.TLSClientConfig = sec.creds.ClientConfig(peer)
+		tr.TLSHandshakeTimeout = dialTimeout
+		tr.Protocols.SetHTTP2(true)
+	} else {
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	}
 	return &http.Client{Transport: tr}
 }
 
@@ -107,14 +143,27 @@ func (t *httpTransport) start(h handler) error {
 	mux.HandleFunc("GET "+pathStream, t.serveStream)
 	mux.HandleFunc("POST "+pathSnapshot, t.serveSnapshot)
 	mux.HandleFunc("GET "+pathStatus, t.serveStatus)
-	mux.HandleFunc("POST "+pathMembers, t.serveMembers)
-	t.srv = &http.Server{Handler: mux, Protocols: new(http.Protocols), ReadHeaderTimeout: 5 * time.Second,
+	mux.HandleFunc("POST "+pathMembers, t.adminOnly(t.serveMembers))
+	mux.HandleFunc("POST "+pathTokens, t.adminOnly(t.serveTokens))
+	mux.HandleFunc("POST "+pathJoin, t.serveJoin)
+	t.srv = &http.Server{Handler: t.guard(mux), Protocols: new(http.Protocols), ReadHeaderTimeout: 5 * time.Second,
 		HTTP2:    &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: stallTimeout, WriteByteTimeout: stallTimeout, MaxReadFrameSize: 1 << 20},
 		ErrorLog: zap.NewStdLog(t.log.Named("http"))}
 	t.srv.Protocols.SetHTTP1(true) // streams, status for curl
-	t.srv.Protocols.SetUnencryptedHTTP2(true)
+	if t.sec.creds != nil {
+		t.srv.Protocols.SetHTTP2(true)
+		t.srv.TLSConfig = t.serverTLS()
+	} else {
+		t.srv.Protocols.SetUnencryptedHTTP2(true)
+	}
 	go func() {
-		if err := t.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if t.sec.creds != nil {
+			err = t.srv.ServeTLS(ln, "", "")
+		} else {
+			err = t.srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			t.log.Error("peer listener stopped", zap.Error(err))
 		}
 	}()
@@ -138,7 +187,11 @@ func (t *httpTransport) setPeer(id uint64, addr string) {
 		p.setAddr(addr)
 		return
 	}
-	p := &peer{t: t, id: id, addr: addr, stop: make(chan struct{})}
+	p := &peer{t: t, id: id, addr: addr, stop: make(chan struct{}), client: t.sec.newSnapshotClient(id)}
+	if t.sec.creds != nil {
+		p.tls = t.sec.creds.ClientConfig(id)
+		p.tls.NextProtos = []string{"http/1.1"} // a stream is an HTTP/1.1 upgrade
+	}
 	p.app = &lane{p: p, name: laneApp, q: make(chan pb.Message, sendQueueLen)}
 	p.ctl = &lane{p: p, name: laneCtl, q: make(chan pb.Message, sendQueueLen)}
 	t.peers[id] = p
@@ -151,6 +204,7 @@ func (t *httpTransport) removePeer(id uint64) {
 	defer t.mu.Unlock()
 	if p, ok := t.peers[id]; ok {
 		close(p.stop)
+		p.client.CloseIdleConnections()
 		delete(t.peers, id)
 	}
 }
@@ -178,8 +232,10 @@ func (t *httpTransport) send(to uint64, msgs []pb.Message) {
 func (t *httpTransport) close() error {
 	t.mu.Lock()
 	t.closed = true
+	var clients []*http.Client
 	for id, p := range t.peers {
 		close(p.stop)
+		clients = append(clients, p.client)
 		delete(t.peers, id)
 	}
 	t.mu.Unlock()
@@ -198,21 +254,10 @@ func (t *httpTransport) close() error {
 	}
 	t.mu.Unlock()
 	t.wg.Wait()
-	t.client.CloseIdleConnections()
+	for _, c := range clients {
+		c.CloseIdleConnections()
+	}
 	return err
-}
-
-// checkHeaders returns the sender's id, checking the request is for us.
-func (t *httpTransport) checkHeaders(r *http.Request) (uint64, error) {
-	from, err1 := strconv.ParseUint(r.Header.Get(headerFrom), 10, 64)
-	to, err2 := strconv.ParseUint(r.Header.Get(headerTo), 10, 64)
-	if err1 != nil || err2 != nil || from == 0 {
-		return 0, errors.New("missing or bad raft headers")
-	}
-	if to != t.id {
-		return 0, fmt.Errorf("this is node %d, not %d", t.id, to)
-	}
-	return from, nil
 }
 
 func (t *httpTransport) serveStatus(w http.ResponseWriter, _ *http.Request) {
@@ -226,6 +271,8 @@ type peer struct {
 	id       uint64
 	app, ctl *lane
 	stop     chan struct{}
+	client   *http.Client // snapshots
+	tls      *tls.Config  // streams; nil: plain TCP
 
 	mu   sync.Mutex // guards addr
 	addr string
@@ -252,7 +299,7 @@ func (p *peer) address() string {
 	return p.addr
 }
 
-func (p *peer) url(path string) string { return "http://" + p.address() + path }
+func (p *peer) url(path string) string { return p.t.sec.scheme() + "://" + p.address() + path }
 
 func (p *peer) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -1,14 +1,12 @@
 package raftstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -68,47 +66,4 @@ func writeMemberAnswer(w http.ResponseWriter, code int, a memberAnswer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(a)
-}
-
-// ChangeMembers asks the group to make change c, through its leader: it
-// asks the member whose peer transport listens at addr for the leader,
-// then the leader, and returns once the change is applied there (an
-// added member has caught up and votes) or ctx ends.
-func ChangeMembers(ctx context.Context, addr string, c MemberChange) error {
-	st, err := FetchStatus(ctx, addr)
-	if err != nil {
-		return err
-	}
-	leaderAddr := ""
-	if st.Leader == st.ID {
-		leaderAddr = addr
-	}
-	for _, m := range st.Members {
-		if m.ID == st.Leader && leaderAddr == "" {
-			leaderAddr = m.Addr
-		}
-	}
-	if leaderAddr == "" {
-		return fmt.Errorf("member %d at %s knows no leader (or not its address)", st.ID, addr)
-	}
-	body, _ := json.Marshal(c)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+leaderAddr+pathMembers, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var a memberAnswer
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err := json.Unmarshal(raw, &a); err != nil && resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s", leaderAddr, resp.Status, strings.TrimSpace(string(raw)))
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("leader %d at %s: %s", st.Leader, leaderAddr, a.Error)
-	}
-	return nil
 }

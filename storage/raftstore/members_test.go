@@ -85,11 +85,12 @@ func TestAddAndReplaceMember(t *testing.T) {
 	if err := c.nodes[follower].AddMember(ctx, 4, peers[4]); !errors.As(err, &nl) {
 		t.Fatalf("AddMember on follower %d: %v, want NotLeaderError", follower, err)
 	}
-	if err := ChangeMembers(ctx, c.peers[follower], MemberChange{Op: "remove", ID: 9}); err == nil {
+	cl := c.client()
+	if err := cl.ChangeMembers(ctx, c.peers[follower], MemberChange{Op: "remove", ID: 9}); err == nil {
 		t.Fatal("removing node 9, which never was a member: no error")
 	}
 
-	if err := ChangeMembers(ctx, c.peers[follower], MemberChange{Op: "add", ID: 4, Addr: peers[4]}); err != nil {
+	if err := cl.ChangeMembers(ctx, c.peers[follower], MemberChange{Op: "add", ID: 4, Addr: peers[4]}); err != nil {
 		t.Fatalf("adding node 4 through follower %d: %v", follower, err)
 	}
 	_, l := leaderOf()
@@ -116,7 +117,7 @@ func TestAddAndReplaceMember(t *testing.T) {
 		dead++
 	}
 	c.stop(dead)
-	if err := ChangeMembers(ctx, peers[4], MemberChange{Op: "remove", ID: dead}); err != nil {
+	if err := cl.ChangeMembers(ctx, peers[4], MemberChange{Op: "remove", ID: dead}); err != nil {
 		t.Fatalf("removing dead node %d: %v", dead, err)
 	}
 	if _, l := leaderOf(); func() bool { _, ok := memberOf(l.Status(), dead); return ok }() {
@@ -152,7 +153,8 @@ func TestAddAndReplaceMember(t *testing.T) {
 
 // startJoiner starts node id with Join (no bootstrap: it waits to be
 // added) on a port of its own, with patient timing, and returns it with
-// the peer list that names it.
+// the peer list that names it. It gets its certificate as an operator's
+// new node does: with a join token a member made.
 func (c *testCluster) startJoiner(id uint64) (*Node, map[uint64]string) {
 	c.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -161,7 +163,21 @@ func (c *testCluster) startJoiner(id uint64) (*Node, map[uint64]string) {
 	}
 	peers := maps.Clone(c.peers)
 	peers[id] = ln.Addr().String()
+	var issuer uint64
+	for m := range c.nodes {
+		issuer = max(issuer, m)
+	}
+	tok, err := c.client().JoinToken(c.t.Context(), c.peers[issuer], id, 0)
+	if err != nil {
+		c.t.Fatalf("a join token for node %d from node %d: %v", id, issuer, err)
+	}
+	creds, err := Enroll(c.t.Context(), tok, id)
+	if err != nil {
+		c.t.Fatalf("node %d joining with a token: %v", id, err)
+	}
+	c.creds[id] = creds
 	cfg := Config{ID: id, Peers: peers, Join: true, Dir: filepath.Join(c.t.TempDir(), fmt.Sprintf("node%d", id)), Listener: ln,
+		TLS: creds, Admin: testAdmin,
 		Logger: zaptest.NewLogger(c.t).Named(fmt.Sprint("n", id)), Store: pebblestore.Options{LazySyncDelay: 50 * time.Millisecond}}
 	patientTiming(&cfg)
 	n, err := Open(cfg)

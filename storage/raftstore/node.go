@@ -32,11 +32,12 @@ type Node struct {
 	// loop reads and changes it once the node runs.
 	voteHold int64
 
-	tr    transport
-	logs  *logStore   // written by the appender; its memory storage is safe for all
-	state *stateStore // written by the applier
-	loop  loopState   // owned by the loop goroutine
-	apl   applierState
+	tr     transport
+	client *Client     // to ask peers for their status
+	logs   *logStore   // written by the appender; its memory storage is safe for all
+	state  *stateStore // written by the applier
+	loop   loopState   // owned by the loop goroutine
+	apl    applierState
 
 	recvc   chan *frame
 	snapc   chan snapIn
@@ -147,9 +148,10 @@ func Open(cfg Config) (*Node, error) {
 		n.state.close()
 		return nil, err
 	}
+	n.client = NewClient(cfg.TLS, nil)
 	n.tr = cfg.transport
 	if n.tr == nil {
-		n.tr = newHTTPTransport(cfg.ID, cfg.ListenAddr, cfg.Listener, n.log.Named("transport"))
+		n.tr = newHTTPTransport(cfg.ID, cfg.ListenAddr, cfg.Listener, peerSecurity{creds: cfg.TLS, admin: cfg.Admin}, n.log.Named("transport"))
 	}
 	for id, addr := range n.loop.peers {
 		if id != n.id {
@@ -198,6 +200,10 @@ func (n *Node) ID() uint64 { return n.id }
 
 // PeerAddr is the address the peer transport listens on.
 func (n *Node) PeerAddr() string { return n.tr.addr() }
+
+// PeerClient is a [Client] with this node's credentials (no Manage key:
+// status only).
+func (n *Node) PeerClient() *Client { return n.client }
 
 // Leader is the id of the leader this node knows of, 0 if none.
 func (n *Node) Leader() uint64 { return n.leader.Load() }
@@ -258,6 +264,7 @@ func (n *Node) Close() error {
 	<-n.loopDone
 	<-n.appendDone
 	<-n.applyDone
+	n.client.CloseIdleConnections()
 	return errors.Join(n.tr.close(), n.state.close(), n.logs.close())
 }
 

@@ -22,10 +22,10 @@ func TestRestartWithOldPeersFindsAddedMember(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	if err := ChangeMembers(ctx, c.peers[2], MemberChange{Op: "add", ID: 4, Addr: peers[4]}); err != nil {
+	if err := c.client().ChangeMembers(ctx, c.peers[2], MemberChange{Op: "add", ID: 4, Addr: peers[4]}); err != nil {
 		t.Fatalf("adding node 4: %v", err)
 	}
-	if err := ChangeMembers(ctx, peers[4], MemberChange{Op: "remove", ID: 1}); err != nil {
+	if err := c.client().ChangeMembers(ctx, peers[4], MemberChange{Op: "remove", ID: 1}); err != nil {
 		t.Fatalf("removing node 1: %v", err)
 	}
 	c.stop(1)

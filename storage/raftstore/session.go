@@ -108,6 +108,9 @@ func (s *Session) Apply(b *storage.Batch) error {
 	if err != nil {
 		return err
 	}
+	if len(enc) > MaxBatchBytes {
+		return fmt.Errorf("raftstore: a batch of %d bytes is more than a Raft entry may carry (%d); nothing was written", len(enc), MaxBatchBytes)
+	}
 	p := &proposal{enc: enc, done: make(chan error, 1)}
 	if err := s.n.enqueue(s, p); err != nil {
 		return err

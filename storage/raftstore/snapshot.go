@@ -66,7 +66,7 @@ func (t *httpTransport) postSnapshot(p *peer, m pb.Message, checkpoint func(dir 
 	}
 	req.Header.Set(headerFrom, strconv.FormatUint(t.id, 10))
 	req.Header.Set(headerTo, strconv.FormatUint(m.To, 10))
-	resp, err := t.client.Do(req)
+	resp, err := p.client.Do(req)
 	pr.CloseWithError(errors.New("request done"))
 	if err != nil {
 		return err
@@ -128,12 +128,19 @@ func addFile(tw *tar.Writer, dir, name string) error {
 	return err
 }
 
-// serveSnapshot receives a snapshot: one at a time, written and synced to
-// a scratch directory before the node sees it.
+// serveSnapshot receives a snapshot: one at a time, only from the leader
+// this node follows, written and synced to a scratch directory before the
+// node sees it.
 func (t *httpTransport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
-	from, err := t.checkHeaders(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	from, ok := t.checkSender(w, r)
+	if !ok {
+		return
+	}
+	// Only a leader sends snapshots, and this node hears from its leader
+	// (an append it could not take) before the leader decides to send one:
+	// anything else is refused before a byte of it reaches the disk.
+	if lead := t.h.following(); lead != from {
+		t.refuse(w, r, http.StatusConflict, fmt.Sprintf("node %d is not the leader this node follows (%d); snapshots come from the leader", from, lead))
 		return
 	}
 	t.mu.Lock()

@@ -1,11 +1,6 @@
 package raftstore
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"time"
 
@@ -79,6 +74,9 @@ func (n *Node) Status() Status {
 // status implements handler.
 func (n *Node) status() Status { return n.Status() }
 
+// following implements handler.
+func (n *Node) following() uint64 { return n.Leader() }
+
 func (n *Node) withShared(st Status) Status {
 	n.mu.Lock()
 	st.Serving = n.sess != nil
@@ -135,29 +133,6 @@ func (n *Node) loopStatus() Status {
 	}
 	sort.Slice(st.Members, func(i, j int) bool { return st.Members[i].ID < st.Members[j].ID })
 	return st
-}
-
-// FetchStatus asks the node whose peer transport listens at addr for its
-// status (what `omnibus cluster status` prints, and how a follower learns
-// the leader's client addresses).
-func FetchStatus(ctx context.Context, addr string) (Status, error) {
-	var st Status
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+pathStatus, nil)
-	if err != nil {
-		return st, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("%s: %s", addr, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
-		return st, fmt.Errorf("%s: %w", addr, err)
-	}
-	return st, nil
 }
 
 // LogFsyncLatency reports the fdatasyncs of the Raft log's segment files

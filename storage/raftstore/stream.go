@@ -2,12 +2,14 @@ package raftstore
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,7 +110,7 @@ func (l *lane) run() {
 		msgs = append(msgs[:0], first)
 		size := first.Size()
 	more:
-		for len(msgs) < 1024 && size < maxMsgBytes*4 {
+		for len(msgs) < 1024 && size < laneFrameBytes {
 			select {
 			case m := <-l.q:
 				msgs = append(msgs, m)
@@ -181,7 +183,7 @@ func (l *lane) connect(backoff *time.Duration) (s *stream, refused, ok bool) {
 	if refused {
 		p.t.h.gone(p.id)
 	}
-	if errors.Is(err, errRefused) && err.Error() != l.refusal {
+	if (errors.Is(err, errRefused) || isAuthRefusal(err)) && err.Error() != l.refusal {
 		l.refusal = err.Error() // said once, not at every redial
 		p.t.log.Warn("peer refused a stream", zap.Uint64("peer", p.id), zap.String("lane", l.name), zap.Error(err))
 	}
@@ -198,10 +200,18 @@ type stream struct {
 	dead chan struct{} // closed when the connection ended or fell silent
 }
 
-// open dials the peer and upgrades the connection to a stream.
+// open dials the peer (mutual TLS, when configured) and upgrades the
+// connection to a stream.
 func (p *peer) open(lane string) (*stream, error) {
 	addr := p.address()
-	conn, err := p.t.dialer.Dial("tcp", addr)
+	var conn net.Conn
+	var err error
+	if p.tls != nil {
+		d := tls.Dialer{NetDialer: &p.t.dialer, Config: p.tls} // the handshake within dialTimeout
+		conn, err = d.Dial("tcp", addr)
+	} else {
+		conn, err = p.t.dialer.Dial("tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +230,7 @@ func (p *peer) upgrade(conn net.Conn, addr, lane string) (*bufio.Reader, error) 
 	if err := conn.SetDeadline(time.Now().Add(writeTimeout)); err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequest(http.MethodGet, "http://"+addr+pathStream+"?lane="+lane, nil)
+	req, err := http.NewRequest(http.MethodGet, p.t.sec.scheme()+"://"+addr+pathStream+"?lane="+lane, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -299,9 +309,8 @@ func (in *inStream) closeLocked() {
 // serveStream upgrades a peer's request to a stream and reads its frames
 // until the stream ends.
 func (t *httpTransport) serveStream(w http.ResponseWriter, r *http.Request) {
-	from, err := t.checkHeaders(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	from, ok := t.checkSender(w, r)
+	if !ok {
 		return
 	}
 	lane := r.URL.Query().Get("lane")
@@ -361,7 +370,8 @@ func (t *httpTransport) readFrames(conn net.Conn, br *bufio.Reader, from uint64)
 			continue // a ping
 		}
 		if n > maxFrameBytes {
-			t.log.Warn("peer sent an oversized frame; closing its stream", zap.Uint64("peer", from), zap.Uint32("bytes", n))
+			t.log.Warn("peer sent a frame over the cap; closing its stream", zap.Uint64("peer", from),
+				zap.Uint32("bytes", n), zap.Int("cap", maxFrameBytes))
 			return
 		}
 		if n >= 1<<20 {
@@ -369,11 +379,8 @@ func (t *httpTransport) readFrames(conn net.Conn, br *bufio.Reader, from uint64)
 				return
 			}
 		}
-		if uint32(cap(data)) < n {
-			data = make([]byte, n)
-		}
-		data = data[:n]
-		if _, err := io.ReadFull(br, data); err != nil {
+		var err error
+		if data, err = readBody(br, data, int(n)); err != nil {
 			return
 		}
 		f, err := parseFrame(data) // copies what it keeps: data is reused
@@ -388,6 +395,28 @@ func (t *httpTransport) readFrames(conn net.Conn, br *bufio.Reader, from uint64)
 			data = nil
 		}
 	}
+}
+
+// readBody reads n bytes into buf (reused), which grows as they arrive,
+// doubling from a MiB, rather than to n at once: a frame's length alone
+// does not make this node allocate it.
+func readBody(r io.Reader, buf []byte, n int) ([]byte, error) {
+	if cap(buf) >= n {
+		buf = buf[:n]
+		_, err := io.ReadFull(r, buf)
+		return buf, err
+	}
+	buf = buf[:0]
+	for len(buf) < n {
+		step := min(n-len(buf), max(len(buf), 1<<20))
+		buf = slices.Grow(buf, step)
+		got, err := io.ReadFull(r, buf[len(buf):len(buf)+step])
+		buf = buf[:len(buf)+got]
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // keepAlive writes a byte to conn every pingAfter until stop is closed or

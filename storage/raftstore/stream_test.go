@@ -2,7 +2,9 @@ package raftstore
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -84,6 +86,7 @@ func TestStreamSilentPeerIsLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln = tls.NewListener(ln, testCreds(t, 2).ServerConfig(nil))
 	var accepted atomic.Int64
 	conns := make(chan net.Conn, 16)
 	go func() { // upgrades every stream, then neither reads nor writes
@@ -145,7 +148,7 @@ func TestStreamReconnectsAfterThePeerRestarts(t *testing.T) {
 		t.Fatalf("listen again on %s: %v", addr, err)
 	}
 	h2b := newCountingHandler(0)
-	startTransportOn(t, 2, h2b, ln, nil)
+	startTransportOn(t, 2, h2b, ln, tlsSecurity(t, 2), nil)
 	sendUntil(t, t1, 2, heartbeat(1, 2), "a heartbeat to the restarted peer", func() bool { return h2b.received.Load() > 0 })
 }
 
@@ -213,32 +216,49 @@ func TestStreamSilentSenderIsDropped(t *testing.T) {
 }
 
 // A stream request without the upgrade (curl, or an HTTP/2 client) gets
-// 426 and where to go; the status stays plain HTTP.
+// 426 and where to go; the status stays plain HTTP/1.1 or HTTP/2.
 func TestStreamNeedsTheUpgrade(t *testing.T) {
-	t2 := startTestTransport(t, 2, newCountingHandler(0), nil)
-	req, _ := http.NewRequest(http.MethodGet, "http://"+t2.addr()+pathStream+"?lane=ctl", nil)
-	req.Header.Set(headerFrom, "1")
-	req.Header.Set(headerTo, "2")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUpgradeRequired || resp.Header.Get("Upgrade") != streamProtocol {
-		t.Fatalf("stream without upgrade: %s, Upgrade %q", resp.Status, resp.Header.Get("Upgrade"))
-	}
-	h2c := newPeerClient()
-	resp, err = h2c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusUpgradeRequired {
-		t.Fatalf("stream over HTTP/2: %s %s", resp.Proto, resp.Status)
-	}
-	st, err := FetchStatus(t.Context(), t2.addr())
-	if err != nil || st.ID != 2 {
-		t.Fatalf("status: %+v, %v", st, err)
+	for _, secure := range []bool{true, false} {
+		t.Run(fmt.Sprintf("tls=%v", secure), func(t *testing.T) {
+			sec := peerSecurity{}
+			if secure {
+				sec = tlsSecurity(t, 2)
+			}
+			t2 := startTransportWith(t, 2, newCountingHandler(0), sec, nil)
+			req, _ := http.NewRequest(http.MethodGet, sec.scheme()+"://"+t2.addr()+pathStream+"?lane=ctl", nil)
+			req.Header.Set(headerFrom, "1")
+			req.Header.Set(headerTo, "2")
+			var h1 *http.Client
+			if secure {
+				h1 = &http.Client{Transport: &http.Transport{TLSClientConfig: testCreds(t, 1).ClientConfig(2)}}
+			} else {
+				h1 = http.DefaultClient
+			}
+			resp, err := h1.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUpgradeRequired || resp.Header.Get("Upgrade") != streamProtocol {
+				t.Fatalf("stream without upgrade: %s, Upgrade %q", resp.Status, resp.Header.Get("Upgrade"))
+			}
+			src := peerSecurity{}
+			if secure {
+				src = tlsSecurity(t, 1)
+			}
+			resp, err = src.newSnapshotClient(2).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusUpgradeRequired {
+				t.Fatalf("stream over HTTP/2: %s %s", resp.Proto, resp.Status)
+			}
+			st, err := NewClient(src.creds, nil).Status(t.Context(), t2.addr())
+			if err != nil || st.ID != 2 {
+				t.Fatalf("status: %+v, %v", st, err)
+			}
+		})
 	}
 }
 
@@ -259,7 +279,7 @@ func TestStreamRefusedByAnOlderNode(t *testing.T) {
 
 	core, logs := observer.New(zapcore.WarnLevel)
 	h1 := newCountingHandler(0)
-	t1 := startTestTransport(t, 1, h1, zap.New(core))
+	t1 := startTransportWith(t, 1, h1, peerSecurity{}, zap.New(core)) // the older node had no TLS
 	t1.setPeer(2, ln.Addr().String())
 	sendUntil(t, t1, 2, heartbeat(1, 2), "three refusals", func() bool { return h1.unreachables.Load() >= 3 })
 	if h1.gones.Load() != 0 {

@@ -50,6 +50,8 @@ type handler interface {
 	gone(id uint64)
 	// status is the node's status (served to `omnibus cluster status`).
 	status() Status
+	// following is the leader the node knows of (0: none).
+	following() uint64
 	// changeMembers adds or removes a member (`omnibus cluster add`,
 	// `remove`).
 	changeMembers(ctx context.Context, c MemberChange) error

@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -25,13 +26,15 @@ func BenchmarkTransport(b *testing.B) {
 		{"ctl-heartbeat", pb.MsgHeartbeat, 0, 0},
 		{"ctl-appresp", pb.MsgAppResp, 0, 0},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			m := pb.Message{Type: c.typ, From: 1, To: 2, Term: 7, Index: 1000, LogTerm: 7, Commit: 990}
-			for i := range c.ents {
-				m.Entries = append(m.Entries, pb.Entry{Term: 7, Index: uint64(1001 + i), Data: make([]byte, c.bytes/c.ents)})
-			}
-			benchTransport(b, m, 4)
-		})
+		for _, secure := range []bool{true, false} {
+			b.Run(fmt.Sprintf("%s/tls=%v", c.name, secure), func(b *testing.B) {
+				m := pb.Message{Type: c.typ, From: 1, To: 2, Term: 7, Index: 1000, LogTerm: 7, Commit: 990}
+				for i := range c.ents {
+					m.Entries = append(m.Entries, pb.Entry{Term: 7, Index: uint64(1001 + i), Data: make([]byte, c.bytes/c.ents)})
+				}
+				benchTransport(b, m, 4, secure)
+			})
+		}
 	}
 }
 
@@ -40,9 +43,13 @@ func BenchmarkTransport(b *testing.B) {
 // as they are in a loaded cluster (1.4 appends per frame on the leader's
 // appends lane, 2.5 acknowledgements per frame from a follower, measured
 // under omnibus bench); a large one would batch more than a cluster does.
-func benchTransport(b *testing.B, m pb.Message, window int) {
+func benchTransport(b *testing.B, m pb.Message, window int, secure bool) {
 	h1, h2 := newCountingHandler(0), newCountingHandler(window)
-	t1, t2 := startTestTransport(b, 1, h1, nil), startTestTransport(b, 2, h2, nil)
+	sec1, sec2 := peerSecurity{}, peerSecurity{}
+	if secure {
+		sec1, sec2 = tlsSecurity(b, 1), tlsSecurity(b, 2)
+	}
+	t1, t2 := startTransportWith(b, 1, h1, sec1, nil), startTransportWith(b, 2, h2, sec2, nil)
 	t1.setPeer(2, t2.addr())
 	t2.setPeer(1, t1.addr())
 	// Warm up: the streams are open and have carried a window's worth.

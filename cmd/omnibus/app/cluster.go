@@ -42,6 +42,11 @@ type ClusterOptions struct {
 	// raftstore's defaults (100 ms, 10 ticks).
 	TickInterval  time.Duration
 	ElectionTicks int
+	// JoinToken, for a node without a peer certificate, gets it one from
+	// the member that made the token (`omnibus cluster token`).
+	JoinToken string
+	// PeerInsecure runs the peer port on plain TCP, without certificates.
+	PeerInsecure bool
 }
 
 // DefaultMaxProxied is the default of ClusterOptions.MaxProxied.
@@ -125,7 +130,16 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 		}
 		cl.front[name] = &publicFront{name: name, l: l}
 	}
+	creds, err := peerCreds(c, cl.log)
+	if err != nil {
+		return nil, err
+	}
+	admin, err := manageCheck(o)
+	if err != nil {
+		return nil, err
+	}
 	cl.node, err = raftstore.Open(raftstore.Config{ID: c.NodeID, Peers: c.Peers, Join: c.Join, Dir: c.Dir,
+		TLS: creds, Insecure: c.PeerInsecure, Admin: admin,
 		ListenAddr: c.PeerListen, Logger: o.Logger.Named("raft"), TickInterval: c.TickInterval, ElectionTicks: c.ElectionTicks,
 		Store: pebblestore.Options{DiskReserve: o.DiskReserve, Repair: o.Repair}})
 	if err != nil {

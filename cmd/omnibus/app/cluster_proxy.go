@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/omnibusmq/omnibus/storage/raftstore"
 )
 
 // proxyDialTimeout bounds a follower's dial of the leader's listener.
@@ -130,7 +128,7 @@ func (p *proxier) clientAddr(id uint64, front string) (string, error) {
 			return "", fmt.Errorf("no address for member %d", id)
 		}
 		ctx, cancel := context.WithTimeout(p.cl.ctx, proxyDialTimeout)
-		st, err := raftstore.FetchStatus(ctx, peer)
+		st, err := p.cl.node.PeerClient().Status(ctx, peer)
 		cancel()
 		if err != nil {
 			return "", err

@@ -11,6 +11,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/omnibusmq/omnibus/storage/raftstore"
+	"github.com/omnibusmq/omnibus/storage/raftstore/peertls"
 )
 
 // freeAddr returns a loopback address nothing listened on a moment ago.
@@ -31,8 +34,10 @@ func startTestCluster(t *testing.T) map[uint64]*Cluster {
 	return startTestClusterWith(t, nil)
 }
 
-// startTestClusterWith starts three cluster nodes in this process; edit,
-// if set, changes each node's options (listeners are on loopback ports,
+// startTestClusterWith starts three cluster nodes in this process, the
+// way an operator does: `omnibus cluster init` for node 1, which is
+// started first, then join tokens from it for nodes 2 and 3. Edit, if
+// set, changes each node's options (listeners are on loopback ports,
 // AMQPS and HTTPS off, unless edit turns them on).
 func startTestClusterWith(t *testing.T, edit func(*Options)) map[uint64]*Cluster {
 	t.Helper()
@@ -45,23 +50,39 @@ func startTestClusterWith(t *testing.T, edit func(*Options)) map[uint64]*Cluster
 		peers[id] = freeAddr(t)
 	}
 	nodes := map[uint64]*Cluster{}
-	for id := range peers {
-		o := Options{DataDir: filepath.Join(t.TempDir(), fmt.Sprint(id)), ConfigPath: cfg,
-			AMQPAddr: "127.0.0.1:0", AMQPSAddr: "-", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Logger: zaptest.NewLogger(t).Named(fmt.Sprint("n", id))}
-		if edit != nil {
-			edit(&o)
-		}
-		c, err := StartCluster(o, ClusterOptions{NodeID: id, Peers: peers, TickInterval: 50 * time.Millisecond, ElectionTicks: 30})
-		if err != nil {
-			t.Fatalf("StartCluster %d: %v", id, err)
-		}
-		nodes[id] = c
-	}
 	t.Cleanup(func() {
 		for _, c := range nodes {
 			c.Shutdown(context.Background())
 		}
 	})
+	var admin *raftstore.Client
+	for id := uint64(1); id <= 3; id++ {
+		o := Options{DataDir: filepath.Join(t.TempDir(), fmt.Sprint(id)), ConfigPath: cfg,
+			AMQPAddr: "127.0.0.1:0", AMQPSAddr: "-", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Logger: zaptest.NewLogger(t).Named(fmt.Sprint("n", id))}
+		if edit != nil {
+			edit(&o)
+		}
+		co := ClusterOptions{NodeID: id, Peers: peers, TickInterval: 50 * time.Millisecond, ElectionTicks: 30}
+		if id == 1 {
+			creds, err := peertls.Init(PeerTLSDir(filepath.Join(o.DataDir, "cluster")), 1, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			admin = raftstore.NewClient(creds, AdminToken(DefaultKeyName, DefaultKey))
+			t.Cleanup(admin.CloseIdleConnections)
+		} else {
+			tok, err := admin.JoinToken(t.Context(), peers[1], id, 0)
+			if err != nil {
+				t.Fatalf("a join token for node %d: %v", id, err)
+			}
+			co.JoinToken = tok
+		}
+		c, err := StartCluster(o, co)
+		if err != nil {
+			t.Fatalf("StartCluster %d: %v", id, err)
+		}
+		nodes[id] = c
+	}
 	return nodes
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/omnibusmq/omnibus/storage/raftstore"
+	"github.com/omnibusmq/omnibus/storage/raftstore/peertls"
 )
 
 // queueName is the queue the soak loads. Its deliveries never run out
@@ -35,8 +36,10 @@ type node struct {
 	args    []string
 	amqp    string // its AMQP listener
 	peer    string // its peer transport
+	data    string // its data directory
 	logPath string
 	log     *os.File
+	client  *raftstore.Client // asks for its status (startAll sets it)
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -76,8 +79,9 @@ func newNodes(c *Config, nw *network, dir, key string, count int) ([]*node, erro
 		nodes[i] = n
 	}
 	for _, n := range nodes {
+		n.data = filepath.Join(dir, fmt.Sprintf("node%d", n.id))
 		n.args = []string{"serve", "--node-id", fmt.Sprint(n.id), "--peers", strings.Join(peers, ","),
-			"--data", filepath.Join(dir, fmt.Sprintf("node%d", n.id)), "--config", cfg,
+			"--data", n.data, "--config", cfg,
 			"--amqp-addr", n.amqp, "--amqps-addr", "-", "--http-addr", "-", "--https-addr", "-",
 			// Metrics on (the default for a node), on a port of their own
 			// per node: the default one would be taken by the first.
@@ -91,6 +95,49 @@ func newNodes(c *Config, nw *network, dir, key string, count int) ([]*node, erro
 		}
 	}
 	return nodes, nil
+}
+
+// startAll starts the cluster the way an operator sets up a secure one
+// (mutual TLS on the peer ports): `omnibus cluster init` makes the CA and
+// node 1's certificate, node 1 starts, and `omnibus cluster token` on it
+// makes a join token for each other node, which that node's first start
+// trades for its certificate (a restart, with the same flags, does not
+// use it again).
+func startAll(nodes []*node, key string, timeout time.Duration) error {
+	first := nodes[0]
+	if out, err := exec.Command(first.bin, "cluster", "init", "--node-id", fmt.Sprint(first.id), "--data", first.data).CombinedOutput(); err != nil {
+		return fmt.Errorf("omnibus cluster init: %v: %s", err, out)
+	}
+	creds, err := peertls.Load(filepath.Join(first.data, "cluster", "tls"))
+	if err != nil {
+		return err
+	}
+	client := raftstore.NewClient(creds, nil)
+	for _, n := range nodes {
+		n.client = client
+	}
+	if err := first.start(); err != nil {
+		return err
+	}
+	for _, n := range nodes[1:] {
+		deadline := time.Now().Add(timeout)
+		for {
+			out, err := exec.Command(first.bin, "cluster", "token", "--addr", first.peer, "--node-id", fmt.Sprint(n.id),
+				"--data", first.data, "--key-name", keyName, "--key", key).Output()
+			if err == nil {
+				n.args = append(n.args, "--join-token", strings.TrimSpace(string(out)))
+				break
+			}
+			if time.Now().After(deadline) || !first.running() {
+				return fmt.Errorf("omnibus cluster token for node %d: %v", n.id, err)
+			}
+			time.Sleep(50 * time.Millisecond) // node 1 is starting
+		}
+		if err := n.start(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // start runs the node's process; it does not wait for it to be ready.
@@ -152,7 +199,7 @@ func (n *node) freeze(on bool) error {
 func (n *node) status(timeout time.Duration) (raftstore.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return raftstore.FetchStatus(ctx, n.peer)
+	return n.client.Status(ctx, n.peer)
 }
 
 // serving finds the node that serves clients now, if any: among those

@@ -74,9 +74,9 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	}()
 	for _, n := range nodes {
 		res.LogPaths = append(res.LogPaths, n.logPath)
-		if err := n.start(); err != nil {
-			return nil, err
-		}
+	}
+	if err := startAll(nodes, key, c.ReadyTimeout); err != nil {
+		return nil, err
 	}
 	addrs := make([]string, len(nodes))
 	for i, n := range nodes {
