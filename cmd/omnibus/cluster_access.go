@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
@@ -111,6 +112,10 @@ func runClusterToken(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	tok, err := c.JoinToken(ctx, *addr, *id, *ttl)
+	for errors.Is(err, syscall.ECONNREFUSED) && ctx.Err() == nil { // the member is starting
+		time.Sleep(100 * time.Millisecond)
+		tok, err = c.JoinToken(ctx, *addr, *id, *ttl)
+	}
 	if err != nil {
 		return fmt.Errorf("cluster token: %w", err)
 	}

@@ -120,19 +120,16 @@ func startAll(nodes []*node, key string, timeout time.Duration) error {
 		return err
 	}
 	for _, n := range nodes[1:] {
-		deadline := time.Now().Add(timeout)
-		for {
-			out, err := exec.Command(first.bin, "cluster", "token", "--addr", first.peer, "--node-id", fmt.Sprint(n.id),
-				"--data", first.data, "--key-name", keyName, "--key", key).Output()
-			if err == nil {
-				n.args = append(n.args, "--join-token", strings.TrimSpace(string(out)))
-				break
+		out, err := exec.Command(first.bin, "cluster", "token", "--addr", first.peer, "--node-id", fmt.Sprint(n.id),
+			"--data", first.data, "--key-name", keyName, "--key", key, "--timeout", timeout.String()).Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
 			}
-			if time.Now().After(deadline) || !first.running() {
-				return fmt.Errorf("omnibus cluster token for node %d: %v", n.id, err)
-			}
-			time.Sleep(50 * time.Millisecond) // node 1 is starting
+			return fmt.Errorf("omnibus cluster token for node %d: %v: %s", n.id, err, stderr)
 		}
+		n.args = append(n.args, "--join-token", strings.TrimSpace(string(out)))
 		if err := n.start(); err != nil {
 			return err
 		}

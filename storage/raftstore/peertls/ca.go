@@ -54,7 +54,9 @@ func NewCA(now time.Time) (*CA, error) {
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-		MaxPathLenZero:        true, // it signs node certificates only
+		// It signs node certificates, and, when the CA is rotated, its
+		// successor's cross-certificate (which signs node certificates only).
+		MaxPathLen: 1,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
@@ -149,10 +151,13 @@ func NodeID(cert *x509.Certificate) (uint64, error) {
 	return id, nil
 }
 
-// Fingerprint is the SHA-256 of a certificate, hex: what a join token
-// carries of the CA, so that the joiner knows whom it talks to.
+// Fingerprint is the SHA-256 of a certificate's public key
+// (SubjectPublicKeyInfo), hex: what a join token carries of the CA, so
+// that the joiner knows whom it talks to. It is the key's, not the
+// certificate's: a CA's own certificate and one cross-signed for it
+// while the CA is rotated have the same.
 func Fingerprint(cert *x509.Certificate) string {
-	sum := sha256.Sum256(cert.Raw)
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
 	return hex.EncodeToString(sum[:])
 }
 
