@@ -115,6 +115,16 @@ func newTestCluster(t testing.TB, size int, mem bool, tune func(*Config)) *testC
 // start opens node id (again, after stop).
 func (c *testCluster) start(id uint64) *Node {
 	c.t.Helper()
+	if c.net == nil && c.creds[id] == nil { // a cluster built by hand: its CA and certificates now
+		if c.ca == nil {
+			ca, err := peertls.NewCA(time.Now())
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			c.ca, c.creds = ca, map[uint64]*peertls.Creds{}
+		}
+		c.creds[id] = newTestCreds(c.t, c.ca, id)
+	}
 	cfg := Config{ID: id, Peers: c.peers, Dir: c.dirs[id], TLS: c.creds[id], Admin: testAdmin,
 		Logger:       zaptest.NewLogger(c.t).Named(fmt.Sprint("n", id)),
 		Store:        pebblestore.Options{LazySyncDelay: 50 * time.Millisecond},
