@@ -137,7 +137,11 @@ public final class Broker {
         if (level != null && !level.isEmpty()) {
             cmd.addAll(List.of("--log-level", level));
         }
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
+        ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true);
+        // The harness's own settings name no flag of the broker, which
+        // would warn about them.
+        pb.environment().keySet().removeIf(k -> k.startsWith("OMNIBUS_JAVATEST"));
+        Process p = pb.start();
         RUNNING.add(p);
         Broker b = new Broker(p, dir, host, amqp, amqpsPort, http, https, run.caPath);
         CompletableFuture<Void> ready = new CompletableFuture<>();
