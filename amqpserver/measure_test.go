@@ -235,7 +235,10 @@ func (p *rawPeer) sendUnfinished(size, frameSize int) {
 // connection may only send small frames, after a login frames of the
 // advertised size; either way a 95 MB delivery left unfinished costs the
 // server almost nothing. (Before the cap, 5 such deliveries took the RSS
-// from 54 MB to 1.04 GB.) Memory is logged, not asserted.
+// from 54 MB to 1.04 GB.) What the server's heap holds for them after a GC
+// is bounded far below what a server keeping the bytes would hold (all of
+// them: 950 MiB, or 100 MiB under -race); so is the peak RSS, without
+// -race (whose runtime pads memory on its own).
 func TestUnfinishedCBSDeliveriesHoldLittle(t *testing.T) {
 	const n = 5
 	size := 95 << 20
@@ -255,4 +258,21 @@ func TestUnfinishedCBSDeliveriesHoldLittle(t *testing.T) {
 	t.Logf("before:                                                 %v", before)
 	t.Logf("%d anonymous connections, %d MiB each unfinished on $cbs: %v", n, size>>20, anon)
 	t.Logf("and %d logged-in connections, %d MiB each:               %v", n, size>>20, plain)
+	sent := int64(2 * n * size)
+	if held := plain.heapInuse - before.heapInuse; held > unfinishedHeapBound {
+		t.Errorf("the heap holds %.1f MiB more after %d unfinished $cbs deliveries (%.0f MiB sent), want at most %.0f MiB",
+			mib(held), 2*n, mib(sent), mib(unfinishedHeapBound))
+	}
+	if before.rss > 0 && !raceEnabled {
+		if grew := plain.hwm - before.rss; grew > sent/4 {
+			t.Errorf("the peak RSS grew by %.1f MiB for %.0f MiB of unfinished $cbs deliveries, want at most a quarter of them",
+				mib(grew), mib(sent))
+		}
+	}
 }
+
+// unfinishedHeapBound is what TestUnfinishedCBSDeliveriesHoldLittle lets
+// the server's heap grow by: its 10 connections with their sessions and
+// links, and each unfinished delivery's first MaxCBSMessageSize bytes,
+// take well under 1 MiB.
+const unfinishedHeapBound = 16 << 20
