@@ -386,6 +386,11 @@ func (d *diskTest) restartAndCheck() {
 	t.Logf("after the restart: %d messages, %d completed before; none of the %d acknowledged lost", len(got), len(d.completed), len(d.acked))
 }
 
+// requireRootTestsEnv names the environment variable that turns a skip
+// for want of root into a failure. .ci/run sets it to 1: CI runs as root,
+// so a test that skips there has silently stopped testing.
+const requireRootTestsEnv = "OMNIBUS_REQUIRE_ROOT_TESTS"
+
 // mountTmpfs mounts a tmpfs of the given size (mount's syntax: 64m) for
 // the test and returns its directory.
 func mountTmpfs(t *testing.T, size string) string {
@@ -396,8 +401,12 @@ func mountTmpfs(t *testing.T, size string) string {
 	}
 	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput()
 	if err != nil {
-		t.Skipf("this test fills a real small file system: mounting a %s tmpfs failed (%v: %s); it needs root, as CI runs",
+		why := fmt.Sprintf("this test fills a real small file system: mounting a %s tmpfs failed (%v: %s); it needs root",
 			size, err, bytes.TrimSpace(out))
+		if os.Getenv(requireRootTestsEnv) == "1" {
+			t.Fatalf("%s, and %s=1 says this machine has it (CI runs as root: .ci/run sets it)", why, requireRootTestsEnv)
+		}
+		t.Skipf("%s, as CI has (where %s=1 makes this skip a failure)", why, requireRootTestsEnv)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
