@@ -41,17 +41,24 @@ final class ChildJvm implements AutoCloseable {
         t.start();
     }
 
-    /** Starts main (a class with a main method) with args. */
+    /** Starts main (a class with a main method) with args, trusting omnibus's CA. */
     static ChildJvm start(Class<?> main, String... args) throws IOException {
+        return start(true, main, args);
+    }
+
+    /** Starts main with args; with trust false, the JVM keeps the JDK's own CAs only. */
+    static ChildJvm start(boolean trust, Class<?> main, String... args) throws IOException {
         // Surefire starts its JVM from a manifest-only jar; it keeps the
         // test classpath itself in surefire.test.class.path.
         String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
         List<String> cmd = new ArrayList<>(List.of(
             Paths.get(System.getProperty("java.home"), "bin", "java").toString(),
-            "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp,
-            "-Djavax.net.ssl.trustStore=" + System.getProperty("javax.net.ssl.trustStore", ""),
-            "-Djavax.net.ssl.trustStorePassword=changeit", "-Djavax.net.ssl.trustStoreType=PKCS12",
-            main.getName()));
+            "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp));
+        if (trust) {
+            cmd.addAll(List.of("-Djavax.net.ssl.trustStore=" + System.getProperty("javax.net.ssl.trustStore", ""),
+                "-Djavax.net.ssl.trustStorePassword=changeit", "-Djavax.net.ssl.trustStoreType=PKCS12"));
+        }
+        cmd.add(main.getName());
         cmd.addAll(List.of(args));
         return new ChildJvm(new ProcessBuilder(cmd).redirectErrorStream(true).start());
     }

@@ -1,6 +1,7 @@
 package omnibus;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.azure.core.amqp.AmqpTransportType;
 import com.azure.messaging.servicebus.ServiceBusClientBuilder;
@@ -8,7 +9,9 @@ import com.azure.messaging.servicebus.ServiceBusMessage;
 import com.azure.messaging.servicebus.ServiceBusReceivedMessage;
 import com.azure.messaging.servicebus.ServiceBusReceiverClient;
 import com.azure.messaging.servicebus.ServiceBusSenderClient;
+import java.time.Duration;
 import java.util.List;
+import omnibus.child.SendOnce;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -28,7 +31,8 @@ class ConnectTest {
         .queue("amqps")
         .queue("amqps-custom")
         .queue("wss")
-        .queue("wss-custom"));
+        .queue("wss-custom")
+        .queue("untrusted"));
 
     @Test
     void emulatorConnectionString() {
@@ -73,6 +77,25 @@ class ConnectTest {
             .customEndpointAddress("https://" + b.host + ":" + b.httpsPort)
             .transportType(AmqpTransportType.AMQP_WEB_SOCKETS)
             .retryOptions(Broker.RETRY), "wss-custom");
+    }
+
+    @Test
+    void aJvmThatDoesNotTrustTheCaIsRefusedAndOneThatDoesConnects() throws Exception {
+        // A JVM of its own: the trust store is read once per JVM.
+        Broker b = omnibus.broker();
+        String cs = b.tlsConnectionString(b.amqpsPort);
+        try (ChildJvm untrusting = ChildJvm.start(false, SendOnce.class, cs, "untrusted")) {
+            // The SDK reports a timeout; proton-j logs why (JUL, stderr).
+            untrusting.await("failed", Duration.ofSeconds(40));
+            assertTrue(untrusting.output().contains("PKIX path building failed"),
+                "without the CA the TLS handshake fails on the certificate: " + untrusting.output());
+        }
+        try (ChildJvm trusting = ChildJvm.start(true, SendOnce.class, cs, "untrusted")) {
+            trusting.await("sent", Duration.ofSeconds(40));
+        }
+        try (ServiceBusReceiverClient r = b.client().receiver().queueName("untrusted").buildClient()) {
+            assertEquals(List.of("from a child JVM"), Receive.bodies(Receive.n(r, 1)), "only the trusting JVM's");
+        }
     }
 
     /** Sends, receives and completes one message, then checks the queue is empty. */
