@@ -38,7 +38,9 @@ class SessionTest {
         .queue("fifo", SESSIONS)
         .queue("state", SESSIONS)
         .queue("locked", SESSIONS)
-        .queue("processor", SESSIONS));
+        .queue("processor", SESSIONS)
+        .queue("session-renew", Map.of("RequiresSession", true, "LockDuration", "PT5S"))
+        .topic("session-topic", Entities.subscription("by-session", SESSIONS)));
 
     @Test
     void sessionReceiverGetsEachSessionInOrder() {
@@ -125,6 +127,51 @@ class SessionTest {
         } finally {
             one.close();
             two.close();
+        }
+    }
+
+    @Test
+    void aSubscriptionWithSessionsHandsOutEachSession() {
+        ServiceBusClientBuilder b = omnibus.broker().client();
+        try (ServiceBusSenderClient sender = b.sender().topicName("session-topic").buildClient()) {
+            sender.sendMessage(new ServiceBusMessage("t1").setSessionId("tenant-1"));
+            sender.sendMessage(new ServiceBusMessage("t2").setSessionId("tenant-2"));
+            sender.sendMessage(new ServiceBusMessage("t1 again").setSessionId("tenant-1"));
+        }
+        ServiceBusSessionReceiverClient sessions = b.sessionReceiver().topicName("session-topic")
+            .subscriptionName("by-session").buildClient();
+        try {
+            try (ServiceBusReceiverClient r = sessions.acceptSession("tenant-1")) {
+                List<ServiceBusReceivedMessage> got = Receive.n(r, 2);
+                assertEquals(List.of("t1", "t1 again"), Receive.bodies(got));
+                got.forEach(r::complete);
+            }
+            try (ServiceBusReceiverClient r = sessions.acceptNextSession()) {
+                assertEquals("tenant-2", r.getSessionId());
+                r.complete(Receive.n(r, 1).get(0));
+            }
+        } finally {
+            sessions.close();
+        }
+    }
+
+    @Test
+    void theSessionLockIsRenewedPastItsDuration() throws Exception {
+        ServiceBusClientBuilder b = omnibus.broker().client();
+        try (ServiceBusSenderClient sender = b.sender().queueName("session-renew").buildClient()) {
+            sender.sendMessage(new ServiceBusMessage("first").setSessionId("long"));
+            sender.sendMessage(new ServiceBusMessage("second").setSessionId("long"));
+        }
+        ServiceBusSessionReceiverClient sessions = b.sessionReceiver().queueName("session-renew")
+            .maxAutoLockRenewDuration(Duration.ofSeconds(30)).buildClient();
+        try (ServiceBusReceiverClient r = sessions.acceptSession("long")) {
+            r.complete(Receive.n(r, 1).get(0));
+            Thread.sleep(7_000); // past the 5 s session lock: only renewals keep it
+            List<ServiceBusReceivedMessage> got = Receive.n(r, 1);
+            assertEquals(List.of("second"), Receive.bodies(got), "the session is still this receiver's");
+            r.complete(got.get(0));
+        } finally {
+            sessions.close();
         }
     }
 
