@@ -224,8 +224,11 @@ func (l *link) discharge(p *partial, id []byte, fail bool) {
 
 // txnFailure is the error of a discharge whose commit failed.
 func txnFailure(err error) *frames.Error {
-	if core.CodeOf(err) == core.CodeTimeout {
+	switch core.CodeOf(err) {
+	case core.CodeTimeout:
 		return errorf(condTxnTimeout, "%s", description(err))
+	case core.CodeOutcomeUnknown: // not rolled back: it may have committed
+		return amqpError(err)
 	}
 	e := amqpError(err)
 	return &frames.Error{Condition: condTxnRollback,

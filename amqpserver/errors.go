@@ -51,6 +51,11 @@ var codeTable = map[core.Code]condition{
 	core.CodeRuleNotFound:      {frames.CondNotFound, 404},
 	core.CodeConflict:          {frames.CondPreconditionFailed, 412},
 	core.CodeServerBusy:        {condServerBusy, 503},
+	// The disk failed under the write, so whether it was done is unknown:
+	// Service Bus's ServiceTimeout ("might or might not have successfully
+	// completed the request"), which the Go, JS and .NET SDKs retry
+	// (cmd/omnibus/README.md, Failure behaviour).
+	core.CodeOutcomeUnknown: {condTimeout, 408},
 }
 
 // conditionOf returns the table row for err. SAS refusals are

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,48 @@ func TestSDKSendOnAFullDisk(t *testing.T) {
 	}
 	if err := env.Broker.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A send whose write the disk failed under, so that whether it is stored
+// is unknown: the broker answers com.microsoft:timeout (Service Bus's
+// ServiceTimeout, "might or might not have successfully completed"), which
+// the Go SDK retries (RecoveryKindNone); the retry stores it. Without
+// retries the client sees the condition itself.
+func TestSDKSendWhoseOutcomeIsUnknown(t *testing.T) {
+	env, fs := coretest.NewFault(t)
+	addr := serveFaultBroker(t, env)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	cs := "Endpoint=sb://" + addr + ";SharedAccessKeyName=" + testKeyName + ";SharedAccessKey=" + testKey + ";UseDevelopmentEmulator=true"
+	unknown := fmt.Errorf("test disk: %w: %w", storage.ErrUnavailable, storage.ErrOutcomeUnknown)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for _, retries := range []int32{-1, 3} {
+		client, err := azservicebus.NewClientFromConnectionString(cs, &azservicebus.ClientOptions{
+			RetryOptions: azservicebus.RetryOptions{MaxRetries: retries, RetryDelay: 5 * time.Millisecond, MaxRetryDelay: 20 * time.Millisecond},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close(context.Background())
+		snd, err := client.NewSender("q", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.FailApplies(0, 1, unknown)
+		err = snd.SendMessage(ctx, &azservicebus.Message{Body: []byte("m")}, nil)
+		// The SDK reports it as its own timeout error, the AMQP error's
+		// text inside.
+		switch {
+		case retries < 0 && (err == nil || !strings.Contains(err.Error(), "Condition: com.microsoft:timeout")):
+			t.Fatalf("send whose outcome is unknown, no retries: %v, want com.microsoft:timeout", err)
+		case retries > 0 && err != nil:
+			t.Fatalf("send whose outcome is unknown, with the SDK's retries: %v, want it stored by a retry", err)
+		}
+		fs.Heal()
+	}
+	if c := env.MustCounts(t, "q"); c.Total != 1 {
+		t.Fatalf("counts %+v: want the one message the SDK's retry stored", c)
 	}
 }
 

@@ -26,6 +26,7 @@ const (
 	CodeRuleNotFound                  // the named rule does not exist
 	CodeConflict                      // a concurrent change won (update of a changed entity)
 	CodeServerBusy                    // the broker cannot take the operation now (storage fault); retry later
+	CodeOutcomeUnknown                // the disk failed under the write: it may or may not be stored; retry
 )
 
 var codeNames = [...]string{
@@ -44,6 +45,7 @@ var codeNames = [...]string{
 	CodeRuleNotFound:      "rule not found",
 	CodeConflict:          "conflict",
 	CodeServerBusy:        "server busy",
+	CodeOutcomeUnknown:    "outcome unknown",
 }
 
 func (c Code) String() string {
@@ -97,6 +99,7 @@ var (
 	ErrEntityDisabled    = &Error{Code: CodeEntityDisabled}
 	ErrRuleNotFound      = &Error{Code: CodeRuleNotFound}
 	ErrServerBusy        = &Error{Code: CodeServerBusy}
+	ErrOutcomeUnknown    = &Error{Code: CodeOutcomeUnknown}
 	ErrClosed            = &Error{Code: CodeInternal, Msg: "broker closed"}
 )
 

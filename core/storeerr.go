@@ -14,6 +14,11 @@ import (
 // The store reports a fault with an error wrapping one of storage's
 // sentinels. The core turns them into its own codes here, in one place:
 //
+//	storage.ErrOutcomeUnknown → CodeOutcomeUnknown: the disk failed while
+//	    the write was being committed, so it may or may not be stored (the
+//	    AMQP front answers Service Bus's ServiceTimeout for it, whose
+//	    outcome is documented as unknown; a retried send may be stored
+//	    twice)
 //	storage.ErrNoSpace, storage.ErrUnavailable  → CodeServerBusy: nothing
 //	    was written, the caller may retry once the disk recovers (Service
 //	    Bus's server-busy, which every SDK retries with back-off)
@@ -35,6 +40,10 @@ func storeError(err error) error {
 		return err
 	}
 	switch {
+	case errors.Is(err, storage.ErrOutcomeUnknown):
+		return &Error{Code: CodeOutcomeUnknown, cause: err,
+			Msg: "The operation did not complete: the server's disk failed while storing it, so it may or may not have been stored. " +
+				"Retrying may store a message twice. (" + err.Error() + ")"}
 	case errors.Is(err, storage.ErrNoSpace):
 		return &Error{Code: CodeServerBusy, cause: err,
 			Msg: "The server is busy: its data disk has no space left, so nothing was written. Please retry later. (" + err.Error() + ")"}

@@ -124,6 +124,7 @@ func TestStoreErrorCodes(t *testing.T) {
 	}{
 		{fmt.Errorf("disk: %w", storage.ErrNoSpace), CodeServerBusy},
 		{fmt.Errorf("disk: %w", storage.ErrUnavailable), CodeServerBusy},
+		{fmt.Errorf("disk: %w: %w", storage.ErrUnavailable, storage.ErrOutcomeUnknown), CodeOutcomeUnknown},
 		{fmt.Errorf("disk: %w", storage.ErrCorrupt), CodeInternal},
 		{errors.New("something else"), CodeInternal},
 		{ErrLockLost, CodeLockLost},

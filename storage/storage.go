@@ -24,10 +24,12 @@
 //     dead-letter queue) is still applied as long as the store can write at
 //     all. Writes are accepted again by themselves once space returns.
 //   - If the disk fails under a batch already being committed, Apply may
-//     return an error wrapping ErrUnavailable without knowing whether the
-//     batch reached the disk. The store then refuses every later write
-//     until it is reopened, so nothing can build on that unknown outcome;
-//     after reopening, the batch is wholly present or wholly absent.
+//     return an error wrapping ErrUnavailable and [ErrOutcomeUnknown]
+//     without knowing whether the batch reached the disk; it returns
+//     rather than wait on a disk that may never answer. The store then
+//     refuses every later write until it is reopened, so nothing can build
+//     on that unknown outcome; after reopening, the batch is wholly present
+//     or wholly absent.
 //   - Get and Scan return an error wrapping [ErrCorrupt] for a value that
 //     cannot be read back intact (naming the damaged file where the store
 //     knows it), and ErrUnavailable when the disk fails them. A damaged
@@ -55,6 +57,12 @@ var ErrNoSpace = errors.New("storage: no space left")
 // the disk (an I/O error, a read-only file system) keeps the store from
 // doing it. Nothing of a refused batch was applied.
 var ErrUnavailable = errors.New("storage: unavailable")
+
+// ErrOutcomeUnknown is wrapped, with ErrUnavailable, by the error Apply
+// returns when the disk failed while the batch was being committed: the
+// batch may be durable or not, and which one is known only once the store
+// is reopened. A caller that retries it may apply it twice.
+var ErrOutcomeUnknown = errors.New("storage: outcome unknown")
 
 // ErrCorrupt is wrapped by the error a read returns when a stored value
 // cannot be read back intact (a damaged or truncated file), and by the

@@ -31,6 +31,13 @@ const (
 // A failed fsync of a file Pebble cannot do without is not retried (after
 // a failed fsync the kernel may have dropped the data it could not write):
 // it parks, and the store refuses writes until it is restarted.
+//
+// The commits in flight when the disk fails would wait with the write that
+// failed, for good after a failed fsync, until an administrator acts after
+// a file system turned read-only. So their callers are released (see
+// release and Store.commitWatched) and answered that whether their batch
+// reached the disk is unknown. Only a full disk keeps them waiting: space
+// comes back by itself, and with it the true answer.
 type faults struct {
 	// calm is set while nothing below is wrong (no blocked write, no
 	// fatal state, no failing flush): the check every Apply makes.
@@ -64,6 +71,12 @@ type faults struct {
 	// events is closed and replaced after every change of state, for
 	// those who wait on the state with a select (Open, Close).
 	events chan struct{}
+	// release is closed while the commits in flight cannot be expected to
+	// finish: fatal is set, the store abandoned Pebble, or a write commits
+	// wait on is failing for another reason than a full disk. It is
+	// replaced by an open channel when that clears (never after fatal or
+	// abandon). Its pointer is read without mu.
+	release atomic.Pointer[chan struct{}]
 	// changed is called, without mu, after the state changed.
 	changed func()
 }
@@ -92,6 +105,8 @@ type blockedOp struct {
 func newFaults() *faults {
 	f := &faults{blocked: map[uint64]*blockedOp{}, wake: make(chan struct{}), events: make(chan struct{})}
 	f.calm.Store(true)
+	open := make(chan struct{})
+	f.release.Store(&open)
 	return f
 }
 
@@ -100,6 +115,7 @@ func newFaults() *faults {
 func (f *faults) notify() {
 	f.mu.Lock()
 	f.calm.Store(f.fatal == nil && len(f.blocked) == 0 && f.flushErr == nil)
+	f.updateReleaseLocked()
 	close(f.events)
 	f.events = make(chan struct{})
 	f.mu.Unlock()
@@ -228,6 +244,59 @@ func (f *faults) setFatal(err error) {
 	f.notify()
 }
 
+// releaseC returns the channel closed while the callers of commits in
+// flight are released (see faults.release).
+func (f *faults) releaseC() <-chan struct{} { return *f.release.Load() }
+
+// updateReleaseLocked closes or replaces release for the present state.
+func (f *faults) updateReleaseLocked() {
+	cur := *f.release.Load()
+	closed := false
+	select {
+	case <-cur:
+		closed = true
+	default:
+	}
+	switch failing := f.failingLocked() != nil; {
+	case failing && !closed:
+		close(cur)
+	case !failing && closed:
+		open := make(chan struct{})
+		f.release.Store(&open)
+	}
+}
+
+// failingLocked returns why the commits in flight are not expected to
+// finish (see release), or nil.
+func (f *faults) failingLocked() error {
+	if f.fatal != nil {
+		return f.fatal
+	}
+	b := f.oldestLocked(func(b *blockedOp) bool { return b.class.holdsCommits && !isNoSpace(b.err) })
+	switch {
+	case b != nil && f.abandoned:
+		return fmt.Errorf("the store gave up on its disk: %s: %w", b.what, b.err)
+	case b != nil:
+		return fmt.Errorf("%s: %w", b.what, b.err)
+	case f.abandoned:
+		return errors.New("the store gave up on its disk")
+	}
+	return nil
+}
+
+// doomedError is what a commit whose caller was released returns: the
+// disk failed under it, so whether it reached the disk is unknown.
+func (f *faults) doomedError() error {
+	f.mu.Lock()
+	why := f.failingLocked()
+	if why == nil { // the disk came back meanwhile
+		why = errors.New("the disk failed for a while")
+	}
+	f.mu.Unlock()
+	return fmt.Errorf("%w: %w: pebblestore: the disk failed while the batch was being committed, "+
+		"so whether it is stored is unknown: %v", storage.ErrUnavailable, storage.ErrOutcomeUnknown, why)
+}
+
 // flushFailed records the failure of a write Pebble retries by itself.
 func (f *faults) flushFailed(err error) {
 	f.mu.Lock()
@@ -283,6 +352,7 @@ func (f *faults) abandon() {
 	f.abandoned = true
 	close(f.wake)
 	f.wake = make(chan struct{})
+	f.updateReleaseLocked()
 	f.mu.Unlock()
 }
 

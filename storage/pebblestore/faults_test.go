@@ -102,7 +102,10 @@ func checkMessages(t *testing.T, s storage.Store, want map[int]bool, upTo int) {
 // why, and when space returns the waiting commit completes, Health clears
 // by itself and nothing acknowledged is lost. Pebble never sees the error,
 // so nothing calls Fatalf or panics. A disk that fails writes with EIO, or
-// turns read-only, is met the same way, with ErrUnavailable.
+// turns read-only, is met the same way, with ErrUnavailable, except that
+// the commit in flight does not wait for it (it may never come back): it
+// returns at once with ErrOutcomeUnknown, and is done or not once the disk
+// is back.
 func TestFailingLogWritesRefuseAndRecover(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -119,6 +122,7 @@ func TestFailingLogWritesRefuseAndRecover(t *testing.T) {
 }
 
 func testLogWriteFails(t *testing.T, injected, want error) {
+	waits := errors.Is(want, storage.ErrNoSpace) // the commit in flight waits for space
 	mem := vfs.NewCrashableMem()
 	inj := &injector{err: injected, match: writesTo()}
 	s := mustOpen(t, "db", pebblestore.Options{FS: errorfs.Wrap(mem, inj), Logger: zaptest.NewLogger(t)})
@@ -151,17 +155,23 @@ func testLogWriteFails(t *testing.T, injected, want error) {
 	if err := s.Scan([]byte("m/"), nil, func(_, _ []byte) (bool, error) { n++; return true, nil }); err != nil || n < 20 {
 		t.Fatalf("scan on a full disk: %d keys, %v", n, err)
 	}
-	select {
-	case err := <-inFlight:
-		t.Fatalf("the commit in flight returned while the disk was full: %v", err)
-	default:
+	if waits {
+		select {
+		case err := <-inFlight:
+			t.Fatalf("the commit in flight returned while the disk was full: %v", err)
+		default:
+		}
+	} else if err := <-inFlight; !errors.Is(err, storage.ErrOutcomeUnknown) || !errors.Is(err, want) {
+		t.Fatalf("the commit in flight when the disk failed: Apply = %v, want %v and ErrOutcomeUnknown", err, want)
 	}
 
-	inj.on.Store(false) // space returns
-	if err := <-inFlight; err != nil {
-		t.Fatalf("the commit in flight when the disk filled: %v", err)
+	inj.on.Store(false) // space (or the disk) returns
+	if waits {
+		if err := <-inFlight; err != nil {
+			t.Fatalf("the commit in flight when the disk filled: %v", err)
+		}
+		acked[20] = true
 	}
-	acked[20] = true
 	waitFor(t, "Health to clear", func() bool { return s.Health() == nil })
 	if err := s.Apply(msgBatch(21)); err != nil {
 		t.Fatalf("send after space returned: %v", err)
@@ -173,6 +183,11 @@ func testLogWriteFails(t *testing.T, injected, want error) {
 	}
 	r := mustOpen(t, "db", pebblestore.Options{FS: img})
 	defer r.Close()
+	if !waits {
+		// Its outcome was unknown: the retried write went through once the
+		// disk came back, so it is there, whole.
+		acked[20] = true
+	}
 	checkMessages(t, r, acked, 25)
 }
 
@@ -230,10 +245,12 @@ func TestFullDiskUnderAFlushKeepsSettlementsGoing(t *testing.T) {
 }
 
 // A failed fsync of the write-ahead log cannot be retried safely (the
-// kernel may have dropped the pages): the commit waiting on it never
-// returns, the store refuses every later write with ErrUnavailable until
-// restarted, reads go on, and Close returns at once without exiting.
-// After the restart everything acknowledged before is there.
+// kernel may have dropped the pages): every commit in flight returns at
+// once with ErrUnavailable and ErrOutcomeUnknown (it may or may not be on
+// disk) instead of waiting for good, the store refuses every later write
+// with ErrUnavailable until restarted, reads go on, and Close returns at
+// once without exiting. After the restart everything acknowledged before
+// is there, and each commit in flight is wholly there or wholly absent.
 func TestFailedLogFsyncStopsWritesUntilRestart(t *testing.T) {
 	mem := vfs.NewCrashableMem()
 	inj := &injector{err: syscall.EIO, match: syncsOf(".log")}
@@ -246,11 +263,36 @@ func TestFailedLogFsyncStopsWritesUntilRestart(t *testing.T) {
 		acked[i] = true
 	}
 	inj.on.Store(true)
-	go func() { _ = s.Apply(msgBatch(10)) }() // parks for good
-	waitFor(t, "Health to report the failed fsync", func() bool { return errors.Is(s.Health(), storage.ErrUnavailable) })
+	// Commits sent at once: those that reach Pebble before the fsync fails
+	// wait on it, and must come back with the outcome unknown; any that
+	// come after are refused (nothing written).
+	const inFlight = 4
+	answers := make(chan error, inFlight)
+	for i := range inFlight {
+		go func() { answers <- s.Apply(msgBatch(10 + i)) }()
+	}
+	unknown := 0
+	for range inFlight {
+		select {
+		case err := <-answers:
+			switch {
+			case errors.Is(err, storage.ErrOutcomeUnknown) && errors.Is(err, storage.ErrUnavailable):
+				unknown++
+			case errors.Is(err, storage.ErrUnavailable):
+			default:
+				t.Fatalf("a commit sent as the fsync failed: Apply = %v, want ErrUnavailable", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("a commit in flight when the fsync failed never returned")
+		}
+	}
+	if unknown == 0 {
+		t.Fatal("no commit came back with ErrOutcomeUnknown: none was in flight when the fsync failed")
+	}
+	t.Logf("%d of %d commits were in flight when the fsync failed", unknown, inFlight)
 	inj.on.Store(false) // too late: an fsync that failed is never trusted again
-	if err := s.Apply(msgBatch(11)); !errors.Is(err, storage.ErrUnavailable) {
-		t.Fatalf("Apply after a failed fsync = %v, want ErrUnavailable", err)
+	if err := s.Apply(msgBatch(20)); !errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrOutcomeUnknown) {
+		t.Fatalf("Apply after a failed fsync = %v, want ErrUnavailable (refused: nothing written)", err)
 	}
 	if err := s.Health(); !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "fsync") {
 		t.Fatalf("Health = %v, want ErrUnavailable naming the fsync", err)
@@ -275,6 +317,60 @@ func TestFailedLogFsyncStopsWritesUntilRestart(t *testing.T) {
 			t.Fatalf("message %d acknowledged before the failed fsync: %v", i, err)
 		}
 	}
+	for i := 10; i < 10+inFlight; i++ {
+		if v, err := r.Get(msgKey(i)); err == nil && string(v) != string(msgBody(i)) {
+			t.Fatalf("message %d, in flight when the fsync failed, came back with a wrong body", i)
+		} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("message %d, in flight when the fsync failed: Get = %v", i, err)
+		}
+	}
+}
+
+// A process stopping while a full disk blocks the write-ahead log: the
+// commit waiting on the log returns (ErrOutcomeUnknown) once the store
+// gives up on its disk, so its client is answered and nothing waits for
+// the disk; Close then returns at once. A healthy store does not give up.
+func TestGiveUpOnDiskAnswersBlockedCommits(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	inj := &injector{err: syscall.ENOSPC, match: writesTo(".log")}
+	s := mustOpen(t, "db", pebblestore.Options{FS: errorfs.Wrap(mem, inj), Logger: zaptest.NewLogger(t)})
+	for i := range 10 {
+		if err := s.Apply(msgBatch(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.GiveUpOnDisk() {
+		t.Fatal("GiveUpOnDisk gave up on a healthy disk")
+	}
+	if err := s.Apply(msgBatch(10)); err != nil {
+		t.Fatalf("Apply after GiveUpOnDisk on a healthy disk: %v", err)
+	}
+	inj.on.Store(true)
+	blocked := make(chan error, 1)
+	go func() { blocked <- s.Apply(msgBatch(11)) }()
+	waitFor(t, "Health to report the full disk", func() bool { return errors.Is(s.Health(), storage.ErrNoSpace) })
+	select {
+	case err := <-blocked:
+		t.Fatalf("the commit on a full disk returned before the store gave up: %v", err)
+	default:
+	}
+	if !s.GiveUpOnDisk() {
+		t.Fatal("GiveUpOnDisk did not give up on a full disk under the log")
+	}
+	select {
+	case err := <-blocked:
+		if !errors.Is(err, storage.ErrOutcomeUnknown) {
+			t.Fatalf("the commit blocked on a full disk: Apply = %v, want ErrOutcomeUnknown", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the commit blocked on a full disk never returned after GiveUpOnDisk")
+	}
+	if err := s.Close(); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("Close after giving up = %v, want ErrUnavailable", err)
+	}
+	r := mustOpen(t, "db", pebblestore.Options{FS: crashClone(mem, 0, 3)})
+	defer r.Close()
+	checkMessages(t, r, map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 8: true, 9: true, 10: true}, 11)
 }
 
 // Below the free-space reserve, batches that grow the store are refused

@@ -150,14 +150,17 @@ func (s *Store) removeUnfinished(fs *faultFS) {
 // second Close returns [storage.ErrClosed].
 //
 // If a write of Pebble's is blocked on a disk fault it cannot survive (a
-// full disk under its log), Close does not wait for the disk: it leaves
-// Pebble as it is (what was acknowledged is on disk; the calls in progress
-// never return) and returns an error wrapping storage.ErrUnavailable.
+// full disk under its log), or failed for good, Close does not wait for
+// the disk: it leaves Pebble as it is (what was acknowledged is on disk;
+// the Apply calls in progress return an error wrapping
+// storage.ErrOutcomeUnknown) and returns an error wrapping
+// storage.ErrUnavailable.
 func (s *Store) Close() error {
 	idle, err := s.gate.close()
 	if err != nil {
 		return err
 	}
+	defer s.committers.close()
 	s.lazy.stop()
 	s.faults.beginClose()
 	// Wait for the calls in progress, unless the disk holds them.
@@ -193,6 +196,23 @@ func (s *Store) Close() error {
 			}
 		}
 	}
+}
+
+// GiveUpOnDisk is for a process about to stop. If a write Pebble cannot
+// do without is blocked on the disk (a full disk under its log) or failed
+// for good, it gives up on Pebble at once, as Close would: the Apply calls
+// waiting on the disk return an error wrapping storage.ErrOutcomeUnknown,
+// so that their clients get an answer and the process is not held up. It
+// does nothing while the disk is healthy, and reports whether it gave up.
+// Close must still be called.
+func (s *Store) GiveUpOnDisk() bool {
+	why := s.faults.stuck()
+	if why == nil {
+		return false
+	}
+	s.faults.abandon()
+	s.log.Warn("store gives up on its disk for the shutdown", zap.Error(why))
+	return true
 }
 
 // abandon gives up on Pebble at Close: its blocked writes park for good,

@@ -37,6 +37,8 @@ type Store struct {
 	// writers.
 	applyMu sync.RWMutex
 
+	committers committers // run Pebble's commits, so that Apply can stop waiting (commits.go)
+
 	lazy lazySync // batches applied without Sync reach the disk soon
 	// noWAL: Pebble writes no write-ahead log (Options.NoWAL); batches
 	// are durable once flushed.
@@ -83,7 +85,6 @@ func (s *Store) Apply(b *storage.Batch) error {
 	s.applyMu.RLock()
 	defer s.applyMu.RUnlock()
 	pb := s.db.NewBatch()
-	defer pb.Close()
 	for _, op := range b.Ops {
 		var err error
 		switch op.Kind {
@@ -96,6 +97,7 @@ func (s *Store) Apply(b *storage.Batch) error {
 			err = pb.DeleteRange(op.Key, end, nil)
 		}
 		if err != nil {
+			_ = pb.Close()
 			return fmt.Errorf("pebblestore: build batch: %w", err)
 		}
 	}
@@ -111,7 +113,6 @@ func (s *Store) applyUnbounded(b *storage.Batch) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	pb := s.db.NewIndexedBatch()
-	defer pb.Close()
 	for _, op := range b.Ops {
 		var err error
 		switch op.Kind {
@@ -127,6 +128,7 @@ func (s *Store) applyUnbounded(b *storage.Batch) error {
 			}
 		}
 		if err != nil {
+			_ = pb.Close()
 			return fmt.Errorf("pebblestore: build batch: %w", err)
 		}
 	}
@@ -155,17 +157,18 @@ func deleteFrom(pb *pebble.Batch, lo []byte) error {
 	return nil
 }
 
-// commit commits pb, waiting for the WAL fsync if sync is set. Concurrent
-// callers share fsyncs through Pebble's commit pipeline. Without sync the
-// batch reaches the disk with the next synced commit, or within the lazy
-// sync delay.
+// commit commits pb, waiting for the WAL fsync if sync is set, and closes
+// it. Concurrent callers share fsyncs through Pebble's commit pipeline.
+// Without sync the batch reaches the disk with the next synced commit, or
+// within the lazy sync delay. If the disk fails for good meanwhile,
+// commit returns without waiting further (see commitWatched).
 func (s *Store) commit(pb *pebble.Batch, sync bool) error {
 	sync = sync && !s.noWAL // without a write-ahead log there is nothing to sync, now or lazily
 	wo, n := pebble.NoSync, s.lazy.beforeSynced()
 	if sync {
 		wo = pebble.Sync
 	}
-	if err := s.protect("commit", true, nil, func() error { return pb.Commit(wo) }); err != nil {
+	if err := s.commitWatched(pb, wo); err != nil {
 		if errors.Is(err, storage.ErrUnavailable) {
 			return err
 		}
