@@ -197,13 +197,45 @@ func serve(args []string) error {
 
 	got := <-sig
 	log.Info("shutting down", zap.Stringer("signal", got))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := a.Shutdown(ctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	return shutdown(a, sig, log)
+}
+
+// How long a shutdown takes at most. The fronts get drainTimeout to
+// answer what they owe (a send the disk holds is answered once the store
+// gives up on it, see app.App.Shutdown); past shutdownLimit the process
+// exits whatever still waits, so that SIGTERM stops it within 5 s even on
+// a disk that answers nothing. Everything acknowledged is on disk by then.
+const (
+	drainTimeout  = 3 * time.Second
+	shutdownLimit = 4500 * time.Millisecond
+)
+
+// shutdown stops the app within shutdownLimit, or at once on a second
+// signal. It returns an error (exit status 1) when the shutdown failed,
+// which a disk fault the store could not get past makes it do, or did not
+// finish in time.
+func shutdown(a server, sig <-chan os.Signal, log *zap.Logger) error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		defer cancel()
+		done <- a.Shutdown(ctx)
+	}()
+	limit := time.NewTimer(shutdownLimit)
+	defer limit.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		log.Info("stopped cleanly")
+		return nil
+	case <-limit.C:
+		return fmt.Errorf("shutdown did not finish within %v (the disk may not be answering): exiting anyway; "+
+			"what was acknowledged is on disk", shutdownLimit)
+	case got := <-sig:
+		return fmt.Errorf("stopped by a second %v during the shutdown: exiting at once; what was acknowledged is on disk", got)
 	}
-	log.Info("stopped cleanly")
-	return nil
 }
 
 // storeName says where the store lives, for the log.

@@ -436,15 +436,21 @@ func (a *App) HTTPAddr() net.Addr { return a.httpAddr }
 func (a *App) HTTPSAddr() net.Addr { return a.httpsAddr }
 
 // Shutdown stops the listeners (letting in-flight work finish until ctx
-// ends), then the broker, then the store.
+// ends), then the broker, then the store. A store that a disk fault holds
+// (a full disk under its log, an fsync that failed) gives up on its disk
+// first, so that the sends waiting on it are answered (their outcome is
+// unknown) instead of holding the shutdown; the store's Close then
+// reports the fault.
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
+	a.giveUpOnDisk()
 	for i := len(a.fronts) - 1; i >= 0; i-- {
 		if err := a.fronts[i].shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	a.fronts = nil
+	a.giveUpOnDisk() // the disk may have failed while the fronts drained
 	if a.Broker != nil {
 		errs = append(errs, a.Broker.Close())
 		a.Broker = nil
@@ -454,6 +460,14 @@ func (a *App) Shutdown(ctx context.Context) error {
 		a.store = nil
 	}
 	return errors.Join(errs...)
+}
+
+// giveUpOnDisk has a store that a disk fault holds stop waiting for the
+// disk (pebblestore.Store.GiveUpOnDisk); other stores have no such wait.
+func (a *App) giveUpOnDisk() {
+	if g, ok := a.store.(interface{ GiveUpOnDisk() bool }); ok {
+		g.GiveUpOnDisk()
+	}
 }
 
 func disabled(addr string) bool { return addr == "-" || strings.EqualFold(addr, "off") }
