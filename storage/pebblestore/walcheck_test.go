@@ -7,9 +7,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/omnibusmq/omnibus/storage"
 	"github.com/omnibusmq/omnibus/storage/pebblestore"
 	"go.uber.org/zap/zaptest"
@@ -305,5 +307,38 @@ func TestLogTornByACrashOpens(t *testing.T) {
 		if n < walMessages/2 {
 			t.Fatalf("%d%% of the unsynced tail kept: %d messages, want the %d synced", percent, n, walMessages/2)
 		}
+	}
+}
+
+// A log that cannot be read for the check (the disk fails the store's
+// reads of it, not Pebble's replay) refuses the open with ErrUnavailable
+// naming the file: nothing then tells whether acknowledged records were
+// lost. With Repair the store opens on what Pebble replayed.
+func TestLogThatCannotBeCheckedRefusesToStart(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	s := writeLog(t, mem, "db")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	inj := &injector{err: syscall.EIO, match: func(op errorfs.Op) bool {
+		return op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".log")
+	}}
+	inj.on.Store(true)
+	fs := errorfs.Wrap(mem, inj)
+	r, err := pebblestore.Open("db", pebblestore.Options{FS: fs, Logger: zaptest.NewLogger(t)})
+	if err == nil {
+		n := survivors(t, r)
+		r.Close()
+		t.Fatalf("opened on a log it could not check (%d reads failed), with %d messages", inj.hits.Load(), n)
+	}
+	if !errors.Is(err, storage.ErrUnavailable) || !regexp.MustCompile(`write-ahead log db/\d+\.log`).MatchString(err.Error()) ||
+		!strings.Contains(err.Error(), "--repair") {
+		t.Fatalf("Open on a log it cannot read = %v; want ErrUnavailable naming the log and --repair", err)
+	}
+	t.Logf("refused: %v", err)
+	r = mustOpen(t, "db", pebblestore.Options{FS: fs, Repair: true, Logger: zaptest.NewLogger(t)})
+	defer r.Close()
+	if n := survivors(t, r); n != walMessages {
+		t.Fatalf("with Repair: %d of %d messages", n, walMessages)
 	}
 }

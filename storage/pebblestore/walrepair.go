@@ -42,11 +42,20 @@ func (s *Store) onPebbleInfo(format string, args []any) {
 // open is stopped with an error wrapping storage.ErrCorrupt, unless the
 // store was opened to repair, which keeps a copy of the file and goes on.
 // Unsynced records after the stop are what a crash leaves: they are
-// dropped, and said so.
+// dropped, and said so. A log that cannot be read for the check (a disk
+// fault) stops the open too, with storage.ErrUnavailable, since nothing
+// then tells whether acknowledged records were lost; with repair the open
+// goes on, trusting what Pebble replayed.
 func (s *Store) onReplayed(path string) {
 	rep, err := checkWAL(s.fs, path, s.markFor(path))
-	if err != nil {
-		s.log.Warn("cannot check the write-ahead log Pebble replayed", zap.String("path", path), zap.Error(err))
+	switch {
+	case err != nil && !s.repair:
+		panic(openAbort{fmt.Errorf("%w: cannot read the write-ahead log %s to check that no acknowledged record was lost: %v; "+
+			"omnibus refuses to start on it: fix the disk, or start once with --repair to accept what could be replayed",
+			storage.ErrUnavailable, path, err)})
+	case err != nil:
+		s.log.Warn("cannot check the write-ahead log Pebble replayed; accepting what was replayed (--repair)",
+			zap.String("path", path), zap.Error(err))
 		return
 	}
 	switch {
