@@ -124,6 +124,16 @@ func cut(t *testing.T, fs vfs.FS, path string, keep float64) {
 	}
 }
 
+// cutBytes removes the last n bytes of the file.
+func cutBytes(t *testing.T, fs vfs.FS, path string, n int64) {
+	t.Helper()
+	size := fileSize(t, fs, path)
+	cut(t, fs, path, float64(size-n)/float64(size))
+	if got := fileSize(t, fs, path); got < size-n-1 || got > size-n {
+		t.Fatalf("cut %s to %d bytes, want %d", path, got, size-n)
+	}
+}
+
 // survivors counts the messages present, which must be a prefix of the
 // messages written, each with its body.
 func survivors(t *testing.T, s storage.Store) int {
@@ -277,6 +287,24 @@ func TestLogCutShortAfterACrashRefusesToStart(t *testing.T) {
 	s.Close()
 	cut(t, img, newestLog(t, img, "db"), 0.5)
 	checkRefused(t, img, "db")
+}
+
+// A log cut short right after acknowledged writes and a crash of the
+// process (which keeps what was written but not fsynced, as kill -9
+// does): the store rewrites its mark after every sync of the log, before
+// the writes are acknowledged, so even a cut of the last record alone is
+// caught, without waiting for the mark's once-a-second fsync.
+func TestLogCutByItsLastRecordAfterAProcessCrashRefusesToStart(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	s := writeLog(t, mem, "db")
+	img := crashClone(mem, 100, 1) // the process died: every write kept
+	s.Close()
+	log := newestLog(t, img, "db")
+	cutBytes(t, img, log, 200) // less than the last record
+	checkRefused(t, img, "db")
+	if n := repairOpen(t, img, "db"); n != walMessages-1 {
+		t.Fatalf("%d messages after repair, want all but the last", n)
+	}
 }
 
 // Without damage nothing is refused: a crash that tore the unsynced tail
