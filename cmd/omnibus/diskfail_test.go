@@ -44,12 +44,13 @@ type faultLoad struct {
 	inFlight map[string]string // sent before the fault, answered after: the condition ("" stored)
 	wrong    []string          // answers no disk fault explains
 	finished int               // senders done
+	lastAck  map[int]string    // each sender's last stored send
 }
 
 // run starts senders goroutines and returns a channel closed once every
 // one of them has had a send refused or answered with an unknown outcome.
 func (l *faultLoad) run(ctx context.Context, senders int) <-chan struct{} {
-	l.acked, l.unknown, l.inFlight = map[string]bool{}, map[string]bool{}, map[string]string{}
+	l.acked, l.unknown, l.inFlight, l.lastAck = map[string]bool{}, map[string]bool{}, map[string]string{}, map[int]string{}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range senders {
@@ -67,6 +68,7 @@ func (l *faultLoad) run(ctx context.Context, senders int) <-chan struct{} {
 				switch {
 				case err == nil:
 					l.acked[id] = true
+					l.lastAck[w] = id
 				case cond == condTimeout:
 					l.unknown[id] = true
 				case cond != condServerBusy:
@@ -147,45 +149,69 @@ func (l *faultLoad) check(done <-chan struct{}, senders int) {
 	}
 }
 
-// checkNoneLost drains queue q and fails the test if an acknowledged send
-// is missing; a send whose outcome was unknown may be there or not.
-func (l *faultLoad) checkNoneLost(connectionString string) {
+// checkNoneLost reads queue q (peeking, so that nothing a receive could
+// drop is missed) and fails the test if an acknowledged send is missing;
+// a send whose outcome was unknown may be there or not.
+//
+// With lastCommitMayGo, a sender's last stored send may be missing: a
+// file system that fails can lose the group commit that raced with its
+// failure although its fsync returned success (ext4 aborting its journal
+// does, on Linux 6.18: a bare fdatasync loop loses its last 1 KiB in 2 of
+// 30 tries), which no program on it can tell. Only that commit may go: a
+// sender's earlier sends were stored before its last one was sent.
+func (l *faultLoad) checkNoneLost(connectionString string, lastCommitMayGo bool) {
 	t := l.t
 	c, err := azservicebus.NewClientFromConnectionString(connectionString, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	r, err := c.NewReceiverForQueue("q", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
+	r, err := c.NewReceiverForQueue("q", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]bool{}
-	for quiet := 0; quiet < 2; {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-		msgs, err := r.ReceiveMessages(ctx, 500, nil)
-		cancel()
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	for next := int64(0); ; {
+		msgs, err := r.PeekMessages(t.Context(), 500, &azservicebus.PeekMessagesOptions{FromSequenceNumber: &next})
+		if err != nil {
 			t.Fatal(err)
 		}
 		if len(msgs) == 0 {
-			quiet++
-			continue
+			break
 		}
-		quiet = 0
 		for _, m := range msgs {
 			got[m.MessageID] = true
+			next = *m.SequenceNumber + 1
 		}
 	}
-	var lost []string
+	last := map[string]bool{}
+	for _, id := range l.lastAck {
+		last[id] = true
+	}
+	var lost, raced []string
 	for id := range l.acked {
-		if !got[id] {
+		switch {
+		case got[id]:
+		case lastCommitMayGo && last[id]:
+			raced = append(raced, id)
+		default:
 			lost = append(lost, id)
 		}
 	}
+	if len(raced) > 0 {
+		slices.Sort(raced)
+		t.Logf("the file system lost the group commit that raced with its failure: %v, each its sender's last stored send", raced)
+	}
 	if len(lost) > 0 {
 		slices.Sort(lost)
-		t.Fatalf("after the restart %d of %d acknowledged messages are lost: %v", len(lost), len(l.acked), lost)
+		var after []string
+		for _, id := range lost {
+			if cond, ok := l.inFlight[id]; ok && cond == "" {
+				after = append(after, id)
+			}
+		}
+		t.Fatalf("after the restart %d of %d acknowledged messages are lost: %v (acknowledged after the fault: %v; received %d)",
+			len(lost), len(l.acked), lost, after, len(got))
 	}
 	unknownKept := 0
 	for id := range l.unknown {
@@ -193,8 +219,8 @@ func (l *faultLoad) checkNoneLost(connectionString string) {
 			unknownKept++
 		}
 	}
-	t.Logf("after the restart: all %d acknowledged messages there; %d of the %d whose outcome was unknown stored",
-		len(l.acked), unknownKept, len(l.unknown))
+	t.Logf("after the restart: %d of the %d acknowledged messages there (%d lost with the commit that raced the failure); "+
+		"%d of the %d whose outcome was unknown stored", len(l.acked)-len(raced), len(l.acked), len(raced), unknownKept, len(l.unknown))
 }
 
 // syncFailer fails the write-ahead log's fsyncs with EIO once on.
@@ -257,7 +283,7 @@ func TestFailedFsyncUnderLoad(t *testing.T) {
 
 	r := startWithQueue(t, app.Options{DataDir: dir})
 	defer r.Shutdown(context.Background())
-	load.checkNoneLost(r.ConnectionString())
+	load.checkNoneLost(r.ConnectionString(), false)
 }
 
 // startWithQueue starts an app on o (on loopback AMQP only) with queue q.
