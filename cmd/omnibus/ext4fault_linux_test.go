@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,16 +97,17 @@ type ext4Disk struct {
 
 // newExt4Disk makes and mounts an ext4 file system of size bytes. It skips
 // the test, saying why, where that needs what the machine does not give
-// (root, loop devices, e2fsprogs); CI runs as root with all three. Every
+// (root, loop devices, e2fsprogs), unless OMNIBUS_REQUIRE_ROOT_TESTS=1
+// makes that a failure: CI runs as root with all three, and sets it. Every
 // step is undone when the test ends, whatever happened.
 func newExt4Disk(t *testing.T, size int64) *ext4Disk {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("this test fails a real ext4 file system on a loop device, which needs root (as CI runs)")
+		skipForWantOfRoot(t, "this test fails a real ext4 file system on a loop device, which needs root")
 	}
 	for _, tool := range []string{"mkfs.ext4", "e2fsck", "losetup", "mount", "umount"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("this test fails a real ext4 file system on a loop device: %s is missing (e2fsprogs, util-linux)", tool)
+			skipForWantOfRoot(t, fmt.Sprintf("this test fails a real ext4 file system on a loop device: %s is missing (e2fsprogs, util-linux)", tool))
 		}
 	}
 	tmp := t.TempDir()
@@ -119,8 +121,8 @@ func newExt4Disk(t *testing.T, size int64) *ext4Disk {
 	d.run("mkfs.ext4", "-q", "-F", d.img)
 	out, err := exec.Command("losetup", "--find", "--show", d.img).CombinedOutput()
 	if err != nil {
-		t.Skipf("this test fails a real ext4 file system on a loop device, and none could be set up (%v: %s); it needs root and /dev/loop*, as CI has",
-			err, bytes.TrimSpace(out))
+		skipForWantOfRoot(t, fmt.Sprintf("this test fails a real ext4 file system on a loop device, and none could be set up (%v: %s); it needs root and /dev/loop*",
+			err, bytes.TrimSpace(out)))
 	}
 	d.dev = strings.TrimSpace(string(out))
 	t.Cleanup(func() {
@@ -134,9 +136,20 @@ func newExt4Disk(t *testing.T, size int64) *ext4Disk {
 	d.mount()
 	t.Cleanup(d.unmount) // before the loop device is detached
 	if _, err := os.Stat(d.trigger()); err != nil {
-		t.Skipf("this test fails a real ext4 file system, and this kernel has no %s to do it with", d.trigger())
+		skipForWantOfRoot(t, fmt.Sprintf("this test fails a real ext4 file system, and this kernel has no %s to do it with", d.trigger()))
 	}
 	return d
+}
+
+// skipForWantOfRoot skips the test, saying why, unless
+// OMNIBUS_REQUIRE_ROOT_TESTS=1 says this machine is meant to run it (as CI
+// is): then it fails it.
+func skipForWantOfRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv(requireRootTestsEnv) == "1" {
+		t.Fatalf("%s, and %s=1 says this machine has it (CI runs as root: .ci/run sets it)", why, requireRootTestsEnv)
+	}
+	t.Skipf("%s, as CI has (where %s=1 makes this skip a failure)", why, requireRootTestsEnv)
 }
 
 // trigger is the file that makes the file system fail.
