@@ -3,6 +3,7 @@ package omnibus;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.azure.core.amqp.AmqpRetryOptions;
 import com.azure.messaging.servicebus.ServiceBusClientBuilder;
 import com.azure.messaging.servicebus.ServiceBusMessage;
 import com.azure.messaging.servicebus.ServiceBusReceivedMessage;
@@ -134,6 +135,29 @@ class BadInputTest {
             assertTrue(f <= fds + 3, "open files " + fds + " before, " + f + " after");
             sender.sendMessage(new ServiceBusMessage("after"));
             assertEquals(List.of("after"), Receive.bodies(Receive.n(r, 1)));
+        }
+    }
+
+    @Test
+    void anSdkClientCutOffMidHandshakeConnectsAgainAndSends() throws Exception {
+        Broker b = omnibus.broker();
+        // The first connection ends in the middle of the client's
+        // sasl-init (a retry costs the SDK 4 s and more, so just one).
+        try (CuttingProxy proxy = new CuttingProxy(b.host, b.amqpPort, 30)) {
+            String cs = "Endpoint=sb://127.0.0.1:" + proxy.port() + ";SharedAccessKeyName=" + Broker.KEY_NAME
+                + ";SharedAccessKey=" + Broker.KEY + ";UseDevelopmentEmulator=true";
+            ServiceBusClientBuilder c = new ServiceBusClientBuilder().connectionString(cs)
+                .retryOptions(new AmqpRetryOptions().setMaxRetries(3).setDelay(Duration.ofMillis(100))
+                    .setMaxDelay(Duration.ofSeconds(5)).setTryTimeout(Duration.ofSeconds(10)));
+            try (ServiceBusSenderClient sender = c.sender().queueName("bystander").buildClient()) {
+                sender.sendMessage(new ServiceBusMessage("through the cuts"));
+            }
+            assertTrue(proxy.accepted() > 1, "the SDK connected " + proxy.accepted() + " times");
+        }
+        try (ServiceBusReceiverClient r = b.client().receiver().queueName("bystander")
+            .receiveMode(ServiceBusReceiveMode.RECEIVE_AND_DELETE).buildClient()) {
+            assertEquals(List.of("through the cuts"), Receive.bodies(Receive.atMost(r, 2, Duration.ofSeconds(3))),
+                "sent once");
         }
     }
 

@@ -54,11 +54,15 @@ public final class Broker {
 
     /**
      * Retry options for every client: the SDK's defaults (60 s try timeout,
-     * 3 retries) would turn each broker bug into minutes of waiting.
+     * 3 retries) would turn each broker bug into minutes of waiting. The
+     * maximum delay must be at least the delay plus 4 s: core-amqp's
+     * RetryUtil waits the delay plus a fixed 4 s before a retry, capped at
+     * the maximum, and a cap below that makes Reactor's backoff throw
+     * "bound must be greater than origin" instead of retrying.
      */
     public static final AmqpRetryOptions RETRY = new AmqpRetryOptions().setMaxRetries(1)
         .setDelay(Duration.ofMillis(200))
-        .setMaxDelay(Duration.ofMillis(500))
+        .setMaxDelay(Duration.ofSeconds(5))
         .setTryTimeout(Duration.ofSeconds(10));
 
     private static final Duration READY_TIMEOUT = Duration.ofSeconds(30);
