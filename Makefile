@@ -38,8 +38,9 @@ IMAGE     ?= localhost/omnibus:latest
 IMAGE_TAG := $(if $(filter $(ARCH),$(HOSTARCH)),$(IMAGE),$(IMAGE)-$(ARCH))
 CONTAINER ?= $(shell command -v podman || command -v buildah || command -v docker)
 
-build: ## build the omnibus binary into ./bin (static, stamped with the version)
+build: ## build the broker (bin/omnibus: static, stamped with the version) and the tools (bin/omnibus-tools: conformance, bench, soaks)
 	$(STATIC) -o bin/omnibus ./cmd/omnibus
+	$(GO) build -o bin/omnibus-tools ./cmd/omnibus-tools
 
 image: ## build the container image for this machine (ARCH=arm64 or amd64 for the other), tagged IMAGE (localhost/omnibus:latest)
 	@[ -n "$(CONTAINER)" ] || { echo "make image: needs podman, buildah or docker (Debian: apt-get install podman)"; exit 1; }
@@ -179,21 +180,21 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	  done; done
 
 conformance: ## conformance suite against an in-process omnibus (and the fault-injected one)
-	$(GO) run ./cmd/omnibus conformance --format text
-	$(GO) run ./cmd/omnibus conformance --prove-failure --format text
+	$(GO) run ./cmd/omnibus-tools conformance --format text
+	$(GO) run ./cmd/omnibus-tools conformance --prove-failure --format text
 
 KILLS ?= 20
 soak: build ## crash soak: SIGKILL the real binary under load KILLS times (20), restart it on the same data each time, account for every message (SOAK_FLAGS=--subscriptions 2 for a topic)
-	bin/omnibus soak --kills $(KILLS) $(SOAK_FLAGS)
+	bin/omnibus-tools soak --binary bin/omnibus --kills $(KILLS) $(SOAK_FLAGS)
 
 FAILOVERS ?= 12
 cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILLed or cut off (network namespaces as root, else SIGSTOP) FAILOVERS times (12), every message accounted (CLUSTER_FLAGS="--backlog 100000 --hold-receivers": every failover with 100k queued)
-	bin/omnibus cluster soak --failovers $(FAILOVERS) $(CLUSTER_FLAGS)
+	bin/omnibus-tools cluster-soak --binary bin/omnibus --failovers $(FAILOVERS) $(CLUSTER_FLAGS)
 
 bench: ## Go benchmarks of core, storage and the fronts
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./core/ ./storage/... ./amqpserver/ ./httpgw/
 
-compare: ## omnibus vs RabbitMQ with `omnibus bench` (installs rabbitmq-server if missing; BACKLOG=100000 for a quick run; CPUS=split pins broker and load generator apart)
+compare: ## omnibus vs RabbitMQ with `omnibus-tools bench` (installs rabbitmq-server if missing; BACKLOG=100000 for a quick run; CPUS=split pins broker and load generator apart)
 	bash cmd/omnibus/bench/compare.sh
 .PHONY: compare
 

@@ -23,7 +23,7 @@ func BenchmarkAMQPSendRaw(b *testing.B) {
 
 // BenchmarkAMQPSendRawProps is BenchmarkAMQPSendRaw with three
 // application properties on each message, the way most applications send
-// (and the way omnibus bench stamps its messages): a string and two longs.
+// (and the way omnibus-tools bench stamps its messages): a string and two longs.
 func BenchmarkAMQPSendRawProps(b *testing.B) {
 	benchSendRaw(b, &frames.Message{
 		ApplicationProperties: encoding.Map{

@@ -14,5 +14,5 @@
 //
 // [Run] executes a selection and returns a [Report] that formats as a
 // table (text or markdown) or JSON, closing with "N passed, N failed, N
-// skipped". The omnibus binary exposes it as `omnibus conformance`.
+// skipped". The omnibus-tools command exposes it as `omnibus-tools conformance`.
 package conformance

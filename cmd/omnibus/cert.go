@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/httpgw"
 )
@@ -37,11 +38,11 @@ func runCert(args []string) error {
 	fs.BoolVar(&o.Memory, "memory", false, "the broker runs with --memory")
 	addTLSFlags(fs, &o)
 	pemOut := fs.Bool("pem", false, "print the CA certificate itself instead of its path")
-	if err := parseWithEnv(fs, args); err != nil {
+	if err := cli.ParseWithEnv(fs, args); err != nil {
 		return err
 	}
 	if o.TLSCert != "" {
-		return &exitError{code: 2, err: fmt.Errorf("with --tls-cert clients trust whoever issued %s; there is no local CA", o.TLSCert)}
+		return cli.Exit(2, fmt.Errorf("with --tls-cert clients trust whoever issued %s; there is no local CA", o.TLSCert))
 	}
 	f, err := httpgw.LoadOrCreateCertificates(app.TLSDir(o), o.TLSHosts)
 	if err != nil {

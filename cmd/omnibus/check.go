@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 )
 
@@ -19,7 +20,7 @@ func runCheck(args []string) error {
 	fs.StringVar(&o.DataDir, "data", app.DefaultDataDir, "data directory to check (stop the broker using it first)")
 	fs.BoolVar(&o.Repair, "repair", false, "open a data directory whose write-ahead log is damaged, accepting the loss of the records after the damage")
 	level := fs.String("log-level", "warn", "log level: debug, info, warn, error")
-	if err := parseWithEnv(fs, args); err != nil {
+	if err := cli.ParseWithEnv(fs, args); err != nil {
 		return err
 	}
 	o.DiskReserve = -1 // checking writes next to nothing; do not refuse for space
@@ -37,7 +38,7 @@ func runCheck(args []string) error {
 		fmt.Fprintln(os.Stdout, f)
 	}
 	if len(found) > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("check: %d inconsistencies in %s", len(found), o.DataDir)}
+		return cli.Exit(1, fmt.Errorf("check: %d inconsistencies in %s", len(found), o.DataDir))
 	}
 	fmt.Fprintf(os.Stdout, "%s: consistent\n", o.DataDir)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/storage"
@@ -43,7 +44,7 @@ func TestCheckCommand(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := runCheck([]string{"--data", dir}); exitCode(err) != 1 {
-		t.Fatalf("check of a directory missing a body: %v (exit %d), want exit 1", err, exitCode(err))
+	if err := runCheck([]string{"--data", dir}); cli.ExitCode(err) != 1 {
+		t.Fatalf("check of a directory missing a body: %v (exit %d), want exit 1", err, cli.ExitCode(err))
 	}
 }

@@ -9,15 +9,13 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
-	"github.com/omnibusmq/omnibus/cmd/omnibus/clustersoak"
 	"github.com/omnibusmq/omnibus/storage/raftstore"
 )
 
@@ -104,7 +102,7 @@ func (cf *clusterFlags) starter(o app.Options) (func() (server, error), error) {
 	}
 	co, err := cf.options()
 	if err != nil {
-		return nil, &exitError{code: 2, err: err}
+		return nil, cli.Exit(2, err)
 	}
 	return func() (server, error) {
 		c, err := app.StartCluster(o, co)
@@ -124,8 +122,6 @@ func init() {
 func clusterCommand(args []string) error {
 	if len(args) > 0 {
 		switch args[0] {
-		case "soak":
-			return runClusterSoak(args[1:])
 		case "add", "remove":
 			return runMemberChange(args[0], args[1:])
 		case "init":
@@ -135,14 +131,13 @@ func clusterCommand(args []string) error {
 		}
 	}
 	if len(args) == 0 || args[0] != "status" {
-		return &exitError{code: 2, err: errors.New("usage: omnibus cluster init --node-id 1 [--data DIR]   (a new cluster: its CA, node 1's certificate)\n" +
-			"       omnibus cluster token --addr host:port --node-id N   (a join token: start node N with --join-token)\n" +
-			"       omnibus cluster status --peers id=host:port,... | --addr host:port [--json]\n" +
-			"       omnibus cluster add --addr host:port ID=HOST:PORT   (a node started with --join)\n" +
-			"       omnibus cluster remove --addr host:port ID\n" +
-			"       omnibus cluster soak [flags]   (see -h)\n" +
-			"The commands that ask members present the certificate of a node on this machine (--data or --cluster-dir)\n" +
-			"and, for a change, the broker's --key.")}
+		return cli.Exit(2, errors.New("usage: omnibus cluster init --node-id 1 [--data DIR]   (a new cluster: its CA, node 1's certificate)\n"+
+			"       omnibus cluster token --addr host:port --node-id N   (a join token: start node N with --join-token)\n"+
+			"       omnibus cluster status --peers id=host:port,... | --addr host:port [--json]\n"+
+			"       omnibus cluster add --addr host:port ID=HOST:PORT   (a node started with --join)\n"+
+			"       omnibus cluster remove --addr host:port ID\n"+
+			"The commands that ask members present the certificate of a node on this machine (--data or --cluster-dir)\n"+
+			"and, for a change, the broker's --key."))
 	}
 	fs := flag.NewFlagSet("omnibus cluster status", flag.ContinueOnError)
 	peers := fs.String("peers", "", "the members' peer addresses, id=host:port,...")
@@ -150,7 +145,7 @@ func clusterCommand(args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON, one status per member")
 	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for each member")
 	access := addPeerAccessFlags(fs, false)
-	if err := parseWithEnv(fs, args[1:]); err != nil {
+	if err := cli.ParseWithEnv(fs, args[1:]); err != nil {
 		return err
 	}
 	client, err := access.client()
@@ -163,7 +158,7 @@ func clusterCommand(args []string) error {
 	case *peers != "":
 		p, err := raftstore.ParsePeers(*peers)
 		if err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--peers: %w", err)}
+			return cli.Exit(2, fmt.Errorf("--peers: %w", err))
 		}
 		addrs = p
 	case *addr != "":
@@ -180,7 +175,7 @@ func clusterCommand(args []string) error {
 			}
 		}
 	default:
-		return &exitError{code: 2, err: errors.New("cluster status needs --peers or --addr")}
+		return cli.Exit(2, errors.New("cluster status needs --peers or --addr"))
 	}
 	statuses := collectStatuses(client, addrs, *timeout)
 	if *asJSON {
@@ -194,44 +189,7 @@ func clusterCommand(args []string) error {
 			return nil
 		}
 	}
-	return &exitError{code: 1, err: errors.New("no member knows a leader")}
-}
-
-// runClusterSoak is `omnibus cluster soak`: the failover soak (package
-// clustersoak) of three nodes running this executable unless --binary
-// names another. SIGINT or SIGTERM cut it short; what was done is still
-// accounted.
-func runClusterSoak(args []string) error {
-	var c clustersoak.Config
-	fs := clustersoak.NewFlagSet(&c)
-	if err := parseWithEnv(fs, args); err != nil {
-		return err
-	}
-	if c.Binary == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("cluster soak: finding this executable: %w", err)
-		}
-		c.Binary = self
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	r, err := clustersoak.Run(ctx, c, os.Stderr)
-	if clustersoak.IsUsage(err) {
-		return &exitError{code: 2, err: err}
-	}
-	if r != nil {
-		if werr := r.WriteTable(os.Stdout); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if err := r.Err(); err != nil {
-		return err
-	}
-	return r.Cleanup()
+	return cli.Exit(1, errors.New("no member knows a leader"))
 }
 
 // memberStatus is one member's answer, or why it gave none.

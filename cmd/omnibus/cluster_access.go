@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/storage/raftstore"
 	"github.com/omnibusmq/omnibus/storage/raftstore/peertls"
@@ -71,11 +72,11 @@ func runClusterInit(args []string) error {
 	fs := flag.NewFlagSet("omnibus cluster init", flag.ContinueOnError)
 	id := fs.Uint64("node-id", 1, "the first node's id (its --node-id)")
 	a := addPeerAccessFlags(fs, false)
-	if err := parseWithEnv(fs, args); err != nil {
+	if err := cli.ParseWithEnv(fs, args); err != nil {
 		return err
 	}
 	if *id == 0 {
-		return &exitError{code: 2, err: errors.New("--node-id must be > 0")}
+		return cli.Exit(2, errors.New("--node-id must be > 0"))
 	}
 	dir := app.PeerTLSDir(a.dir())
 	creds, err := peertls.Init(dir, *id, time.Now())
@@ -98,11 +99,11 @@ func runClusterToken(args []string) error {
 	ttl := fs.Duration("ttl", raftstore.DefaultJoinTokenTTL, "how long the token may be used (once)")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the member")
 	a := addPeerAccessFlags(fs, true)
-	if err := parseWithEnv(fs, args); err != nil {
+	if err := cli.ParseWithEnv(fs, args); err != nil {
 		return err
 	}
 	if *addr == "" || *id == 0 {
-		return &exitError{code: 2, err: errors.New("usage: omnibus cluster token --addr host:port --node-id N [--ttl 1h]")}
+		return cli.Exit(2, errors.New("usage: omnibus cluster token --addr host:port --node-id N [--ttl 1h]"))
 	}
 	c, err := a.client()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/storage/raftstore"
 )
 
@@ -21,18 +22,18 @@ func runMemberChange(op string, args []string) error {
 	addr := fs.String("addr", "", "the peer address of any current member (it names the leader)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the change to be applied (a new node to catch up)")
 	access := addPeerAccessFlags(fs, true)
-	if err := parseWithEnv(fs, args); err != nil {
+	if err := cli.ParseWithEnv(fs, args); err != nil {
 		return err
 	}
 	usage := "omnibus cluster add --addr host:port ID=HOST:PORT, or omnibus cluster remove --addr host:port ID"
 	if *addr == "" || fs.NArg() != 1 {
-		return &exitError{code: 2, err: errors.New("usage: " + usage)}
+		return cli.Exit(2, errors.New("usage: "+usage))
 	}
 	c := raftstore.MemberChange{Op: op}
 	if op == "add" {
 		p, err := raftstore.ParsePeers(fs.Arg(0))
 		if err != nil || len(p) != 1 {
-			return &exitError{code: 2, err: fmt.Errorf("%q: want the new node as ID=HOST:PORT (its --node-id and peer address)", fs.Arg(0))}
+			return cli.Exit(2, fmt.Errorf("%q: want the new node as ID=HOST:PORT (its --node-id and peer address)", fs.Arg(0)))
 		}
 		for id, a := range p {
 			c.ID, c.Addr = id, a
@@ -40,7 +41,7 @@ func runMemberChange(op string, args []string) error {
 	} else {
 		id, err := strconv.ParseUint(fs.Arg(0), 10, 64)
 		if err != nil || id == 0 {
-			return &exitError{code: 2, err: fmt.Errorf("%q: want the id of the member to remove", fs.Arg(0))}
+			return cli.Exit(2, fmt.Errorf("%q: want the id of the member to remove", fs.Arg(0)))
 		}
 		c.ID = id
 	}

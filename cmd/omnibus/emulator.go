@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 )
 
 // What Microsoft's Service Bus emulator image promises the tools that
@@ -52,7 +54,7 @@ func emulatorConfig(path string) (string, error) {
 // never fails the start.
 func logEmulatorEnvironment(log *zap.Logger, environ []string, flags *flag.FlagSet) {
 	known := map[string]bool{}
-	flags.VisitAll(func(f *flag.Flag) { known[envName(f.Name)] = true })
+	flags.VisitAll(func(f *flag.Flag) { known[cli.EnvName(f.Name)] = true })
 	var ignored, unknown []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -72,9 +74,4 @@ func logEmulatorEnvironment(log *zap.Logger, environ []string, flags *flag.FlagS
 	if len(unknown) > 0 {
 		log.Warn("environment variables that name no flag are ignored (see omnibus -h)", zap.Strings("variables", unknown))
 	}
-}
-
-// envName is the environment variable that sets a flag (parseWithEnv).
-func envName(flagName string) string {
-	return "OMNIBUS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }

@@ -4,10 +4,13 @@
 //
 //	omnibus [flags]                 run the broker (see -h)
 //	omnibus --version               print the version, commit and Go version
-//	omnibus conformance [flags]     run the conformance suite
-//	omnibus bench [flags]           run the load generator
+//	omnibus token | cert            a REST token; the local CA's path
 //	omnibus check --data DIR        compare a data directory's recovered state with its store
-//	omnibus soak [flags]            kill the broker under load and account for every message
+//	omnibus cluster ...             a replicated cluster's CA, tokens, members and status
+//
+// The conformance suite, the load generator and the soaks are in
+// omnibus-tools (cmd/omnibus-tools), so that this binary links none of
+// the SDKs they drive.
 //
 // Every flag can also be set by an environment variable OMNIBUS_<NAME>
 // (dashes as underscores), e.g. OMNIBUS_DATA=/var/lib/omnibus.
@@ -16,6 +19,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 )
 
 func main() {
@@ -42,7 +47,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "omnibus:", err)
-		os.Exit(exitCode(err))
+		os.Exit(cli.ExitCode(err))
 	}
 }
 
@@ -56,19 +61,4 @@ func subcommandNames() string {
 		s += ", " + name
 	}
 	return s
-}
-
-// exitError carries a specific exit status.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-
-func exitCode(err error) int {
-	if e, ok := err.(*exitError); ok {
-		return e.code
-	}
-	return 1
 }

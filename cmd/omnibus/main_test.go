@@ -18,6 +18,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -245,14 +246,14 @@ func TestProtectedModeSaysSoAtStart(t *testing.T) {
 func TestBadFlagEnv(t *testing.T) {
 	t.Setenv("OMNIBUS_MAX_CONNECTIONS", "many")
 	err := serve(nil)
-	if err == nil || !strings.Contains(err.Error(), "OMNIBUS_MAX_CONNECTIONS") || exitCode(err) != 2 {
+	if err == nil || !strings.Contains(err.Error(), "OMNIBUS_MAX_CONNECTIONS") || cli.ExitCode(err) != 2 {
 		t.Fatalf("serve with a bad env value: %v", err)
 	}
 }
 
 func TestNegativeTokenClockSkew(t *testing.T) {
 	err := serve([]string{"--token-clock-skew", "-1s"})
-	if err == nil || !strings.Contains(err.Error(), "--token-clock-skew") || exitCode(err) != 2 {
+	if err == nil || !strings.Contains(err.Error(), "--token-clock-skew") || cli.ExitCode(err) != 2 {
 		t.Fatalf("serve with a negative clock skew: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 )
 
 // --max-memory reaches the binary through OMNIBUS_MAX_MEMORY, and the
@@ -31,7 +33,7 @@ func TestMaxMemoryAtStart(t *testing.T) {
 		}
 	}
 	t.Setenv("OMNIBUS_MAX_MEMORY", "lots")
-	if err := serve(nil); err == nil || !strings.Contains(err.Error(), "OMNIBUS_MAX_MEMORY") || exitCode(err) != 2 {
+	if err := serve(nil); err == nil || !strings.Contains(err.Error(), "OMNIBUS_MAX_MEMORY") || cli.ExitCode(err) != 2 {
 		t.Fatalf("serve with OMNIBUS_MAX_MEMORY=lots: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/omnibusmq/omnibus/amqpserver"
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/metrics"
 	"github.com/omnibusmq/omnibus/core"
@@ -56,9 +57,9 @@ func serve(args []string) error {
 	fs.IntVar(&o.AMQPLimits.MaxTransactionBytes, "amqp-transaction-buffer", amqpserver.DefaultMaxTransactionBytes, "bytes of messages an AMQP connection's open transactions hold until they commit")
 	fs.DurationVar(&o.TxnTimeout, "txn-timeout", core.DefaultTxnTimeout, "a transaction still open this long after its first operation is rolled back")
 	// Store (pebblestore.Options).
-	diskReserve := byteSize(-1) // unset: the store's default
+	diskReserve := cli.ByteSize(-1) // unset: the store's default
 	fs.Var(&diskReserve, "disk-reserve", "free space kept on the data directory's disk: below it sends are refused, settlements go on "+
-		"(auto: "+formatSize(pebblestore.DefaultDiskReserve)+", at most an eighth of the disk; 0: none)")
+		"(auto: "+cli.FormatSize(pebblestore.DefaultDiskReserve)+", at most an eighth of the disk; 0: none)")
 	fs.BoolVar(&o.Repair, "repair", false, "start on a data directory whose write-ahead log is damaged, accepting the loss of the records after the damage")
 	// HTTP gateway limits and protected mode.
 	fs.DurationVar(&o.HTTPReadTimeout, "http-read-timeout", httpgw.DefaultReadTimeout, "time to read a whole HTTP request, body included")
@@ -76,19 +77,19 @@ func serve(args []string) error {
 	// The core's memory bounds (core.Limits).
 	fs.IntVar(&o.Limits.DedupHistoryMax, "dedup-history-max", core.DefaultDedupHistoryMax,
 		"most message ids one entity's duplicate detection remembers; past it the oldest are forgotten early")
-	maxMemory := byteSize(-1) // unset: a share of the machine's memory
+	maxMemory := cli.ByteSize(-1) // unset: a share of the machine's memory
 	fs.Var(&maxMemory, "max-memory", "memory clients may make omnibus hold at once: AMQP buffers, open transactions, REST and console answers; "+
 		"past it new work is refused with server-busy / 503 (auto: half of the machine's or the cgroup's memory; 0: none)")
 	cacheMB := fs.Int64("body-cache-mb", core.DefaultBodyCacheBytes>>20,
 		"MiB of message bodies all queues together keep in memory for hand-over to receivers")
-	var maxEntity byteSize
+	var maxEntity cli.ByteSize
 	fs.Var(&maxEntity, "max-entity-size", "most one queue or topic stores, whatever its MaxSizeInMegabytes (which Service Bus lets be no less than 1 GiB), e.g. 64MiB; 0: no cap")
 	cf := addClusterFlags(fs) // a replicated cluster node (cluster.go)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", app.DefaultMetricsAddr, "listen address for Prometheus metrics at /metrics, without a token (\"-\" disables metrics and the broker's statistics)")
 	fs.IntVar(&o.MetricsMaxEntities, "metrics-max-entities", metrics.DefaultMaxEntities, "entities with metrics of their own; the rest are summed as entity=\"other\"")
-	if err := parseWithEnv(fs, args); err != nil {
+	if err := cli.ParseWithEnv(fs, args); err != nil {
 		return err
 	}
 	// On the command line 0 means no cap; in app.Options it means the default.
@@ -99,7 +100,7 @@ func serve(args []string) error {
 	}
 	switch {
 	case o.TokenClockSkew < 0:
-		return &exitError{code: 2, err: fmt.Errorf("--token-clock-skew must not be negative")}
+		return cli.Exit(2, fmt.Errorf("--token-clock-skew must not be negative"))
 	case o.TokenClockSkew == 0:
 		o.TokenClockSkew = -1 // none; in app.Options 0 means the default
 	}
@@ -116,12 +117,12 @@ func serve(args []string) error {
 		o.DiskReserve = -1 // none
 	}
 	if *cacheMB < 1 || o.Limits.DedupHistoryMax < 1 {
-		return &exitError{code: 2, err: fmt.Errorf("--body-cache-mb and --dedup-history-max must be at least 1")}
+		return cli.Exit(2, fmt.Errorf("--body-cache-mb and --dedup-history-max must be at least 1"))
 	}
 	o.Limits.BodyCacheBytes = *cacheMB << 20
 	o.Limits.MaxEntityBytes = max(int64(maxEntity), 0) // "auto": no cap
 	if o.MetricsMaxEntities < 0 {
-		return &exitError{code: 2, err: fmt.Errorf("--metrics-max-entities must not be negative")}
+		return cli.Exit(2, fmt.Errorf("--metrics-max-entities must not be negative"))
 	}
 	log, err := newLogger(*level)
 	if err != nil {
@@ -140,7 +141,7 @@ func serve(args []string) error {
 		return err
 	}
 
-	defer startGCTuning()()
+	defer cli.StartGCTuning()()
 
 	// Listen for signals before anything starts, so a signal during
 	// start-up is a clean shutdown too.
@@ -275,7 +276,7 @@ func startOrSignal(start func() (server, error), sig <-chan os.Signal, log *zap.
 			if err := r.a.Shutdown(ctx); err != nil {
 				return nil, fmt.Errorf("shutdown during start-up: %w", err)
 			}
-			return nil, &exitError{code: 0, err: fmt.Errorf("stopped by %v during start-up", got)}
+			return nil, cli.Exit(0, fmt.Errorf("stopped by %v during start-up", got))
 		case <-time.After(5 * time.Second):
 			return nil, fmt.Errorf("stopped by %v during start-up: the start did not finish within 5s", got)
 		}
@@ -295,29 +296,6 @@ func listFlag(fs *flag.FlagSet, list *[]string, name, usage string) {
 	})
 }
 
-// parseWithEnv parses args, then fills every flag not given on the
-// command line from OMNIBUS_<NAME> when that variable is set.
-func parseWithEnv(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2, err: err}
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
-			return
-		}
-		env := envName(f.Name)
-		if v, ok := os.LookupEnv(env); ok {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = &exitError{code: 2, err: fmt.Errorf("%s=%q: %v", env, v, e)}
-			}
-		}
-	})
-	return err
-}
-
 // describeMaxMemory says what the memory budget is, for the start-up
 // line.
 func describeMaxMemory(opt int64) string {
@@ -325,10 +303,10 @@ func describeMaxMemory(opt int64) string {
 	case opt < 0:
 		return "none"
 	case opt > 0:
-		return formatSize(opt)
+		return cli.FormatSize(opt)
 	}
 	n, src := membudget.DefaultLimit()
-	return fmt.Sprintf("%s (1/%d of %s)", formatSize(n-n%(1<<20)), membudget.DefaultShare, src)
+	return fmt.Sprintf("%s (1/%d of %s)", cli.FormatSize(n-n%(1<<20)), membudget.DefaultShare, src)
 }
 
 func newLogger(level string) (*zap.Logger, error) {

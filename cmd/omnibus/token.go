@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
@@ -20,7 +21,7 @@ func runToken(args []string) error {
 	key := fs.String("key", app.DefaultKey, "shared access key")
 	resource := fs.String("resource", "http://localhost/", "resource (scope) the token grants: the namespace, or an entity URL")
 	ttl := fs.Duration("ttl", time.Hour, "validity")
-	if err := parseWithEnv(fs, args); err != nil {
+	if err := cli.ParseWithEnv(fs, args); err != nil {
 		return err
 	}
 	fmt.Println(sas.Sign(*resource, *keyName, *key, time.Now().Add(*ttl)))

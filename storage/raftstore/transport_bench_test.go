@@ -42,7 +42,7 @@ func BenchmarkTransport(b *testing.B) {
 // keeping at most window of them in flight. A small window keeps frames
 // as they are in a loaded cluster (1.4 appends per frame on the leader's
 // appends lane, 2.5 acknowledgements per frame from a follower, measured
-// under omnibus bench); a large one would batch more than a cluster does.
+// under omnibus-tools bench); a large one would batch more than a cluster does.
 func benchTransport(b *testing.B, m pb.Message, window int, secure bool) {
 	h1, h2 := newCountingHandler(0), newCountingHandler(window)
 	sec1, sec2 := peerSecurity{}, peerSecurity{}

@@ -78,7 +78,7 @@ esac
 RMQ_PREFIX=("${ON_BROKER_CPUS[@]}") # rabbitmq.sh starts the node with it
 
 log "building omnibus and the compare helper into $TMP"
-(cd "$ROOT" && go build -o "$TMP/omnibus" ./cmd/omnibus && go build -o "$TMP/compare" ./cmd/omnibus/bench/compare)
+(cd "$ROOT" && go build -o "$TMP/omnibus" ./cmd/omnibus && go build -o "$TMP/omnibus-tools" ./cmd/omnibus-tools && go build -o "$TMP/compare" ./cmd/omnibus/bench/compare)
 read -r OMNI_PORT RMQ_PORT RMQ_DIST_PORT RMQ_EPMD_PORT RMQ_MGMT_PORT OMNI_PORT2 <<<"$("$TMP/compare" ports 6 | tr '\n' ' ')"
 RMQ_DIR=$TMP/rabbitmq
 
@@ -143,7 +143,7 @@ bench() {
 	rabbitmq-*) url=amqp://127.0.0.1:$RMQ_PORT user=guest pass=guest queue=/amq/queue/$QUEUE pid=$RMQ_BEAM_PID ;;
 	esac
 	log "$scen on $target (rep $rep)"
-	"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus" bench --url "$url" --user "$user" --pass "$pass" --queue "$queue" --label "$target" \
+	"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus-tools" bench --url "$url" --user "$user" --pass "$pass" --queue "$queue" --label "$target" \
 		--broker-pid "$pid" --size 1024 --durable --quiet --drain-timeout 15s --json "$OUT/${scen}__${target}__${rep}.json" "$@" \
 		>"$OUT/${scen}__${target}__${rep}.txt" 2>&1 ||
 		log "  $scen on $target failed: $(grep -E '^result' "$OUT/${scen}__${target}__${rep}.txt" || tail -1 "$OUT/${scen}__${target}__${rep}.txt")"
@@ -168,7 +168,7 @@ stored() {
 	local target=$1 scen=$2 rep=$3 n
 	case $target in
 	omnibus*)
-		"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus" bench --url "amqp://127.0.0.1:$OMNI_PORT" --queue "$QUEUE" --scenario drain --rad \
+		"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus-tools" bench --url "amqp://127.0.0.1:$OMNI_PORT" --queue "$QUEUE" --scenario drain --rad \
 			--credit 1000 --drain-timeout 1s --quiet --json "$TMP/drain.json" >/dev/null 2>&1 || true
 		n=$(sed -n 's/^  "received": \([0-9]*\),$/\1/p' "$TMP/drain.json")
 		;;
@@ -276,7 +276,7 @@ log "filling omnibus with $BACKLOG × 1 KiB messages"
 rm -rf "$TMP/data-start"
 omni_start "$TMP/data-backlog" "$OMNI_PORT2" "$TMP/Config1.json"
 fill_t0=$(date +%s%N)
-"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus" bench --url "amqp://127.0.0.1:$OMNI_PORT2" --queue backlog --scenario send --count "$BACKLOG" \
+"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus-tools" bench --url "amqp://127.0.0.1:$OMNI_PORT2" --queue backlog --scenario send --count "$BACKLOG" \
 	--inflight 500 --size 1024 --durable --quiet --json "$OUT/backlog-fill.json" >"$OUT/backlog-fill.txt" 2>&1 ||
 	log "backlog fill failed: $(tail -1 "$OUT/backlog-fill.txt")"
 fill_s=$(((($(date +%s%N) - fill_t0) / 1000000)))
@@ -290,7 +290,7 @@ RECOVERY_MS=$OMNI_STARTUP_MS
 sleep 3
 RECOVERED_RSS=$(rss_mb "$OMNI_PID")
 log "draining the recovered backlog"
-"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus" bench --url "amqp://127.0.0.1:$OMNI_PORT2" --queue backlog --scenario drain --rad --credit 1000 \
+"${ON_CLIENT_CPUS[@]}" "$TMP/omnibus-tools" bench --url "amqp://127.0.0.1:$OMNI_PORT2" --queue backlog --scenario drain --rad --credit 1000 \
 	--drain-timeout 3s --quiet --json "$OUT/backlog-drain.json" >"$OUT/backlog-drain.txt" 2>&1 || true
 DRAINED=$(sed -n 's/^  "received": \([0-9]*\),$/\1/p' "$OUT/backlog-drain.json")
 DRAIN_RATE=$(sed -n 's/^  "recvRate": \([0-9.]*\),$/\1/p' "$OUT/backlog-drain.json" | cut -d. -f1)

@@ -80,7 +80,7 @@ func IsUsage(err error) bool { return errors.Is(err, errUsage) }
 // NewFlagSet returns the bench flags bound to c, with c's current values
 // as defaults.
 func NewFlagSet(c *Config) *flag.FlagSet {
-	fs := flag.NewFlagSet("omnibus bench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("omnibus-tools bench", flag.ContinueOnError)
 	fs.StringVar(&c.Scenario, "scenario", ScenarioSend, "send, receive, both, sessions, fanout, rest, drain or pipeline")
 	fs.StringVar(&c.Label, "label", "", "name of the target in the output")
 	fs.StringVar(&c.URL, "url", "amqp://127.0.0.1:5672", "AMQP 1.0 endpoint: amqp://, amqps:// (TLS), or ws:// or wss:// for AMQP over WebSockets\n(e.g. wss://127.0.0.1:5443/$servicebus/websocket)")

@@ -1,4 +1,4 @@
-// Package bench is omnibus's load generator, run as `omnibus bench`. It
+// Package bench is omnibus's load generator, run as `omnibus-tools bench`. It
 // drives any AMQP 1.0 endpoint with go-amqp — omnibus, RabbitMQ, Service
 // Bus — or, for the Service Bus-specific scenarios (sessions, topic
 // fan-out), omnibus through the official azservicebus SDK, or omnibus's

@@ -1,5 +1,5 @@
 // Package clustersoak is the failover soak of a replicated omnibus
-// (issue 19), run as `omnibus cluster soak` (make cluster-test): three
+// (issue 19), run as `omnibus-tools cluster-soak` (make cluster-test): three
 // real omnibus processes form a cluster; the official Go SDK sends with
 // many in flight and receives in peek-lock through a TCP load balancer in
 // front of all three (the way one connection string reaches a cluster);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What metrics cost on the hot path: make compare's send and receive
-# scenarios (omnibus bench, 1 KiB durable messages) against omnibus with
+# scenarios (omnibus-tools bench, 1 KiB durable messages) against omnibus with
 # metrics on (--metrics-addr, scraped every second, far more often than
 # Prometheus's default 15 s) and off (--metrics-addr -, which also turns
 # off the statistics the core keeps). On and off alternate in one run,

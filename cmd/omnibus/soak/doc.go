@@ -1,4 +1,4 @@
-// Package soak is omnibus's crash soak, run as `omnibus soak` (make soak):
+// Package soak is omnibus's crash soak, run as `omnibus-tools soak` (make soak):
 // it puts the real broker binary under load and kills it with SIGKILL at
 // random moments, restarting it each time on the same data directory and
 // address, then drains the queue and accounts for every message.

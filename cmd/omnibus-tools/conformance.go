@@ -11,17 +11,18 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/app"
 	"github.com/omnibusmq/omnibus/conformance"
 	"github.com/omnibusmq/omnibus/core"
 )
 
-func init() { subcommands["conformance"] = runConformance }
+func init() { commands["conformance"] = runConformance }
 
 // runConformance runs the conformance suite against an endpoint, or
 // against an in-process omnibus when no connection string is given.
 func runConformance(args []string) error {
-	fs := flag.NewFlagSet("omnibus conformance", flag.ContinueOnError)
+	fs := flag.NewFlagSet("omnibus-tools conformance", flag.ContinueOnError)
 	cs := fs.String("connection-string", "", "endpoint to test (default: start an in-process omnibus on loopback)")
 	httpBase := fs.String("http", "", "base URL of the REST/ATOM endpoint, e.g. http://localhost:5300")
 	only := fs.String("only", "", "run only scenarios whose name or seed matches this regular expression")
@@ -38,17 +39,17 @@ func runConformance(args []string) error {
 	prove := fs.Bool("prove-failure", false, "inject one fault at a time into an in-process omnibus: every scenario claiming that fault must fail at its named check")
 	slow := fs.Bool("slow", false, "also run scenarios that take minutes (AutoDeleteOnIdle deletion, a transaction timeout over a minute)")
 	crashCommand := fs.String("crash-command", "", "shell command that kills the endpoint with SIGKILL and starts it again on the same addresses and data\n(lets the crash scenarios run; they run last, alone)")
-	var maxEntity byteSize
-	fs.Var(&maxEntity, "max-entity-size", "the endpoint's cap on what one queue or topic stores (omnibus --max-entity-size); the quota scenarios need one of at most 16MiB (an in-process omnibus runs with "+formatSize(inProcessMaxEntity)+")")
+	var maxEntity cli.ByteSize
+	fs.Var(&maxEntity, "max-entity-size", "the endpoint's cap on what one queue or topic stores (omnibus --max-entity-size); the quota scenarios need one of at most 16MiB (an in-process omnibus runs with "+cli.FormatSize(inProcessMaxEntity)+")")
 	txnTimeout := fs.Duration("txn-timeout", core.DefaultTxnTimeout, "the endpoint's transaction timeout (an in-process omnibus runs with "+inProcessTxnTimeout.String()+")")
-	if err := parseWithEnv(fs, args); err != nil {
+	if err := cli.ParseWithEnv(fs, args); err != nil {
 		return err
 	}
 	opts := conformance.Options{Parallel: *parallel, Slow: *slow}
 	if *only != "" {
 		re, err := regexp.Compile(*only)
 		if err != nil {
-			return &exitError{code: 2, err: fmt.Errorf("--only: %v", err)}
+			return cli.Exit(2, fmt.Errorf("--only: %v", err))
 		}
 		opts.Only = re
 	}
@@ -60,13 +61,13 @@ func runConformance(args []string) error {
 	}
 	if *fault != "" {
 		if target.ConnectionString != "" || *prove {
-			return &exitError{code: 2, err: errors.New("--fault starts its own fault-injected omnibus: give neither --connection-string nor --prove-failure")}
+			return cli.Exit(2, errors.New("--fault starts its own fault-injected omnibus: give neither --connection-string nor --prove-failure"))
 		}
 		return runWithFault(conformance.Fault(*fault), opts, conformance.Format(*format), *out)
 	}
 	if *prove {
 		if target.ConnectionString != "" {
-			return &exitError{code: 2, err: errors.New("--prove-failure starts its own fault-injected omnibus: give no --connection-string")}
+			return cli.Exit(2, errors.New("--prove-failure starts its own fault-injected omnibus: give no --connection-string"))
 		}
 		if !flagGiven(fs, "parallel") {
 			// The faults' runs go side by side and mostly wait (for locks
@@ -111,7 +112,7 @@ func runConformance(args []string) error {
 		return err
 	}
 	if _, failed, _ := rep.Counts(); failed > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("conformance: %s", rep.Summary())}
+		return cli.Exit(1, fmt.Errorf("conformance: %s", rep.Summary()))
 	}
 	return nil
 }
@@ -172,7 +173,7 @@ func proveFailure(opts conformance.Options, format conformance.Format) error {
 		return err
 	}
 	if unproved, total := conformance.Unproved(proofs); unproved > 0 || total == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("prove-failure: %d of %d claims not proved", unproved, total)}
+		return cli.Exit(1, fmt.Errorf("prove-failure: %d of %d claims not proved", unproved, total))
 	}
 	return nil
 }
@@ -182,7 +183,7 @@ func proveFailure(opts conformance.Options, format conformance.Format) error {
 func runWithFault(f conformance.Fault, opts conformance.Options, format conformance.Format, out string) error {
 	faults, err := coreFaults(f)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return cli.Exit(2, err)
 	}
 	a, err := startInProcess(faults)
 	if err != nil {
@@ -199,7 +200,7 @@ func runWithFault(f conformance.Fault, opts conformance.Options, format conforma
 		return err
 	}
 	if _, failed, _ := rep.Counts(); failed > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("conformance with %s: %s", f, rep.Summary())}
+		return cli.Exit(1, fmt.Errorf("conformance with %s: %s", f, rep.Summary()))
 	}
 	return nil
 }

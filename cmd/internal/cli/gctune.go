@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -34,12 +34,12 @@ func gcPercentFor(live uint64) int {
 	return max(100, min(gcMaxPercent, p))
 }
 
-// startGCTuning runs tuneGC, honouring GOGC from the environment, until
+// StartGCTuning runs tuneGC, honouring GOGC from the environment, until
 // the returned stop is called. Both the broker and the load generator use
 // it: the load generator's live heap is small too, and every cycle it
 // saves leaves CPU to the broker it shares the machine with (unsettled
 // send, 3 paired runs: client CPU -10 %, +6 to +12 % msg/s).
-func startGCTuning() (stop func()) {
+func StartGCTuning() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	_, envSet := os.LookupEnv("GOGC")
 	go tuneGC(ctx, envSet)

@@ -8,18 +8,19 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 	"github.com/omnibusmq/omnibus/cmd/omnibus/bench"
 )
 
-func init() { subcommands["bench"] = runBench }
+func init() { commands["bench"] = runBench }
 
-// runBench is `omnibus bench`: the load generator (see package bench).
+// runBench is `omnibus-tools bench`: the load generator (see package bench).
 // SIGINT or SIGTERM stops sending early; the run is still reported.
 func runBench(args []string) error {
 	var c bench.Config
 	fs := bench.NewFlagSet(&c)
 	cpuProfile := fs.String("cpuprofile", "", "write the bench tool's own CPU profile to this file")
-	if err := parseWithEnv(fs, args); err != nil {
+	if err := cli.ParseWithEnv(fs, args); err != nil {
 		return err
 	}
 	if *cpuProfile != "" {
@@ -33,12 +34,12 @@ func runBench(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	defer startGCTuning()()
+	defer cli.StartGCTuning()()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	err := bench.Main(ctx, c, os.Stdout, os.Stderr)
 	if bench.IsUsage(err) {
-		return &exitError{code: 2, err: err}
+		return cli.Exit(2, err)
 	}
 	return err
 }

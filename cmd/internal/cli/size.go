@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 	"strings"
 )
 
-// byteSize is a flag.Value for a number of bytes written with an optional
+// ByteSize is a flag.Value for a number of bytes written with an optional
 // unit: 256MiB, 1GiB, 500MB, 4096.
-type byteSize int64
+type ByteSize int64
 
-// sizeUnits are the units byteSize accepts, longest suffix first so that
+// sizeUnits are the units ByteSize accepts, longest suffix first so that
 // "MiB" is not read as "B".
 var sizeUnits = []struct {
 	suffix string
@@ -23,7 +23,7 @@ var sizeUnits = []struct {
 }
 
 // Set implements flag.Value. "auto" unsets the size.
-func (s *byteSize) Set(v string) error {
+func (s *ByteSize) Set(v string) error {
 	if strings.TrimSpace(v) == "auto" {
 		*s = -1
 		return nil
@@ -39,20 +39,20 @@ func (s *byteSize) Set(v string) error {
 	if err != nil || n < 0 || n*float64(factor) > 1<<62 {
 		return fmt.Errorf("%q is not a size (a number of bytes, or with a unit: 256MiB, 1GiB, 500MB)", v)
 	}
-	*s = byteSize(n * float64(factor))
+	*s = ByteSize(n * float64(factor))
 	return nil
 }
 
 // String implements flag.Value. A negative size is unset: "auto".
-func (s *byteSize) String() string {
+func (s *ByteSize) String() string {
 	if *s < 0 {
 		return "auto"
 	}
-	return formatSize(int64(*s))
+	return FormatSize(int64(*s))
 }
 
-// formatSize prints n bytes in the largest binary unit that divides it.
-func formatSize(n int64) string {
+// FormatSize prints n bytes in the largest binary unit that divides it.
+func FormatSize(n int64) string {
 	for _, u := range []struct {
 		suffix string
 		factor int64
