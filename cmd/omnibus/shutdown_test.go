@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+
+	"github.com/omnibusmq/omnibus/cmd/internal/cli"
 )
 
 // stuckServer is a server whose Shutdown never returns, as one whose
@@ -37,8 +39,8 @@ func TestShutdownDoesNotWaitForAStuckServer(t *testing.T) {
 		t.Fatal("the shutdown of a stuck server did not end within a minute")
 	}
 	took := time.Since(began)
-	if err == nil || !strings.Contains(err.Error(), "did not finish") || exitCode(err) != 1 {
-		t.Fatalf("shutdown of a stuck server = %v (exit status %d), want a failure saying it did not finish", err, exitCode(err))
+	if err == nil || !strings.Contains(err.Error(), "did not finish") || cli.ExitCode(err) != 1 {
+		t.Fatalf("shutdown of a stuck server = %v (exit status %d), want a failure saying it did not finish", err, cli.ExitCode(err))
 	}
 	if took < shutdownLimit {
 		t.Fatalf("shutdown of a stuck server gave up after %v, before its limit of %v", took, shutdownLimit)
@@ -51,7 +53,7 @@ func TestSecondSignalEndsTheShutdown(t *testing.T) {
 	sig := make(chan os.Signal, 1)
 	sig <- syscall.SIGINT
 	err := shutdown(stuckServer{}, sig, zaptest.NewLogger(t))
-	if err == nil || !strings.Contains(err.Error(), "second interrupt") || exitCode(err) != 1 {
+	if err == nil || !strings.Contains(err.Error(), "second interrupt") || cli.ExitCode(err) != 1 {
 		t.Fatalf("shutdown with a second signal = %v, want a failure naming it", err)
 	}
 }
