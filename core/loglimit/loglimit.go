@@ -26,6 +26,8 @@
 package loglimit
 
 import (
+	stdlog "log"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,6 +129,24 @@ func (l *Limiter) Scope(log *zap.Logger) *zap.Logger {
 	return log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return &limitedCore{Core: c, lim: l, scope: s, enc: l.enc}
 	}))
+}
+
+// StdLog returns a standard library logger (for an http.Server's
+// ErrorLog) that writes each line at info level, as msg with the line's
+// text in the field "error", through a new scope: the text, which may
+// name a peer, does not become a reason of its own.
+func (l *Limiter) StdLog(log *zap.Logger, msg string) *stdlog.Logger {
+	return stdlog.New(stdWriter{l.Scope(log), msg}, "", 0)
+}
+
+type stdWriter struct {
+	log *zap.Logger
+	msg string
+}
+
+func (w stdWriter) Write(p []byte) (int, error) {
+	w.log.Info(w.msg, zap.String("error", strings.TrimSuffix(string(p), "\n")))
+	return len(p), nil
 }
 
 // Suppressed returns the lines held back so far, by reason (the message).

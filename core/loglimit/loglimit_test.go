@@ -168,3 +168,23 @@ func TestReasonsCapped(t *testing.T) {
 		t.Fatalf("no %q reason after %d messages", OtherReason, maxReasons+50)
 	}
 }
+
+// StdLog writes every line under one message, the text as a field, so
+// texts that name peers do not each become a reason of their own.
+func TestStdLogSharesOneReason(t *testing.T) {
+	lim := New(Config{})
+	base, out := newTestLogger(t, zapcore.InfoLevel)
+	std := lim.StdLog(base, "listener error")
+	for i := range 100 {
+		std.Printf("http: Accept error: too many open files from 10.0.0.%d; retrying", i)
+	}
+	if got := out.count("listener error"); got != 1 {
+		t.Fatalf("%d lines written, want 1", got)
+	}
+	if !strings.Contains(out.lines()[0], `"error":"http: Accept error: too many open files from 10.0.0.0; retrying"`) {
+		t.Fatalf("line %s lacks the text as a field", out.lines()[0])
+	}
+	if got := lim.Suppressed(); len(got) != 1 || got["listener error"] != 99 {
+		t.Fatalf("Suppressed = %v, want 99 under one reason", got)
+	}
+}

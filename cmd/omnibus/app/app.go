@@ -64,6 +64,11 @@ type Options struct {
 	Clock          clock.Clock // default real time
 	Faults         core.Faults // test-only non-conformance switches
 
+	// LogLimiter bounds the log lines peers can cause, for everything
+	// that shares it (core/loglimit); nil: one made by setDefaults, which
+	// a cluster node's brokers then share.
+	LogLimiter *loglimit.Limiter
+
 	// More AMQP connection limits; zero means amqpserver's default.
 	MaxPendingConnections int           // sockets in the handshake; < 0 = no cap
 	AuthTimeout           time.Duration // from accept to a login or a valid $cbs token
@@ -161,6 +166,9 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	if o.LogLimiter == nil {
+		o.LogLimiter = loglimit.New(loglimit.Config{})
+	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
@@ -203,7 +211,7 @@ type front interface {
 // starts the listeners. On error everything already started is stopped.
 func Start(opts Options) (a *App, err error) {
 	opts.setDefaults()
-	a = &App{opts: opts, log: opts.Logger, started: time.Now(), logLimit: loglimit.New(loglimit.Config{}),
+	a = &App{opts: opts, log: opts.Logger, started: time.Now(), logLimit: opts.LogLimiter,
 		Memory: membudget.New(memoryLimit(opts.MaxMemory))}
 	defer func() {
 		if err != nil {

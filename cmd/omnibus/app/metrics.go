@@ -119,7 +119,7 @@ func serveMetrics(o Options, h http.Handler) (*http.Server, net.Addr, error) {
 	el := newEvictingListener(l, MaxMetricsConnections)
 	srv := &http.Server{Handler: el.serving(handler), ConnState: el.connState, ConnContext: el.connContext,
 		ReadHeaderTimeout: metricsHeaderTimeout, ReadTimeout: metricsReadTimeout, WriteTimeout: metricsWriteTimeout,
-		IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: 16 << 10, ErrorLog: zap.NewStdLog(o.Logger.Named("metrics"))}
+		IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: 16 << 10, ErrorLog: o.LogLimiter.StdLog(o.Logger.Named("metrics"), "metrics listener error")}
 	go func() {
 		if err := srv.Serve(el); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			o.Logger.Error("metrics listener stopped", zap.Error(err))
