@@ -174,3 +174,46 @@ func TestDoomedTransactionGivesBackItsMemory(t *testing.T) {
 		t.Fatalf("the doomed transaction still holds %d bytes of the budget", got)
 	}
 }
+
+// Incoming deliveries are held within the memory budget: on a used-up
+// budget a new session gets an incoming window of minIncomingFrames, a
+// delivery that fills it leaves the session starved, and once the budget
+// frees room the server reopens the window on its own.
+func TestIncomingWindowFollowsTheMemoryBudget(t *testing.T) {
+	const limit = 64 << 20
+	mem := membudget.New(limit)
+	ts := newTestServer(t, func(c *Config) { c.Memory = mem })
+	mem.Acquire(limit) // others hold it all
+	p := ts.rawDial(t)
+	p.open()
+	p.writeFrame(0, beginFrame())
+	b, ok := p.readFrame().(*frames.Begin)
+	if !ok || b.IncomingWindow != minIncomingFrames {
+		t.Fatalf("begin %+v on a used-up budget, want an incoming window of %d frames", b, minIncomingFrames)
+	}
+	p.writeFrame(0, senderAttach("q"))
+	p.readFrame() // attach
+	p.readFrame() // credit
+	const chunk = 60 << 10
+	msg := dataSection(t, (minIncomingFrames+1)*chunk-100)
+	for i := range minIncomingFrames {
+		p.writeFrame(0, transferFrame(0, 0, i == 0, true, msg[i*chunk:(i+1)*chunk])) // unfinished: held
+	}
+	mem.Release(limit)
+	for {
+		f, ok := p.readFrame().(*frames.Flow)
+		if ok && f.Handle == nil && f.IncomingWindow > minIncomingFrames {
+			break // reopened: the test fails by timing out otherwise
+		}
+	}
+	p.writeFrame(0, transferFrame(0, 0, false, false, msg[minIncomingFrames*chunk:]))
+	for {
+		if d, ok := p.readFrame().(*frames.Disposition); ok {
+			if _, ok := d.State.(*frames.Accepted); !ok {
+				t.Fatalf("the delivery: %+v", d.State)
+			}
+			break
+		}
+	}
+	waitMemory(t, mem, 0)
+}
