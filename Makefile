@@ -53,8 +53,9 @@ image: ## build the container image for this machine (ARCH=arm64 or amd64 for th
 # podman in a sandbox that may not raise rlimits or use crun on hybrid
 # cgroups runs with runc and the limits it already has (see
 # cmd/omnibus/README.md, "The image"); TestImage does the same.
-imagetest: image ## build the image, then run it as the emulator's users do (TestImage): config mount, ready line, SDK send/receive, restart, non-root, size
+imagetest: image ## build the image, then run it as the emulator's users do: TestImage (config mount, ready line, SDK send/receive, restart, non-root, size) and testcontainers-go's servicebus module (image/tctest)
 	OMNIBUS_IMAGE=$(IMAGE_TAG) $(GO) test -count=1 -run '^TestImage' ./cmd/omnibus/
+	cd cmd/omnibus/image/tctest && OMNIBUS_IMAGE=$(IMAGE_TAG) $(GO) test -count=1 .
 
 DIST_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 dist: ## cross-compile release binaries (linux, darwin, windows; amd64, arm64) into dist/ with SHA256SUMS
