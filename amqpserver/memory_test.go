@@ -2,6 +2,8 @@ package amqpserver
 
 import (
 	"context"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -214,6 +216,61 @@ func TestIncomingWindowFollowsTheMemoryBudget(t *testing.T) {
 			}
 			break
 		}
+	}
+	waitMemory(t, mem, 0)
+}
+
+// Messages taken for a receiver are held within the memory budget: with
+// credit for all of a backlog, the connection takes no more than the
+// budget has room for (one message at a time when it has none), and
+// every message still arrives.
+func TestDeliveriesWithinTheMemoryBudget(t *testing.T) {
+	const limit, size, n = 256 << 10, 100 << 10, 10
+	mem := membudget.New(limit)
+	ts := newTestServer(t, func(c *Config) { c.Memory = mem })
+	for range n {
+		ts.MustSend(t, "q", &core.Message{Body: make([]byte, size)})
+	}
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if u := mem.Used(); u > peak.Load() {
+				peak.Store(u)
+			}
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.Gosched()
+			}
+		}
+	}()
+	s := ts.session(t)
+	r, err := s.NewReceiver(t.Context(), "q", &amqp.ReceiverOptions{Credit: -1, SettlementMode: amqp.ReceiverSettleModeFirst.Ptr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.IssueCredit(n); err != nil { // credit for the whole backlog at once
+		t.Fatal(err)
+	}
+	for i := range n {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		m, err := r.Receive(ctx, nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if len(m.GetData()) != size {
+			t.Fatalf("message %d: %d bytes", i, len(m.GetData()))
+		}
+	}
+	close(stop)
+	<-sampled
+	if max := int64(limit + 4<<10); peak.Load() > max {
+		t.Fatalf("delivering %d × %d bytes held %d bytes of a %d-byte budget", n, size, peak.Load(), limit)
 	}
 	waitMemory(t, mem, 0)
 }
