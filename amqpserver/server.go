@@ -90,9 +90,12 @@ type Config struct {
 	// so it must be quick.
 	Admit func(remote net.Addr) error
 	// CheckOrigin, when set, is asked about the Origin of every WebSocket
-	// upgrade that has one (a browser's page; other clients send none): a
-	// non-nil error refuses the upgrade with 403 and that error's text.
-	// Unset, every origin is accepted, as Service Bus does.
+	// upgrade that has one, unless it is the request's own (scheme, host
+	// and port of the URL dialled): a non-nil error refuses the upgrade
+	// with 403 and that error's text. Browsers send the page's origin;
+	// other clients send none, or (the Python SDK's sync WebSocket
+	// transport) the URL they dial. Unset, every origin is accepted, as
+	// Service Bus does.
 	CheckOrigin func(origin string) error
 	// AuthTimeout is how long, from accept, a connection may go without
 	// a credential: a SASL PLAIN login or a valid $cbs token. A

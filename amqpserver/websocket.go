@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -49,8 +50,8 @@ func (s *Server) ServeConn(nc net.Conn) error {
 // an HTTP server to route [WebSocketPath] to. It answers 426 Upgrade
 // Required to a request that is not a WebSocket upgrade (or asks for a
 // version other than 13), 405 to one that is not a GET, 400 to one that
-// offers neither AMQP subprotocol, 403 to a browser's (one with an
-// Origin) whose origin [Config.CheckOrigin] refuses, and 503 once the
+// offers neither AMQP subprotocol, 403 to one whose Origin (other than
+// the request's own) [Config.CheckOrigin] refuses, and 503 once the
 // server is shutting down; otherwise it upgrades and serves the
 // connection ([Server.ServeConn]). Without CheckOrigin any origin is
 // accepted, as Service Bus does: clients authenticate with tokens, never
@@ -95,7 +96,7 @@ func (s *Server) checkUpgrade(w http.ResponseWriter, r *http.Request) (int, stri
 	case !slices.ContainsFunc(websocket.Subprotocols(r), func(p string) bool { return slices.Contains(wsSubprotocols, p) }):
 		return http.StatusBadRequest, "AMQP over WebSockets: offer the WebSocket subprotocol AMQPWSB10 or amqp (Sec-WebSocket-Protocol)."
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && s.cfg.CheckOrigin != nil {
+	if origin := r.Header.Get("Origin"); origin != "" && s.cfg.CheckOrigin != nil && !sameOrigin(r, origin) {
 		if err := s.cfg.CheckOrigin(origin); err != nil {
 			return http.StatusForbidden, err.Error()
 		}
@@ -104,6 +105,39 @@ func (s *Server) checkUpgrade(w http.ResponseWriter, r *http.Request) (int, stri
 		return http.StatusServiceUnavailable, "The server is shutting down."
 	}
 	return 0, ""
+}
+
+// sameOrigin reports whether origin is r's own: the scheme r came in on
+// and the host and port it names. Such an upgrade is not a foreign page's:
+// the Python SDK's WebSocket client (websocket-client) sends the URL it
+// dials as its Origin, and a page of the server's own origin is its own.
+// A page whose name was made to resolve here (DNS rebinding) names itself
+// in Host as well, which the HTTP server's host check refuses first.
+func sameOrigin(r *http.Request, origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return false
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if !strings.EqualFold(u.Scheme, scheme) {
+		return false
+	}
+	return strings.EqualFold(hostPort(u.Host, scheme), hostPort(r.Host, scheme))
+}
+
+// hostPort returns host (host or host:port) with the scheme's default
+// port made explicit.
+func hostPort(host, scheme string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	if scheme == "https" {
+		return net.JoinHostPort(strings.Trim(host, "[]"), "443")
+	}
+	return net.JoinHostPort(strings.Trim(host, "[]"), "80")
 }
 
 // headerHas reports whether a comma-separated header of h lists token,
