@@ -78,8 +78,13 @@ func writeList(w *buffer.Buffer, l []any, mode compoundMode) error {
 
 // ListWriter encodes the list of a composite type (a performative, a
 // delivery state, a message section) field by field, without boxing field
-// values. Trailing null fields are omitted, as the spec permits, and the
-// smallest list encoding is chosen when the list ends.
+// values. Every field is written, absent ones as null: the spec lets a
+// sender omit trailing nulls, but Service Bus never does (its AMQP
+// library, Microsoft.Azure.Amqp, encodes a composite's whole field
+// count), and clients read fields by position: the Python SDK's pyamqp
+// before azure-servicebus 7.15 fails on an open, attach, transfer or
+// message properties section shorter than its definition. The smallest
+// list encoding is chosen when the list ends.
 //
 // Usage:
 //
@@ -90,28 +95,22 @@ func writeList(w *buffer.Buffer, l []any, mode compoundMode) error {
 //	l.Null()  // field 1 absent
 //	l.End()
 type ListWriter struct {
-	w         *buffer.Buffer
-	start     int // offset of the list constructor
-	count     int // fields written, including nulls
-	keepSize  int // buffer size just after the last non-null field
-	keepCount int // field count up to and including the last non-null field
+	w     *buffer.Buffer
+	start int // offset of the list constructor
+	count int // fields written, including nulls
 }
 
 // BeginList starts a composite list in w.
 func BeginList(w *buffer.Buffer) ListWriter {
 	start := beginCompound(w, smallest)
-	return ListWriter{w: w, start: start, keepSize: w.Size()}
+	return ListWriter{w: w, start: start}
 }
 
 // Field records that one non-null field has just been written to the
 // buffer.
-func (l *ListWriter) Field() {
-	l.count++
-	l.keepCount = l.count
-	l.keepSize = l.w.Size()
-}
+func (l *ListWriter) Field() { l.count++ }
 
-// Null writes a null field. It is dropped if no non-null field follows.
+// Null writes a null field.
 func (l *ListWriter) Null() {
 	l.w.AppendByte(TypeCodeNull)
 	l.count++
@@ -130,16 +129,15 @@ func (l *ListWriter) Value(v any) error {
 	return nil
 }
 
-// End drops trailing null fields and writes the list header (list0, list8
-// or list32).
+// End writes the list header (list0 for a composite without fields,
+// else list8 or list32).
 func (l *ListWriter) End() {
-	l.w.Truncate(l.keepSize)
-	if l.keepCount == 0 {
+	if l.count == 0 {
 		l.w.Truncate(l.start)
 		l.w.AppendByte(TypeCodeList0)
 		return
 	}
-	endCompound(l.w, l.start, l.keepCount, TypeCodeList8, TypeCodeList32, smallest)
+	endCompound(l.w, l.start, l.count, TypeCodeList8, TypeCodeList32, smallest)
 }
 
 // ListReader walks the fields of an encoded list, typically the list of a

@@ -78,7 +78,10 @@ func TestTypedReadersRejectWrongTypes(t *testing.T) {
 	}
 }
 
-func TestListWriterTrimsTrailingNulls(t *testing.T) {
+// TestListWriterKeepsEveryField: trailing nulls are written, as Service
+// Bus writes them (clients read composite fields by position), and only
+// a composite without fields is list0.
+func TestListWriterKeepsEveryField(t *testing.T) {
 	var w buffer.Buffer
 	l := BeginList(&w)
 	WriteUint(&w, 7)
@@ -89,17 +92,24 @@ func TestListWriterTrimsTrailingNulls(t *testing.T) {
 	l.Null()
 	l.Null()
 	l.End()
-	want := []byte{0xc0, 5, 3, 0x52, 7, 0x40, 0x41}
+	want := []byte{0xc0, 7, 5, 0x52, 7, 0x40, 0x41, 0x40, 0x40}
 	if diff := cmp.Diff(want, w.Bytes()); diff != "" {
 		t.Errorf("encoding (-want +got):\n%s", diff)
 	}
 
-	var empty buffer.Buffer
-	l = BeginList(&empty)
+	var oneNull buffer.Buffer
+	l = BeginList(&oneNull)
 	l.Null()
 	l.End()
-	if diff := cmp.Diff([]byte{TypeCodeList0}, empty.Bytes()); diff != "" {
-		t.Errorf("all-null list (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]byte{0xc0, 2, 1, 0x40}, oneNull.Bytes()); diff != "" {
+		t.Errorf("one null field (-want +got):\n%s", diff)
+	}
+
+	var none buffer.Buffer
+	l = BeginList(&none)
+	l.End()
+	if diff := cmp.Diff([]byte{TypeCodeList0}, none.Bytes()); diff != "" {
+		t.Errorf("no fields (-want +got):\n%s", diff)
 	}
 }
 

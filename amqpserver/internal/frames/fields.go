@@ -9,8 +9,8 @@ import (
 )
 
 // fieldWriter writes the fields of a composite type in order. Each method
-// writes one field, as null when the value is absent; trailing nulls are
-// dropped by end.
+// writes one field, as null when the value is absent; end keeps them all
+// (see [encoding.ListWriter]).
 type fieldWriter struct {
 	w *buffer.Buffer
 	l encoding.ListWriter
