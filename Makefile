@@ -72,7 +72,7 @@ run: ## run the broker with its defaults (data in ./omnibus-data, AMQP :5672, HT
 test: jsdeps pydeps javadeps imagedeps lint gotest allocs jstest javatest imagetest conformance ## everything CI runs (installing what the JS, Python and Java SDK tests and the image test need first): lint, Go tests with -race, allocation counts, JS and Java SDK tests, the image, conformance
 	@echo "make test: all green"
 
-gotest: pydeps ## Go tests, with the race detector (TestPythonSDK runs the Python SDK's tests in amqpserver/pytest, TestProtonTransactions Qpid Proton's in amqpserver/protontest)
+gotest: pydeps ## Go tests, with the race detector (TestPythonSDK and TestPythonSDKCurrent run the Python SDKs' tests in amqpserver/pytest, TestProtonTransactions Qpid Proton's in amqpserver/protontest)
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 # The allocation budgets of ./amqpserver (fuzz_test.go: the fuzz targets'
@@ -152,13 +152,37 @@ browserdeps: ## install Debian's chromium and libnss3-tools (certutil) for the b
 # transaction tests (amqpserver/protontest, run by cmd/omnibus's
 # TestProtonTransactions) use Debian's python3-qpid-proton. Only
 # /usr/bin/python3 imports them.
-pydeps: ## install what the Python tests need: Debian's python3-azure and python3-qpid-proton (apt) if /usr/bin/python3 cannot import them
+pydeps: pyvenv ## install what the Python tests need: Debian's python3-azure and python3-qpid-proton (apt) if /usr/bin/python3 cannot import them
 	@if ! /usr/bin/python3 -c 'import azure.servicebus, uamqp, proton' >/dev/null 2>&1; then \
 	  echo "== installing python3-azure and python3-qpid-proton (apt-get)"; \
 	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 	  $$sudo apt-get update -qq && $$sudo apt-get install -y -qq python3-azure python3-qpid-proton >/dev/null || \
 	    { echo "make pydeps: apt-get could not install python3-azure and python3-qpid-proton"; exit 1; }; \
 	fi
+
+# Today's Python SDK (azure-servicebus 7.15 on its pure-Python AMQP stack,
+# run by amqpserver's TestPythonSDKCurrent) and the beta with batch delete
+# (7.13.0b1) live in virtual environments made from the machine's python3
+# (Debian's python3-venv installed when it cannot make one). Each is made
+# anew when its requirements file (exact versions with their hashes)
+# differs from the copy kept inside it, as jsdeps does with package-lock.
+PYVENVS   := amqpserver/pytest/.venv:amqpserver/pytest/requirements.txt amqpserver/pytest/.venv-beta:amqpserver/pytest/requirements-beta.txt
+pyvenv: ## make the Python SDK 7.15 (and 7.13 beta) virtual environments in amqpserver/pytest when missing or stale
+	@for pair in $(PYVENVS); do venv=$${pair%%:*}; req=$${pair#*:}; \
+	  if cmp -s $$req $$venv/.omnibus-installed-requirements.txt; then continue; fi; \
+	  py=$$(command -v python3 || echo /usr/bin/python3); \
+	  if ! $$py -c 'import venv, ensurepip' >/dev/null 2>&1; then \
+	    echo "== installing python3-venv (apt-get)"; \
+	    sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	    $$sudo apt-get update -qq && $$sudo apt-get install -y -qq python3-venv >/dev/null || \
+	      { echo "make pyvenv: $$py cannot make a virtual environment and apt-get could not install python3-venv"; exit 1; }; \
+	    py=/usr/bin/python3; \
+	  fi; \
+	  echo "== making $$venv from $$req ($$($$py --version))"; \
+	  rm -rf $$venv && $$py -m venv $$venv && \
+	    $$venv/bin/pip install -q --disable-pip-version-check --require-hashes --only-binary :all: -r $$req && \
+	    cp $$req $$venv/.omnibus-installed-requirements.txt || exit 1; \
+	done
 
 # The image test (make imagetest) builds and runs the image with podman;
 # runc because crun refuses the hybrid cgroup hierarchies of some machines.
@@ -201,4 +225,4 @@ compare: ## omnibus vs RabbitMQ with `omnibus-tools bench` (installs rabbitmq-se
 
 check: test ## alias of test
 
-.PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jsdeps javatest javadeps browserdeps pydeps lint fuzz conformance soak cluster-test bench check
+.PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jsdeps javatest javadeps browserdeps pydeps pyvenv lint fuzz conformance soak cluster-test bench check

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -54,31 +53,7 @@ func TestPythonSDK(t *testing.T) {
 	a, ip := startOn5671(t, app.Options{Memory: true, ConfigPath: cfg, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "", TLSDir: dir,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
 	_, httpsPort, _ := net.SplitHostPort(a.HTTPSAddr().String())
-	key := ";SharedAccessKeyName=" + app.DefaultKeyName + ";SharedAccessKey=" + app.DefaultKey
-	env := append(os.Environ(),
-		"OMNIBUS_PY_CONNECTION_STRING=Endpoint=sb://"+ip+"/"+key,
-		"OMNIBUS_PY_ADMIN_CONNECTION_STRING=Endpoint=sb://"+ip+":"+httpsPort+"/"+key,
-		"OMNIBUS_PY_CA="+a.CAPath,
-		"REQUESTS_CA_BUNDLE="+a.CAPath,
-		"PYTHONDONTWRITEBYTECODE=1",
-		// uamqp, a C library, has crashed the interpreter (SIGSEGV) in
-		// some runs under heavy load: the traceback says where.
-		"PYTHONFAULTHANDLER=1")
-
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-m", "unittest", "discover", "-s", "pytest", "-p", "test_*.py", "-v")
-	cmd.Env = env
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the Python SDK tests failed: %v\n%s", err, out)
-	}
-	m := ranTests.FindSubmatch(out)
-	if n, _ := strconv.Atoi(string(m[1])); m == nil || n < 10 {
-		t.Fatalf("the Python run does not say it ran the tests:\n%s", out)
-	}
-	t.Logf("%s", out)
+	runPython(t, python, "pytest", pythonEnv(a, ip, httpsPort), 10)
 }
 
 // startOn5671 starts a with AMQPS on port 5671 of a random 127.x.y.z
