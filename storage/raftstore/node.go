@@ -141,6 +141,14 @@ func Open(cfg Config) (*Node, error) {
 	}
 	err = n.initApplier()
 	if err == nil {
+		if err = n.checkRestoredStart(fresh); err != nil {
+			// The log this start created holds nothing: leave the
+			// directory as it was, for a start as the only member.
+			logs.close()
+			n.state.close()
+			_ = os.RemoveAll(filepath.Join(cfg.Dir, "raftlog"))
+			return nil, err
+		}
 		err = n.initLoop(fresh)
 	}
 	if err != nil {

@@ -200,6 +200,8 @@ type App struct {
 	// metricsAddr is the metrics listener's address (nil when off).
 	metricsAddr net.Addr
 	started     time.Time
+	// admin serves the admin socket (backups) of a single node on disk.
+	admin *adminServer
 }
 
 // front is a protocol listener the app starts and stops.
@@ -260,7 +262,20 @@ func Start(opts Options) (a *App, err error) {
 	if err = a.startMetrics(); err != nil {
 		return a, err
 	}
+	if opts.Store == nil && !opts.Memory {
+		a.admin = startAdmin(opts.DataDir, opts.DataDir, a.backup, a.log)
+	}
 	return a, nil
+}
+
+// backup checkpoints a single node's store: Pebble syncs its write-ahead
+// log first, so every write acknowledged so far is in it.
+func (a *App) backup(_ context.Context, dir string) (Manifest, error) {
+	cp, ok := a.store.(interface{ Checkpoint(dir string) error })
+	if !ok {
+		return Manifest{}, fmt.Errorf("the store %T takes no checkpoints", a.store)
+	}
+	return Manifest{Kind: KindSingle}, cp.Checkpoint(dir)
 }
 
 // memoryLimit is the memory budget of Options.MaxMemory.
@@ -450,6 +465,8 @@ func (a *App) HTTPSAddr() net.Addr { return a.httpsAddr }
 // unknown) instead of holding the shutdown; the store's Close then
 // reports the fault.
 func (a *App) Shutdown(ctx context.Context) error {
+	a.admin.shutdown(ctx) // before the store closes under a backup
+	a.admin = nil
 	var errs []error
 	a.giveUpOnDisk()
 	for i := len(a.fronts) - 1; i >= 0; i-- {

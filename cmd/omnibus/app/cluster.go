@@ -68,6 +68,8 @@ type Cluster struct {
 	// metrics serves /metrics when Options.MetricsAddr asks for it (nil
 	// otherwise): the Raft node's always, the broker's while it leads.
 	metrics *clusterMetrics
+	// admin serves the admin socket (backups).
+	admin *adminServer
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -149,6 +151,7 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 		return nil, err
 	}
 	cl.node.SetClientInfo(cl.advertised())
+	cl.admin = startAdmin(o.DataDir, c.Dir, cl.backup, cl.log)
 	cl.proxy = newProxier(cl)
 	for _, f := range cl.front {
 		go cl.accept(f)
@@ -275,6 +278,13 @@ func (cl *Cluster) serve(sess *raftstore.Session) {
 	}
 }
 
+// backup checkpoints the node's state database once it holds everything
+// the serving leader had committed (raftstore.Node.Backup).
+func (cl *Cluster) backup(ctx context.Context, dir string) (Manifest, error) {
+	info, err := cl.node.Backup(ctx, dir)
+	return Manifest{Kind: KindCluster, Node: info.Node, Leader: info.Leader, Term: info.Term, Index: info.Index}, err
+}
+
 // Node is the cluster's Raft node (status, leader).
 func (cl *Cluster) Node() *raftstore.Node { return cl.node }
 
@@ -320,6 +330,7 @@ func (cl *Cluster) TLSConnectionString() string {
 // Shutdown stops accepting, stops the local broker if it serves, closes
 // proxied connections and the Raft node.
 func (cl *Cluster) Shutdown(ctx context.Context) error {
+	cl.admin.shutdown(ctx)
 	cl.closeFronts()
 	cl.cancel()
 	select {
