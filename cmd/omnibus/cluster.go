@@ -128,6 +128,8 @@ func clusterCommand(args []string) error {
 			return runClusterInit(args[1:])
 		case "token":
 			return runClusterToken(args[1:])
+		case "ca":
+			return runClusterCA(args[1:])
 		}
 	}
 	if len(args) == 0 || args[0] != "status" {
@@ -136,6 +138,7 @@ func clusterCommand(args []string) error {
 			"       omnibus cluster status --peers id=host:port,... | --addr host:port [--json]\n"+
 			"       omnibus cluster add --addr host:port ID=HOST:PORT   (a node started with --join)\n"+
 			"       omnibus cluster remove --addr host:port ID\n"+
+			"       omnibus cluster ca rotate|renew|finish   (replace the cluster's CA; see -h)\n"+
 			"The commands that ask members present the certificate of a node on this machine (--data or --cluster-dir)\n"+
 			"and, for a change, the broker's --key."))
 	}

@@ -91,22 +91,33 @@ func joinTLS(tok peertls.Token) *tls.Config {
 		}}
 }
 
-// joinedCreds checks the member's answer and assembles the credentials.
+// joinedCreds checks the member's answer to a join and assembles the
+// credentials.
 func joinedCreds(a joinAnswer, key any, tok peertls.Token) (*peertls.Creds, error) {
+	creds, err := answeredCreds(a, key, tok.Node)
+	if err != nil {
+		return nil, err
+	}
+	if peertls.Fingerprint(creds.CA.Cert) != tok.CA {
+		return nil, errors.New("raftstore: join answer: a CA other than the token's")
+	}
+	return creds, nil
+}
+
+// answeredCreds assembles the credentials a member's answer (to a join
+// or a renewal) gives node, with key.
+func answeredCreds(a joinAnswer, key any, node uint64) (*peertls.Creds, error) {
 	chain, err := peertls.ParseCerts(a.Chain)
 	if err != nil {
-		return nil, fmt.Errorf("raftstore: join answer: certificate: %w", err)
+		return nil, fmt.Errorf("raftstore: the member's answer: certificate: %w", err)
 	}
 	trusted, err := peertls.ParseCerts(a.Trusted)
 	if err != nil {
-		return nil, fmt.Errorf("raftstore: join answer: trusted CAs: %w", err)
+		return nil, fmt.Errorf("raftstore: the member's answer: trusted CAs: %w", err)
 	}
 	ca, err := peertls.ParseCA(a.CA)
 	if err != nil {
-		return nil, fmt.Errorf("raftstore: join answer: CA: %w", err)
-	}
-	if peertls.Fingerprint(ca.Cert) != tok.CA {
-		return nil, errors.New("raftstore: join answer: a CA other than the token's")
+		return nil, fmt.Errorf("raftstore: the member's answer: CA: %w", err)
 	}
 	der := make([][]byte, len(chain))
 	for i, c := range chain {
@@ -114,10 +125,30 @@ func joinedCreds(a joinAnswer, key any, tok peertls.Token) (*peertls.Creds, erro
 	}
 	creds, err := peertls.NewCreds(tls.Certificate{Certificate: der, PrivateKey: key}, trusted, ca)
 	if err != nil {
-		return nil, fmt.Errorf("raftstore: join answer: %w", err)
+		return nil, fmt.Errorf("raftstore: the member's answer: %w", err)
 	}
-	if creds.ID != tok.Node {
-		return nil, fmt.Errorf("raftstore: join answer: a certificate for node %d, not %d", creds.ID, tok.Node)
+	if creds.ID != node {
+		return nil, fmt.Errorf("raftstore: the member's answer: a certificate for node %d, not %d", creds.ID, node)
 	}
 	return creds, nil
+}
+
+// Renew asks the member at addr for a new certificate of the CA it signs
+// with, for node (the client's certificate must name it), with the trusted
+// CAs and the CA's key (a CA rotation's second step, peertls). The caller
+// saves the credentials and restarts the node on them.
+func (c *Client) Renew(ctx context.Context, addr string, node uint64) (*peertls.Creds, error) {
+	key, err := peertls.NewKey()
+	if err != nil {
+		return nil, err
+	}
+	csr, err := peertls.NewRequest(key, node)
+	if err != nil {
+		return nil, err
+	}
+	var a joinAnswer
+	if _, err := c.do(ctx, http.MethodPost, addr, pathRenew, renewRequest{CSR: csr}, &a, true); err != nil {
+		return nil, fmt.Errorf("raftstore: renew: %w", err)
+	}
+	return answeredCreds(a, key, node)
 }

@@ -60,6 +60,7 @@ const (
 	pathStatus   = "/raft/status"
 	pathMembers  = "/raft/members"
 	pathTokens   = "/raft/tokens"
+	pathRenew    = "/raft/renew"
 	pathJoin     = "/join"
 	headerFrom   = "Omnibus-Raft-From"
 	headerTo     = "Omnibus-Raft-To"
@@ -145,6 +146,7 @@ func (t *httpTransport) start(h handler) error {
 	mux.HandleFunc("GET "+pathStatus, t.serveStatus)
 	mux.HandleFunc("POST "+pathMembers, t.adminOnly(t.serveMembers))
 	mux.HandleFunc("POST "+pathTokens, t.adminOnly(t.serveTokens))
+	mux.HandleFunc("POST "+pathRenew, t.adminOnly(t.serveRenew))
 	mux.HandleFunc("POST "+pathJoin, t.serveJoin)
 	t.srv = &http.Server{Handler: t.guard(mux), Protocols: new(http.Protocols), ReadHeaderTimeout: 5 * time.Second,
 		HTTP2:    &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: stallTimeout, WriteByteTimeout: stallTimeout, MaxReadFrameSize: 1 << 20},

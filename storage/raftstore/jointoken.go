@@ -2,8 +2,8 @@ package raftstore
 
 import (
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -194,18 +194,61 @@ func (t *httpTransport) serveJoin(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, http.StatusForbidden, "join: "+err.Error())
 		return
 	}
-	leaf, err := creds.CA.SignRequest(req.CSR, req.Node, now)
-	if err != nil {
-		t.refuse(w, r, http.StatusBadRequest, "join: "+err.Error())
+	if !t.answerCertificate(w, r, creds, req.CSR, req.Node, now) {
 		return
+	}
+	t.log.Info("admitted a node: signed its certificate", zap.Uint64("node", req.Node), zap.String("remote", r.RemoteAddr))
+}
+
+// answerCertificate signs node's certificate for the key of csr and
+// answers with it, the trusted CAs and the CA's key; false if it refused.
+func (t *httpTransport) answerCertificate(w http.ResponseWriter, r *http.Request, creds *peertls.Creds, csr []byte, node uint64, now time.Time) bool {
+	pub, err := peertls.RequestKey(csr)
+	if err != nil {
+		t.refuse(w, r, http.StatusBadRequest, err.Error())
+		return false
+	}
+	chain, err := creds.IssueChain(pub, node, now)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return false
 	}
 	caPEM, err := peertls.EncodeCA(creds.CA)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return false
+	}
+	var chainPEM []byte
+	for _, der := range chain {
+		chainPEM = append(chainPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(joinAnswer{Chain: chainPEM, Trusted: peertls.EncodeCerts(creds.Trusted), CA: caPEM})
+	return true
+}
+
+// renewRequest asks a member for a new certificate of the CA it signs
+// with, for the node the client's certificate names.
+type renewRequest struct {
+	CSR []byte `json:"csr"` // DER
+}
+
+// serveRenew renews the client's certificate (an admin request: it also
+// hands out the CA key, which a removed member must not get once the CA
+// is rotated).
+func (t *httpTransport) serveRenew(w http.ResponseWriter, r *http.Request) {
+	creds := t.sec.creds
+	id, ok := r.Context().Value(peerIDKey{}).(uint64)
+	if creds == nil || creds.CA == nil || !ok {
+		t.refuse(w, r, http.StatusConflict, "this member renews no certificates (no CA key, or no TLS)")
 		return
 	}
-	t.log.Info("admitted a node: signed its certificate", zap.Uint64("node", req.Node), zap.String("remote", r.RemoteAddr))
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(joinAnswer{Chain: peertls.EncodeCerts([]*x509.Certificate{leaf, creds.CA.Cert}),
-		Trusted: peertls.EncodeCerts(creds.Trusted), CA: caPEM})
+	var req renewRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxJoinBody)).Decode(&req); err != nil {
+		t.refuse(w, r, http.StatusBadRequest, "renew: "+err.Error())
+		return
+	}
+	if t.answerCertificate(w, r, creds, req.CSR, id, t.now()) {
+		t.log.Info("renewed a node's certificate", zap.Uint64("node", id), zap.String("ca", peertls.Fingerprint(creds.CA.Cert)))
+	}
 }

@@ -99,11 +99,11 @@ func (ca *CA) Issue(pub crypto.PublicKey, id uint64, now time.Time) (*x509.Certi
 	return x509.ParseCertificate(der)
 }
 
-// SignRequest issues node id's certificate for the key of a certificate
-// request (DER), after checking the request's signature: the requester
-// holds the key. The id is the caller's to decide (a join token names
-// it), never the request's.
-func (ca *CA) SignRequest(csrDER []byte, id uint64, now time.Time) (*x509.Certificate, error) {
+// RequestKey is the public key of a certificate request (DER), after
+// checking the request's signature: the requester holds the key. The
+// request's names are ignored: the id a certificate names is the
+// issuer's to decide (a join token's, the renewing node's).
+func RequestKey(csrDER []byte) (crypto.PublicKey, error) {
 	csr, err := x509.ParseCertificateRequest(csrDER)
 	if err != nil {
 		return nil, fmt.Errorf("peertls: certificate request: %w", err)
@@ -111,7 +111,7 @@ func (ca *CA) SignRequest(csrDER []byte, id uint64, now time.Time) (*x509.Certif
 	if err := csr.CheckSignature(); err != nil {
 		return nil, fmt.Errorf("peertls: certificate request: %w", err)
 	}
-	return ca.Issue(csr.PublicKey, id, now)
+	return csr.PublicKey, nil
 }
 
 // NewKey makes a node's key (ECDSA P-256).

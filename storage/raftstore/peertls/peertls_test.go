@@ -51,8 +51,9 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func TestSignRequestNamesTheCallersID(t *testing.T) {
+func TestIssueForARequestNamesTheCallersID(t *testing.T) {
 	ca := mustCA(t)
+	n1 := mustNode(t, ca, 1)
 	key, err := NewKey()
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +62,15 @@ func TestSignRequestNamesTheCallersID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := ca.SignRequest(csr, 4, time.Now())
+	pub, err := RequestKey(csr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := n1.IssueChain(pub, 4, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(chain[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +78,8 @@ func TestSignRequestNamesTheCallersID(t *testing.T) {
 		t.Errorf("issued for node %d (%v), want 4", id, err)
 	}
 	csr[len(csr)-3] ^= 0xff // break the signature
-	if _, err := ca.SignRequest(csr, 4, time.Now()); err == nil {
-		t.Errorf("a request with a broken signature was signed")
+	if _, err := RequestKey(csr); err == nil {
+		t.Errorf("a request with a broken signature was accepted")
 	}
 }
 
