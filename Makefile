@@ -208,9 +208,10 @@ conformance: ## conformance suite against an in-process omnibus (and the fault-i
 	$(GO) run ./cmd/omnibus-tools conformance --format text
 	$(GO) run ./cmd/omnibus-tools conformance --prove-failure --format text
 
-KILLS ?= 20
-soak: build ## crash soak: SIGKILL the real binary under load KILLS times (20), restart it on the same data each time, account for every message (SOAK_FLAGS=--subscriptions 2 for a topic)
-	bin/omnibus-tools soak --binary bin/omnibus --kills $(KILLS) $(SOAK_FLAGS)
+KILLS ?= 18
+DISK_FAULTS ?= 2
+soak: build ## crash soak: SIGKILL the real binary under load KILLS times (18) and fail its disk DISK_FAULTS times (2: every send in flight answered, SIGTERM ends it within 5 s with status 1), restart it on the same data each time, account for every message (SOAK_FLAGS=--subscriptions 2 for a topic)
+	bin/omnibus-tools soak --binary bin/omnibus --kills $(KILLS) --disk-faults $(DISK_FAULTS) $(SOAK_FLAGS)
 
 FAILOVERS ?= 12
 cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILLed or cut off (network namespaces as root, else SIGSTOP) FAILOVERS times (12), every message accounted (CLUSTER_FLAGS="--backlog 100000 --hold-receivers": every failover with 100k queued)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,6 +62,7 @@ func serve(args []string) error {
 	fs.Var(&diskReserve, "disk-reserve", "free space kept on the data directory's disk: below it sends are refused, settlements go on "+
 		"(auto: "+cli.FormatSize(pebblestore.DefaultDiskReserve)+", at most an eighth of the disk; 0: none)")
 	fs.BoolVar(&o.Repair, "repair", false, "start on a data directory whose write-ahead log is damaged, accepting the loss of the records after the damage")
+	faultOnSignal := fs.Bool("fail-fsync-on-sigusr1", false, "for tests of a failing disk (omnibus-tools soak --disk-faults): SIGUSR1 makes every later fsync of the write-ahead log fail")
 	// HTTP gateway limits and protected mode.
 	fs.DurationVar(&o.HTTPReadTimeout, "http-read-timeout", httpgw.DefaultReadTimeout, "time to read a whole HTTP request, body included")
 	fs.DurationVar(&o.HTTPWriteTimeout, "http-write-timeout", httpgw.DefaultWriteTimeout, "time to write an HTTP response (a long poll gets its wait added)")
@@ -136,6 +138,9 @@ func serve(args []string) error {
 		}
 	}
 	logEmulatorEnvironment(log, os.Environ(), fs)
+	if *faultOnSignal {
+		o.FailLogSyncs = failFsyncOnSignal(log)
+	}
 	start, err := cf.starter(o)
 	if err != nil {
 		return err
@@ -205,10 +210,12 @@ func serve(args []string) error {
 // answer what they owe (a send the disk holds is answered once the store
 // gives up on it, see app.App.Shutdown); past shutdownLimit the process
 // exits whatever still waits, so that SIGTERM stops it within 5 s even on
-// a disk that answers nothing. Everything acknowledged is on disk by then.
+// a disk that answers nothing, with a second to spare for a machine too
+// busy to run the timer on time. Everything acknowledged is on disk by
+// then.
 const (
-	drainTimeout  = 3 * time.Second
-	shutdownLimit = 4500 * time.Millisecond
+	drainTimeout  = 2500 * time.Millisecond
+	shutdownLimit = 4 * time.Second
 )
 
 // shutdown stops the app within shutdownLimit, or at once on a second
@@ -321,4 +328,21 @@ func newLogger(level string) (*zap.Logger, error) {
 	cfg.DisableStacktrace = true
 	cfg.Sampling = nil
 	return cfg.Build()
+}
+
+// failFsyncOnSignal returns the switch that fails the write-ahead log's
+// fsyncs (app.Options.FailLogSyncs), turned on by SIGUSR1: a disk that
+// fails under a running broker, for omnibus-tools soak --disk-faults.
+func failFsyncOnSignal(log *zap.Logger) *atomic.Bool {
+	fail := new(atomic.Bool)
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		for range usr1 {
+			if !fail.Swap(true) {
+				log.Warn("SIGUSR1: every fsync of the write-ahead log fails from now on (--fail-fsync-on-sigusr1)")
+			}
+		}
+	}()
+	return fail
 }

@@ -1,11 +1,13 @@
 package pebblestore
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -28,6 +30,8 @@ type faultFS struct {
 	vfs.FS
 	faults *faults
 	mark   *walMark // told how far each log file is synced; nil: not
+	// failLogSyncs, when true, fails the log's fsyncs (Options.FailLogSyncs).
+	failLogSyncs *atomic.Bool
 
 	mu sync.Mutex // guards the fields below
 	// created holds the files created while the store opens, true while
@@ -321,10 +325,18 @@ func (f *faultFile) retryWrite(op func() error) error {
 }
 
 // Sync implements vfs.File.
-func (f *faultFile) Sync() error { return f.afterSync("fsync of "+f.path, f.File.Sync()) }
+func (f *faultFile) Sync() error { return f.afterSync("fsync of "+f.path, f.sync(f.File.Sync)) }
 
 // SyncData implements vfs.File.
-func (f *faultFile) SyncData() error { return f.afterSync("fsync of "+f.path, f.File.SyncData()) }
+func (f *faultFile) SyncData() error { return f.afterSync("fsync of "+f.path, f.sync(f.File.SyncData)) }
+
+// sync runs the fsync do, unless a fault injected for tests fails it.
+func (f *faultFile) sync(do func() error) error {
+	if f.wal && f.fs.failLogSyncs != nil && f.fs.failLogSyncs.Load() {
+		return fmt.Errorf("injected for a test (Options.FailLogSyncs): %w", syscall.EIO)
+	}
+	return do()
+}
 
 // afterSync handles the outcome of an fsync (see faultFS).
 func (f *faultFile) afterSync(what string, err error) error {

@@ -79,6 +79,11 @@ type Options struct {
 	// storage.ErrCorrupt that says where replay stops and how much it
 	// would drop.
 	Repair bool
+	// FailLogSyncs, when set and true, makes every fsync of the
+	// write-ahead log fail with EIO without reaching the disk, as a dying
+	// disk's would: a fault for tests of the whole process (the soak's
+	// --disk-faults), which cannot wrap FS. Nil in production.
+	FailLogSyncs *atomic.Bool
 	// NoWAL turns Pebble's write-ahead log off: a batch is durable only
 	// once the memtable holding it is flushed (Store.StartFlush, or when
 	// it fills); after a crash the database is as it was at its last

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -80,6 +81,9 @@ type Options struct {
 	// The store on disk (pebblestore.Options).
 	DiskReserve int64 // bytes kept free on the data disk; 0 = pebblestore.DefaultDiskReserve, < 0 = none
 	Repair      bool  // start on a damaged write-ahead log, accepting the loss
+	// FailLogSyncs, once true, fails every fsync of the write-ahead log
+	// (pebblestore.Options.FailLogSyncs): a failing disk, for tests.
+	FailLogSyncs *atomic.Bool
 
 	// HTTP gateway limits (httpgw.Config); zero means httpgw's default.
 	HTTPReadTimeout    time.Duration // a whole request, body included
@@ -331,7 +335,7 @@ func openStore(o Options) (storage.Store, error) {
 		return nil, err
 	}
 	s, err := pebblestore.Open(o.DataDir, pebblestore.Options{Logger: o.Logger.Named("pebble"),
-		DiskReserve: o.DiskReserve, Repair: o.Repair})
+		DiskReserve: o.DiskReserve, Repair: o.Repair, FailLogSyncs: o.FailLogSyncs})
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

@@ -61,8 +61,9 @@ type broker struct {
 	exited chan struct{} // closed when cmd has exited
 }
 
-// newBroker prepares dir (data directory, Config.json, log) for bin.
-func newBroker(bin string, extra []string, dir, key string, subscriptions int) (*broker, error) {
+// newBroker prepares dir (data directory, Config.json, log) for bin. With
+// diskFaults, the broker fails its log's fsyncs on SIGUSR1 (see failDisk).
+func newBroker(bin string, extra []string, dir, key string, subscriptions int, diskFaults bool) (*broker, error) {
 	cfg := filepath.Join(dir, "Config.json")
 	if err := os.WriteFile(cfg, []byte(soakConfig(subscriptions)), 0o644); err != nil {
 		return nil, err
@@ -76,9 +77,13 @@ func newBroker(bin string, extra []string, dir, key string, subscriptions int) (
 	if err != nil {
 		return nil, err
 	}
-	return &broker{bin: bin, addr: addr, key: key, logPath: logPath, log: log, args: append([]string{"serve",
+	args := []string{"serve",
 		"--data", filepath.Join(dir, "data"), "--config", cfg, "--amqp-addr", addr,
-		"--http-addr", "-", "--https-addr", "-", "--amqps-addr", "-", "--metrics-addr", "127.0.0.1:0", "--key-name", keyName, "--key", key}, extra...)}, nil
+		"--http-addr", "-", "--https-addr", "-", "--amqps-addr", "-", "--metrics-addr", "127.0.0.1:0", "--key-name", keyName, "--key", key}
+	if diskFaults {
+		args = append(args, "--fail-fsync-on-sigusr1")
+	}
+	return &broker{bin: bin, addr: addr, key: key, logPath: logPath, log: log, args: append(args, extra...)}, nil
 }
 
 // freeAddr returns a loopback address that nothing listened on a moment
@@ -146,6 +151,33 @@ func (b *broker) kill() error {
 	}
 	<-b.exited
 	return nil
+}
+
+// failDisk makes the broker's disk fail: every later fsync of its
+// write-ahead log fails (--fail-fsync-on-sigusr1).
+func (b *broker) failDisk() error {
+	fmt.Fprintf(b.log, "\n==== soak: failing the disk (SIGUSR1) at %s\n", time.Now().Format(time.RFC3339Nano))
+	if err := b.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		return fmt.Errorf("SIGUSR1: %w", err)
+	}
+	return nil
+}
+
+// terminate ends the broker with SIGTERM and returns how long it took to
+// exit and its exit status. A broker still running after timeout is
+// killed, and terminate fails.
+func (b *broker) terminate(timeout time.Duration) (time.Duration, int, error) {
+	t0 := time.Now()
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return 0, 0, fmt.Errorf("SIGTERM: %w", err)
+	}
+	select {
+	case <-b.exited:
+		return time.Since(t0), b.cmd.ProcessState.ExitCode(), nil
+	case <-time.After(timeout):
+		_ = b.kill()
+		return time.Since(t0), b.cmd.ProcessState.ExitCode(), fmt.Errorf("the broker did not exit within %s of SIGTERM (killed; see %s)", timeout, b.logPath)
+	}
 }
 
 // running reports whether the broker process is alive.

@@ -29,6 +29,8 @@ type load struct {
 	// may have applied without the answer reaching us (see Run).
 	settling     atomic.Int64
 	settleStarts atomic.Int64
+	// fault follows the sends in flight when a disk fault is injected.
+	fault faultWatch
 
 	senders   []*endpoint[*amqp.Sender]
 	receivers []receiver
@@ -105,13 +107,16 @@ func (ld *load) sendLoop(claim, ctx context.Context, ep *endpoint[*amqp.Sender],
 		msg.Header = &amqp.MessageHeader{Durable: true}
 		msg.ApplicationProperties = bench.Stamp(runID, seq, time.Now())
 		ld.ledger.Sent(seq)
+		before := ld.fault.sending()
 		receipt, err := s.SendWithReceipt(ctx, msg, nil)
 		if err != nil {
+			ld.fault.answered(before, nil, err)
 			ld.ledger.SendFailed(seq)
 			ep.broken(gen)
 			continue
 		}
 		state, err := receipt.Wait(ctx)
+		ld.fault.answered(before, state, err)
 		if _, accepted := state.(*amqp.StateAccepted); err == nil && accepted {
 			ld.ledger.Acked(seq)
 			lf.acked()
@@ -123,6 +128,88 @@ func (ld *load) sendLoop(claim, ctx context.Context, ep *endpoint[*amqp.Sender],
 			ep.broken(gen)
 		}
 	}
+}
+
+// The AMQP conditions a send in flight may get when the disk fails: the
+// outcome is unknown (Service Bus's ServiceTimeout), or the send was
+// refused, nothing stored.
+const (
+	condTimeout    = "com.microsoft:timeout"
+	condServerBusy = "com.microsoft:server-busy"
+)
+
+// faultWatch follows the sends in flight when a disk fault takes effect,
+// and what each of them got. Sends are counted by generation: the one
+// current when the fault was injected lasts until the first answer that
+// shows the fault (outcome unknown, or refused); every send of it must be
+// answered. Sends started after that are refused at once and not followed.
+type faultWatch struct {
+	gen     atomic.Int64
+	pending [2]atomic.Int64 // sends not yet answered, by generation (mod 2)
+	on      atomic.Bool     // a fault was injected, and its count is open
+	faulted atomic.Int64    // the generation of the sends it follows
+	// What the sends it follows got.
+	stored, unknown, refused, other atomic.Int64
+}
+
+// sending records a send starting and returns its generation.
+func (w *faultWatch) sending() int64 {
+	g := w.gen.Load()
+	w.pending[g&1].Add(1)
+	return g
+}
+
+// answered records the answer of a send of generation g.
+func (w *faultWatch) answered(g int64, state amqp.DeliveryState, err error) {
+	if w.on.Load() && g == w.faulted.Load() {
+		rej, _ := state.(*amqp.StateRejected)
+		cond := amqp.ErrCond("")
+		if rej != nil && rej.Error != nil {
+			cond = rej.Error.Condition
+		}
+		_, accepted := state.(*amqp.StateAccepted)
+		switch {
+		case err == nil && accepted:
+			w.stored.Add(1)
+		case err == nil && cond == condTimeout:
+			w.unknown.Add(1)
+			w.gen.CompareAndSwap(g, g+1) // the fault took effect
+		case err == nil && cond == condServerBusy:
+			w.refused.Add(1)
+			w.gen.CompareAndSwap(g, g+1)
+		default:
+			w.other.Add(1)
+		}
+	}
+	w.pending[g&1].Add(-1)
+}
+
+// begin opens the count of a fault about to be injected.
+func (w *faultWatch) begin() {
+	w.stored.Store(0)
+	w.unknown.Store(0)
+	w.refused.Store(0)
+	w.other.Store(0)
+	w.faulted.Store(w.gen.Load())
+	w.on.Store(true)
+}
+
+// waitAnswered waits, up to timeout, until the fault took effect and
+// every send of its generation was answered. It returns how many were
+// not.
+func (w *faultWatch) waitAnswered(timeout time.Duration) int64 {
+	deadline := time.Now().Add(timeout)
+	g := w.faulted.Load()
+	for (w.gen.Load() == g || w.pending[g&1].Load() > 0) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	return w.pending[g&1].Load()
+}
+
+// end closes the fault's count, leaving the generation it followed.
+func (w *faultWatch) end() {
+	w.on.Store(false)
+	w.gen.CompareAndSwap(w.faulted.Load(), w.faulted.Load()+1)
 }
 
 // delivery is a received message waiting for its completion.
@@ -185,7 +272,12 @@ func (ld *load) settleLoop(rc receiver, in <-chan delivery) {
 		err := d.r.AcceptMessage(ctx, d.msg)
 		ld.settling.Add(-1)
 		cancel()
-		if _, refused := err.(*amqp.Error); err == nil || refused {
+		// A completion answered with the outcome unknown (the disk failed
+		// under it) may or may not have been applied, as one unanswered.
+		ae, refused := err.(*amqp.Error)
+		if refused && ae.Condition == condTimeout {
+			ld.ledger.CompletionUnanswered(rc.stream, d.seq)
+		} else if err == nil || refused {
 			if err == nil {
 				ld.ledger.Completed(rc.stream, d.seq, d.nth)
 			} else {
@@ -209,6 +301,29 @@ func (ld *load) completionsAtKill(kill func() error) (int64, error) {
 	under := ld.settling.Load()
 	err := kill()
 	return under + ld.settleStarts.Load() - starts, err
+}
+
+// diskFault fails the broker's disk under load (b.failDisk), waits until
+// every send in flight then has been answered, and stops the broker with
+// SIGTERM. It returns what it saw and how many completions were under way
+// around it (see completionsAtKill).
+func (ld *load) diskFault(b *broker, timeout time.Duration) (DiskFault, int64, error) {
+	var df DiskFault
+	w := &ld.fault
+	under, err := ld.completionsAtKill(func() error {
+		w.begin()
+		if err := b.failDisk(); err != nil {
+			return err
+		}
+		df.Unanswered = w.waitAnswered(timeout)
+		var err error
+		df.Stop, df.ExitStatus, err = b.terminate(timeout)
+		return err
+	})
+	df.Stored, df.Unknown, df.Refused, df.Other = w.stored.Load(), w.unknown.Load(), w.refused.Load(), w.other.Load()
+	df.InFlight = df.Stored + df.Unknown + df.Refused + df.Other + df.Unanswered
+	w.end()
+	return df, under, err
 }
 
 // close closes every client connection.

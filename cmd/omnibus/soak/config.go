@@ -19,10 +19,17 @@ type Config struct {
 	Dir  string
 	Keep bool
 
-	Kills     int           // SIGKILLs, each followed by a restart
-	MinUptime time.Duration // the broker runs under load a random time in [MinUptime, MaxUptime] before each kill
-	MaxUptime time.Duration
-	Seed      uint64 // random seed of the kill moments (0: from the clock)
+	Kills int // SIGKILLs, each followed by a restart
+	// DiskFaults are failing disks, each followed by a restart: the
+	// broker's write-ahead log fsyncs start failing under load (SIGUSR1
+	// to a broker started with --fail-fsync-on-sigusr1), every send in
+	// flight must be answered, and SIGTERM must then end the broker
+	// within 5 s with exit status 1. They take turns with the kills, in
+	// an order drawn from Seed.
+	DiskFaults int
+	MinUptime  time.Duration // the broker runs under load a random time in [MinUptime, MaxUptime] before each kill
+	MaxUptime  time.Duration
+	Seed       uint64 // random seed of the kill moments (0: from the clock)
 
 	// Subscriptions > 0 loads a topic with that many subscriptions, each
 	// of which must receive every message, instead of a queue.
@@ -58,6 +65,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.StringVar(&c.Dir, "dir", "", "directory for the broker's data, Config.json and log (default: a temporary one)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory after a passing run (a failing run always keeps it)")
 	fs.IntVar(&c.Kills, "kills", DefaultKills, "SIGKILLs, each followed by a restart on the same data directory")
+	fs.IntVar(&c.DiskFaults, "disk-faults", 0, "failing disks, each followed by a restart: the write-ahead log's fsyncs fail under load, every send in flight must be answered and SIGTERM must end the broker within 5 s with exit status 1")
 	fs.DurationVar(&c.MinUptime, "min-uptime", DefaultMinUptime, "shortest time the broker runs under load (from its first acknowledged send) before a kill")
 	fs.DurationVar(&c.MaxUptime, "max-uptime", DefaultMaxUptime, "longest time the broker runs under load before a kill")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed of the kill moments (0: from the clock; the run prints it)")
@@ -110,8 +118,8 @@ func (c *Config) validate() error {
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = time.Minute
 	}
-	if c.Kills < 0 || c.Senders < 1 || c.Inflight < 1 || c.Receivers < 1 || c.Credit < 1 || c.Settlers < 1 || c.Size < 1 || c.Subscriptions < 0 {
-		return bad("--kills and --subscriptions must be ≥ 0, and --senders, --inflight, --receivers, --credit, --settlers, --size ≥ 1")
+	if c.Kills < 0 || c.DiskFaults < 0 || c.Senders < 1 || c.Inflight < 1 || c.Receivers < 1 || c.Credit < 1 || c.Settlers < 1 || c.Size < 1 || c.Subscriptions < 0 {
+		return bad("--kills, --disk-faults and --subscriptions must be ≥ 0, and --senders, --inflight, --receivers, --credit, --settlers, --size ≥ 1")
 	}
 	if c.MinUptime <= 0 || c.MaxUptime < c.MinUptime {
 		return bad("want 0 < --min-uptime ≤ --max-uptime")

@@ -35,6 +35,15 @@
 // every 2 ms, or a client's) and to the first send acknowledged after it;
 // it is reported, not asserted.
 //
+// With DiskFaults some of the restarts follow a failing disk instead of a
+// kill: every fsync of the broker's write-ahead log fails from a moment
+// under load on (SIGUSR1 to a broker started with --fail-fsync-on-sigusr1).
+// Every send in flight then must be answered (stored, the outcome unknown
+// as com.microsoft:timeout, or refused as server-busy), and SIGTERM must
+// end the broker within 5 s with exit status 1; the accounting is the
+// same, a send or completion of unknown outcome counted as one a kill
+// left unanswered.
+//
 // With Subscriptions the soak loads a topic instead: every subscription
 // is a stream of the ledger that must receive and complete each message.
 package soak

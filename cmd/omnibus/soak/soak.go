@@ -40,7 +40,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		}
 		res.Dir, res.tempDir = dir, true
 	}
-	b, err := newBroker(c.Binary, c.BrokerArgs, res.Dir, bench.NewRunID()+bench.NewRunID(), c.Subscriptions)
+	b, err := newBroker(c.Binary, c.BrokerArgs, res.Dir, bench.NewRunID()+bench.NewRunID(), c.Subscriptions, c.DiskFaults > 0)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,8 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	defer ld.close()
 
 	var runErr error
-	for k := 1; k <= c.Kills && runErr == nil; k++ {
+	events, faults := c.Kills+c.DiskFaults, c.DiskFaults
+	for k := 1; k <= events && runErr == nil; k++ {
 		// Every kill is under load: the random time counts from the
 		// first send this life acknowledged.
 		if runErr = waitLoaded(ctx, life.current(), c.ReadyTimeout); runErr != nil {
@@ -96,7 +97,17 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		if n := len(res.Restarts); n > 0 {
 			res.Restarts[n-1].FirstAck = firstAck
 		}
-		atKill, err := ld.completionsAtKill(b.kill)
+		// A disk fault or a kill, in an order drawn from the seed.
+		r := Restart{Uptime: up, Acked: acked}
+		var atKill int64
+		if rng.IntN(events-k+1) < faults {
+			faults--
+			var df DiskFault
+			df, atKill, err = ld.diskFault(b, c.ReadyTimeout)
+			r.DiskFault = &df
+		} else {
+			atKill, err = ld.completionsAtKill(b.kill)
+		}
 		res.CompletionsAtKills += atKill
 		if err != nil {
 			runErr = err
@@ -104,7 +115,6 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		}
 		t0 := time.Now()
 		life.begin(t0)
-		r := Restart{Uptime: up, Acked: acked}
 		if err := b.start(); err != nil {
 			runErr = err
 			break
@@ -116,8 +126,13 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		}
 		r.Recovery = life.current().ready(probed)
 		res.Restarts = append(res.Restarts, r)
-		fmt.Fprintf(progress, "soak: kill %d/%d after %s up (%d sends acknowledged in that life); ready again in %s\n",
-			k, c.Kills, ms(up), acked, ms(r.Recovery))
+		what := "kill"
+		if df := r.DiskFault; df != nil {
+			what = fmt.Sprintf("disk fault (%d sends in flight: %d stored, %d outcome unknown, %d refused, %d other, %d never answered; "+
+				"SIGTERM → exit status %d in %s)", df.InFlight, df.Stored, df.Unknown, df.Refused, df.Other, df.Unanswered, df.ExitStatus, ms(df.Stop))
+		}
+		fmt.Fprintf(progress, "soak: %s, %d/%d, after %s up (%d sends acknowledged in that life); ready again in %s\n",
+			what, k, events, ms(up), acked, ms(r.Recovery))
 	}
 	if runErr == nil { // the last life is under load too
 		if runErr = waitLoaded(ctx, life.current(), c.ReadyTimeout); runErr == nil && !sleep(ctx, uptime()) {

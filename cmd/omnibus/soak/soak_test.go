@@ -31,12 +31,14 @@ func (w logWriter) Write(p []byte) (int, error) {
 
 // TestSoakShort is the short crash soak CI runs: SIGKILLs of the real
 // binary under load, each followed by a restart on the same data
-// directory, then the full accounting, which must be clean: three kills
-// on a queue, two on a topic whose two subscriptions share each body.
+// directory, then the full accounting, which must be clean: two kills and
+// a failing disk on a queue (every send in flight answered, SIGTERM's exit
+// within 5 s with status 1), two kills on a topic whose two subscriptions
+// share each body.
 func TestSoakShort(t *testing.T) {
 	bin := buildOmnibus(t)
 	for _, c := range []Config{
-		{Kills: 3},
+		{Kills: 2, DiskFaults: 1},
 		{Kills: 2, Subscriptions: 2},
 	} {
 		name := "queue"
@@ -66,8 +68,16 @@ func soakShort(t *testing.T, c Config) {
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Restarts) != c.Kills {
-		t.Fatalf("%d restarts, want %d", len(r.Restarts), c.Kills)
+	if len(r.Restarts) != c.Kills+c.DiskFaults {
+		t.Fatalf("%d restarts, want %d", len(r.Restarts), c.Kills+c.DiskFaults)
+	}
+	if n := len(r.diskFaults()); n != c.DiskFaults {
+		t.Fatalf("%d disk faults, want %d", n, c.DiskFaults)
+	}
+	for i, df := range r.diskFaults() {
+		if df.InFlight == 0 || df.Unknown+df.Refused == 0 {
+			t.Errorf("disk fault %d: %+v: no send was in flight, or none was answered as the disk failed: it proves nothing", i+1, *df)
+		}
 	}
 	// Under load: every life of the broker acknowledged sends, and the
 	// receivers completed what was sent, on every stream.
