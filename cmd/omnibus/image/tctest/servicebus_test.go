@@ -73,7 +73,9 @@ func TestTestcontainersGo(t *testing.T) {
 		want string
 	}{
 		{func() (*azservicebus.Receiver, error) { return client.NewReceiverForQueue("orders", nil) }, "to orders"},
-		{func() (*azservicebus.Receiver, error) { return client.NewReceiverForSubscription("events", "audit", nil) }, "to events"},
+		{func() (*azservicebus.Receiver, error) {
+			return client.NewReceiverForSubscription("events", "audit", nil)
+		}, "to events"},
 	} {
 		rcv, err := r.open()
 		if err != nil {
