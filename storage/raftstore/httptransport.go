@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"sync"
@@ -150,7 +151,7 @@ func (t *httpTransport) start(h handler) error {
 	mux.HandleFunc("POST "+pathJoin, t.serveJoin)
 	t.srv = &http.Server{Handler: t.guard(mux), Protocols: new(http.Protocols), ReadHeaderTimeout: 5 * time.Second,
 		HTTP2:    &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: stallTimeout, WriteByteTimeout: stallTimeout, MaxReadFrameSize: 1 << 20},
-		ErrorLog: zap.NewStdLog(t.log.Named("http"))}
+		ErrorLog: log.New(refusalWriter{t}, "", 0)}
 	t.srv.Protocols.SetHTTP1(true) // streams, status for curl
 	if t.sec.creds != nil {
 		t.srv.Protocols.SetHTTP2(true)

@@ -145,6 +145,16 @@ func (l *refusalLog) warn(log *zap.Logger, msg string, fields ...zap.Field) {
 	log.Warn(msg, fields...)
 }
 
+// refusalWriter takes net/http's error log of the peer port (a TLS
+// handshake that failed, a request it could not read: what any stranger
+// can cause) into the rate-limited warnings.
+type refusalWriter struct{ t *httpTransport }
+
+func (w refusalWriter) Write(p []byte) (int, error) {
+	w.t.refusals.warn(w.t.log, "peer port", zap.String("http", strings.TrimSpace(string(p))))
+	return len(p), nil
+}
+
 // isAuthRefusal reports whether a dial failed on the other end's
 // identity (or it on ours): worth a warning, unlike a peer that is down.
 func isAuthRefusal(err error) bool {

@@ -292,3 +292,31 @@ func snapshotBody(t *testing.T, from, to uint64) []byte {
 	}
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(data))), data...)
 }
+
+// A stranger who knocks a thousand times is logged ten times a second,
+// not a thousand: handshakes with no certificate or another CA's, and
+// requests without one, share one limit.
+func TestPeerRefusalsAreLoggedWithinALimit(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	t2 := startTestTransport(t, 2, newCountingHandler(0), zap.New(core))
+	other, err := peertls.NewCA(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	impostor := httpsClient([]tls.Certificate{newTestCreds(t, other, 1).Cert})
+	stranger := httpsClient(nil)
+	start := time.Now()
+	for range 100 {
+		if resp, err := stranger.Get("https://" + t2.addr() + pathStatus); err == nil {
+			resp.Body.Close()
+		}
+		if resp, err := impostor.Get("https://" + t2.addr() + pathStatus); err == nil {
+			resp.Body.Close()
+		}
+		stranger.CloseIdleConnections()
+	}
+	seconds := int(time.Since(start)/time.Second) + 1
+	if n := logs.Len(); n == 0 || n > seconds*(refusalsPerSecond+1) {
+		t.Fatalf("%d warnings for 200 refusals in %d s; want some, at most %d a second", n, seconds, refusalsPerSecond+1)
+	}
+}
