@@ -31,7 +31,7 @@ func newAMQPTransport(ctx context.Context, c *Config, runID string) (*amqpTransp
 		conn, err := dialAMQP(ctx, c.URL, &amqp.ConnOptions{
 			SASLType:    amqp.SASLTypePlain(c.User, c.Password),
 			ContainerID: fmt.Sprintf("omnibus-bench-%s-%d", runID, i),
-		}, roots)
+		}, roots, c.DirectWrites)
 		if err != nil {
 			t.close(ctx)
 			return nil, fmt.Errorf("connecting to %s: %w", c.URL, err)
@@ -64,8 +64,23 @@ func (t *amqpTransport) sender(ctx context.Context, conn int) (sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attaching a sender to %s: %w", t.c.Queue, err)
 	}
-	return &amqpSender{s: s, runID: t.runID, durable: t.c.Durable}, nil
+	as := &amqpSender{s: s, runID: t.runID, durable: t.c.Durable}
+	if t.c.DirectWrites {
+		return directSender{as}, nil
+	}
+	return as, nil
 }
+
+// directSender is an amqpSender without start, so that every send in
+// flight is its own goroutine calling Send (sendPlan.loop), the way an
+// application or an SDK sends concurrently on one link.
+type directSender struct{ s *amqpSender }
+
+func (d directSender) send(ctx context.Context, m outMsg, payload []byte) error {
+	return d.s.send(ctx, m, payload)
+}
+
+func (d directSender) close(ctx context.Context) { d.s.close(ctx) }
 
 func (t *amqpTransport) receiver(ctx context.Context, conn, _ int, _ string) (receiver, error) {
 	opts := &amqp.ReceiverOptions{Credit: int32(t.c.Credit)}

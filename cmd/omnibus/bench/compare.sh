@@ -8,6 +8,13 @@
 #   DURATION=8s       length of each timed send / send+receive run
 #   PREFILL=50000     messages put in before each receive run
 #   BACKLOG=1000000   1 KiB messages for the RSS-with-backlog measurement
+#   EXTRA="direct 12b 64k"  further scenarios, on every target (EXTRA= for none):
+#                     direct: unsettled send and receive with go-amqp writing
+#                     each frame itself and a goroutine per send in flight,
+#                     as an application or SDK does (--direct-writes);
+#                     12b: unsettled send and receive of 12-byte messages
+#                     (the size RabbitMQ's own AMQP 1.0 benchmarks use);
+#                     64k: the same with 64 KiB messages (PREFILL/10 of them)
 #   OUT=dir           where results go (default: a new /tmp directory, kept)
 #   CPUS=shared       shared: broker and load generator share every CPU;
 #                     split: the broker (omnibus or RabbitMQ) runs on the
@@ -25,6 +32,7 @@ DURATION=${DURATION:-8s}
 PREFILL=${PREFILL:-50000}
 BACKLOG=${BACKLOG:-1000000}
 CPUS=${CPUS:-shared}
+EXTRA=${EXTRA-direct 12b 64k}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 TMP=$(mktemp -d /tmp/omnibus-compare.XXXXXX)
@@ -83,6 +91,15 @@ read -r OMNI_PORT RMQ_PORT RMQ_DIST_PORT RMQ_EPMD_PORT RMQ_MGMT_PORT OMNI_PORT2 
 RMQ_DIR=$TMP/rabbitmq
 
 SCENARIOS="send-unsettled send-presettled receive both-max"
+for x in $EXTRA; do
+	case $x in
+	direct | 12b | 64k) SCENARIOS="$SCENARIOS send-unsettled-$x receive-$x" ;;
+	*)
+		echo "EXTRA: unknown scenario set $x (direct, 12b, 64k)" >&2
+		exit 2
+		;;
+	esac
+done
 
 # --- omnibus ----------------------------------------------------------------
 
@@ -94,7 +111,7 @@ omni_config() {
 	{
 		echo '{"UserConfig":{"Logging":{"Type":"Console"},"Namespaces":[{"Name":"sbemulatorns","Queues":['
 		for q in "$@"; do
-			printf '%s{"Name":"%s","Properties":{"MaxDeliveryCount":10,"LockDuration":"PT1M","MaxSizeInMegabytes":102400}}\n' "$sep" "$q"
+			printf '%s{"Name":"%s","Properties":{"MaxDeliveryCount":10,"LockDuration":"PT1M","MaxSizeInMegabytes":81920}}\n' "$sep" "$q"
 			sep=,
 		done
 		echo '],"Topics":[]}]}}'
@@ -159,6 +176,13 @@ scenario_flags() {
 	receive) echo "--scenario receive --prefill $PREFILL --credit 100 --batch-credit" ;;
 	both-max) echo "--scenario both --inflight 100 --credit 100 --batch-credit --duration $DURATION --warmup 1s" ;;
 	both-half) echo "--scenario both --inflight 100 --credit 100 --batch-credit --duration $DURATION --warmup 1s --rate $HALF_RATE" ;;
+	# The extra sets: the base scenario with other writes or sizes (the
+	# flags after bench's own --size 1024 win).
+	send-unsettled-direct) echo "$(scenario_flags send-unsettled) --direct-writes" ;;
+	receive-direct) echo "$(scenario_flags receive) --direct-writes" ;;
+	*-12b) echo "$(scenario_flags "${1%-12b}") --size 12" ;;
+	send-unsettled-64k) echo "$(scenario_flags send-unsettled) --size 65536" ;;
+	receive-64k) echo "--scenario receive --prefill $((PREFILL / 10)) --credit 100 --batch-credit --size 65536" ;;
 	esac
 }
 

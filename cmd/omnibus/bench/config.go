@@ -54,6 +54,7 @@ type Config struct {
 	Credit       int           // link credit per receiver (SDK session receivers take 1 at a time)
 	BatchCredit  bool          // grant Credit again only when all of it was used (plain AMQP receivers)
 	Presettled   bool          // send settled (at-most-once, no acknowledgement)
+	DirectWrites bool          // plain AMQP: go-amqp writes every frame itself, one goroutine per send in flight
 	RAD          bool          // receive-and-delete: the broker sends settled
 	Durable      bool          // AMQP header durable flag
 	Sessions     int           // sessions scenario: number of sessions
@@ -107,6 +108,9 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.IntVar(&c.Credit, "credit", 100, "link credit per receiver")
 	fs.BoolVar(&c.BatchCredit, "batch-credit", false, "grant --credit again only once all of it was used, never while deliveries are in flight\n(RabbitMQ 3.x's AMQP 1.0 plugin loses track of credit topped up mid-flight and stops delivering)")
 	fs.BoolVar(&c.Presettled, "presettled", false, "send presettled (fire and forget)")
+	fs.BoolVar(&c.DirectWrites, "direct-writes", false, "plain AMQP: let go-amqp write each frame to the socket as it goes, and keep --inflight sends\n"+
+		"in flight with one goroutine each calling Send, as the SDKs do (by default the tool gathers its writes\n"+
+		"into one system call per burst and pipelines a link's sends on two goroutines, to spare the CPU it shares)")
 	fs.BoolVar(&c.RAD, "rad", false, "receive-and-delete: ask the broker to send presettled")
 	fs.BoolVar(&c.Durable, "durable", false, "set the AMQP header durable flag")
 	fs.IntVar(&c.Sessions, "sessions", 8, "number of sessions for --scenario sessions")
@@ -174,6 +178,9 @@ func (c *Config) validate() error {
 	}
 	if c.Scenario == ScenarioFanout && len(c.Subscriptions) == 0 {
 		c.Subscriptions = []string{"s1", "s2"}
+	}
+	if c.DirectWrites && (c.SDK || c.Scenario == ScenarioREST) {
+		return bad("--direct-writes is for plain AMQP (the SDK writes each frame itself already)")
 	}
 	if c.Presettled && c.SDK {
 		return bad("--presettled needs plain AMQP (the SDK always waits for the broker)")

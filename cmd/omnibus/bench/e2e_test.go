@@ -51,6 +51,8 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 	for _, c := range []Config{
 		{Scenario: ScenarioSend, Count: 2000, Inflight: 50},
 		{Scenario: ScenarioSend, Count: 2000, Presettled: true},
+		{Scenario: ScenarioSend, Count: 2000, Inflight: 50, DirectWrites: true},
+		{Scenario: ScenarioBoth, Count: 1000, Inflight: 50, DirectWrites: true},
 		{Scenario: ScenarioBoth, Count: 2000, Inflight: 50, Durable: true},
 		{Scenario: ScenarioBoth, Count: 600, Inflight: 20, Rate: 2000},
 		{Scenario: ScenarioReceive, Count: 2000, Inflight: 50},
@@ -76,6 +78,9 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 		}
 		if c.Rate > 0 {
 			name += "-rate"
+		}
+		if c.DirectWrites {
+			name += "-direct"
 		}
 		t.Run(name, func(t *testing.T) {
 			c.URL, c.User, c.Password = url, "RootManageSharedAccessKey", "SAS_KEY_VALUE"
@@ -105,6 +110,9 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 			}
 			if err := r.Err(); err != nil {
 				t.Fatalf("run failed: %v", err)
+			}
+			if r.DirectWrites != c.DirectWrites {
+				t.Errorf("result says direct writes %v, the run asked for %v", r.DirectWrites, c.DirectWrites)
 			}
 			if c.sends() && r.Tally.Acked != c.Count {
 				t.Errorf("acked %d, want %d", r.Tally.Acked, c.Count)

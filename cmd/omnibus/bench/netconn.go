@@ -138,8 +138,10 @@ func (c *coalescingConn) Close() error {
 // AMQPWSB10). A coalescingConn gathers go-amqp's writes over whatever
 // carries them (the socket, the TLS stream, the WebSocket), so that every
 // transport costs the load generator alike: a write is one TLS record or
-// one WebSocket message per batch of frames, not per frame.
-func dialAMQP(ctx context.Context, rawURL string, opts *amqp.ConnOptions, roots *x509.CertPool) (*amqp.Conn, error) {
+// one WebSocket message per batch of frames, not per frame. With direct,
+// go-amqp writes to the connection itself, a system call per frame, as
+// it does in an application (--direct-writes).
+func dialAMQP(ctx context.Context, rawURL string, opts *amqp.ConnOptions, roots *x509.CertPool, direct bool) (*amqp.Conn, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, err
@@ -193,6 +195,9 @@ func dialAMQP(ctx context.Context, rawURL string, opts *amqp.ConnOptions, roots 
 			return nil, fmt.Errorf("WebSocket upgrade: %w", err)
 		}
 		conn = wsconn.New(c)
+	}
+	if direct {
+		return amqp.NewConn(ctx, conn, &cp)
 	}
 	return amqp.NewConn(ctx, newCoalescingConn(conn), &cp)
 }

@@ -26,7 +26,9 @@ type Result struct {
 	RAD         bool      `json:"rad"`
 	Durable     bool      `json:"durable"`
 	SDK         bool      `json:"sdk"`
-	TargetRate  float64   `json:"targetRate,omitempty"`
+	// DirectWrites: go-amqp wrote each frame itself, a goroutine per send.
+	DirectWrites bool    `json:"directWrites,omitempty"`
+	TargetRate   float64 `json:"targetRate,omitempty"`
 
 	Sent        int64          `json:"sent"`     // measured acknowledged sends
 	Received    int64          `json:"received"` // measured deliveries
@@ -80,7 +82,7 @@ func (s *Stats) result(c *Config, runID string) *Result {
 	r := &Result{
 		Label: c.Label, Scenario: c.Scenario, RunID: runID, Started: s.start,
 		Size: c.Size, Connections: c.Connections, Links: c.Links, Inflight: c.Inflight,
-		Credit: c.Credit, Presettled: c.Presettled, RAD: c.RAD, Durable: c.Durable, SDK: c.SDK,
+		Credit: c.Credit, Presettled: c.Presettled, RAD: c.RAD, Durable: c.Durable, SDK: c.SDK, DirectWrites: c.DirectWrites,
 		TargetRate: c.Rate,
 		Sent:       s.sent, Received: s.received, Errors: s.errs,
 		SendRate:    s.rateLocked(s.sent, s.lastSend),
@@ -133,8 +135,12 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if r.RAD {
 		recv = "receive-and-delete"
 	}
-	p("load", "%d B, %d connection(s) × %d link(s), %s sends %d in flight, %s credit %d, durable %v, sdk %v",
-		r.Size, r.Connections, r.Links, mode, r.Inflight, recv, r.Credit, r.Durable, r.SDK)
+	writes := "gathered"
+	if r.DirectWrites {
+		writes = "direct"
+	}
+	p("load", "%d B, %d connection(s) × %d link(s), %s sends %d in flight, %s credit %d, durable %v, sdk %v, writes %s",
+		r.Size, r.Connections, r.Links, mode, r.Inflight, recv, r.Credit, r.Durable, r.SDK, writes)
 	if r.TargetRate > 0 {
 		p("rate", "target %.0f msg/s", r.TargetRate)
 	}

@@ -60,8 +60,8 @@ log "building omnibus and the compare helper into $TMP"
 read -r PORT MPORT <<<"$("$TMP/compare" ports 2 | tr '\n' ' ')"
 cat >"$TMP/Config.json" <<'EOF'
 {"UserConfig":{"Logging":{"Type":"Console"},"Namespaces":[{"Name":"sbemulatorns","Queues":[
-{"Name":"send","Properties":{"MaxDeliveryCount":10,"LockDuration":"PT1M","MaxSizeInMegabytes":102400}},
-{"Name":"receive","Properties":{"MaxDeliveryCount":10,"LockDuration":"PT1M","MaxSizeInMegabytes":102400}}
+{"Name":"send","Properties":{"MaxDeliveryCount":10,"LockDuration":"PT1M","MaxSizeInMegabytes":81920}},
+{"Name":"receive","Properties":{"MaxDeliveryCount":10,"LockDuration":"PT1M","MaxSizeInMegabytes":81920}}
 ],"Topics":[]}]}}
 EOF
 

@@ -122,6 +122,19 @@ var metrics = []metric{
 	{"both-max", "broker CPU per send or delivery", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
 	{"send-unsettled", "client CPU per send", false, (*bench.Result).ClientCPUPerOp, "µs", false},
 	{"receive", "client CPU per delivery", false, (*bench.Result).ClientCPUPerOp, "µs", false},
+	// compare.sh's EXTRA sets, shown when they ran.
+	{"send-unsettled-direct", "acked sends, go-amqp writing each frame", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s", false},
+	{"send-unsettled-direct", "broker CPU per send, go-amqp writing each frame", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
+	{"receive-direct", "peek-lock receive + complete, go-amqp writing each frame", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s", false},
+	{"receive-direct", "broker CPU per delivery, go-amqp writing each frame", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
+	{"send-unsettled-12b", "acked sends, 12 B", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s", false},
+	{"send-unsettled-12b", "broker CPU per send, 12 B", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
+	{"receive-12b", "peek-lock receive + complete, 12 B", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s", false},
+	{"receive-12b", "broker CPU per delivery, 12 B", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
+	{"send-unsettled-64k", "acked sends, 64 KiB", true, func(r *bench.Result) float64 { return r.SendRate }, "msg/s", false},
+	{"send-unsettled-64k", "broker CPU per send, 64 KiB", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
+	{"receive-64k", "peek-lock receive + complete, 64 KiB", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s", false},
+	{"receive-64k", "broker CPU per delivery, 64 KiB", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
 }
 
 // median of xs (the mean of the middle two for an even count).

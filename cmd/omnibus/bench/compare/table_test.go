@@ -139,3 +139,24 @@ func TestTableSendLagHasNoRatio(t *testing.T) {
 		t.Errorf("table lacks\n%s\ngot:\n%s", want, out)
 	}
 }
+
+func TestTableShowsTheExtraSets(t *testing.T) {
+	dir := t.TempDir()
+	writeResult(t, dir, "send-unsettled-12b__omnibus__1.json", bench.Result{SendRate: 60000, BrokerCPU: 0.5, Operations: 50000})
+	writeResult(t, dir, "send-unsettled-12b__rabbitmq-quorum__1.json", bench.Result{SendRate: 30000, BrokerCPU: 2, Operations: 50000})
+	writeResult(t, dir, "receive-direct__omnibus__1.json", bench.Result{RecvRate: 40000, BrokerCPU: 0.6, Operations: 50000})
+	out := renderTable(t, dir)
+	for _, want := range []string{
+		"| send-unsettled-12b | acked sends, 12 B | 60000 msg/s | 30000 msg/s | 2.00× |",
+		// 0.5 s over 50,000 operations against 2 s: 10 µs, 4× less
+		"| send-unsettled-12b | broker CPU per send, 12 B | 10.00 µs | 40.00 µs | 4.00× |",
+		"| receive-direct | broker CPU per delivery, go-amqp writing each frame | 12.00 µs | – |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks\n%s\ngot:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "64 KiB") {
+		t.Errorf("table shows a set that was not run:\n%s", out)
+	}
+}
