@@ -206,6 +206,10 @@ func idLen(v any) int {
 
 // Size is the message's accounted size in bytes: body plus an estimate of
 // the headers, the way Service Bus counts against MaxMessageSize.
+//
+// The send path needs this, [Message.HeaderSize] and the size of the
+// body record together: it takes all three from one walk of the
+// properties ([measure]).
 func (m *Message) Size() int {
 	n := len(m.Body) + len(m.SessionID) + len(m.ReplyToSessionID) + len(m.To) + len(m.ReplyTo) +
 		len(m.Subject) + len(m.ContentType) + len(m.PartitionKey) + idLen(m.MessageID) +

@@ -168,8 +168,10 @@ func (p *sendPlan) add(e *entity, msgs []*Message, seqs []int64, hops int) error
 	if d.Status == StatusDisabled || d.Status == StatusSendDisabled {
 		return errf(CodeEntityDisabled, "Messaging entity '%s' is currently disabled for sending.", d.Path())
 	}
-	for _, m := range msgs {
-		if err := checkSendable(d, m); err != nil {
+	sizes := make([]measured, len(msgs))
+	for i, m := range msgs {
+		sizes[i] = measure(m)
+		if err := checkSendable(d, m, sizes[i]); err != nil {
 			return err
 		}
 	}
@@ -223,7 +225,7 @@ func (p *sendPlan) add(e *entity, msgs []*Message, seqs []int64, hops int) error
 		if seq == 0 {
 			continue
 		}
-		if err := p.place(e, d, ps, m, seq, hops); err != nil {
+		if err := p.place(e, d, ps, m, sizes[i], seq, hops); err != nil {
 			return err
 		}
 	}
@@ -244,7 +246,7 @@ func (p *sendPlan) forwardTarget(d *Entity, target string, hops int) (*entity, e
 // place stamps m with its broker properties and plans its records: one
 // state record on a queue, or one per matching subscription of a topic
 // with the body stored once.
-func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq int64, hops int) error {
+func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, ms measured, seq int64, hops int) error {
 	now := p.now
 	m.SequenceNumber = seq
 	m.EnqueuedSequenceNumber = seq
@@ -258,6 +260,8 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 		var text [2 * len(id)]byte
 		hex.Encode(text[:], id[:])
 		m.MessageID = string(text[:])
+		ms.size += len(text) // the id counts as the sender's would
+		ms.record += len(text)
 	}
 	base := now
 	if !m.ScheduledEnqueueTime.IsZero() && m.ScheduledEnqueueTime.UnixNano() > now && !p.b.cfg.Faults.IgnoreSchedule {
@@ -267,7 +271,7 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 		// its EnqueuedTime, and its TTL counts from it (seed 003).
 		m.EnqueuedTime = time.Unix(0, base).UTC()
 	}
-	size := int32(m.Size())
+	size := int32(ms.size)
 	// From here on the broker keeps m in memory (the hand-over cache): use
 	// a copy that shares nothing with the caller, who may reuse its
 	// message and buffers once Send returns, unless the caller gave m up.
@@ -282,10 +286,10 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, seq 
 		r := p.newRec(m, seq, e.id, base, ttl, size)
 		// Both keys and both records share one allocation: the batch
 		// only borrows them until the store has copied them.
-		buf := make([]byte, 0, 2*seqKeyLen+bodyRecordSize(m)+maxStateRecLen+len(r.sessionID))
+		buf := make([]byte, 0, 2*seqKeyLen+ms.record+maxStateRecLen+len(r.sessionID))
 		bodyKey := appendSeqKey(buf, tabBody, e.id, seq)
 		stateKey := appendSeqKey(bodyKey[len(bodyKey):], tabState, e.q.id, seq)
-		body, err := encodeBody(stateKey[len(stateKey):], m)
+		body, err := appendBody(stateKey[len(stateKey):], m)
 		if err != nil {
 			return err
 		}
@@ -336,11 +340,13 @@ func expiry(base int64, ttl time.Duration) int64 {
 	return base + int64(ttl)
 }
 
-func checkSendable(d *Entity, m *Message) error {
-	if max := d.MaxMessageSizeInKilobytes * 1024; int64(m.Size()) > max {
-		return errf(CodeMessageTooLarge, "The received message (size %d bytes) exceeds the limit (%d bytes) of '%s'.", m.Size(), max, d.Path())
+// checkSendable refuses a message entity d may not take; ms is its
+// [measure].
+func checkSendable(d *Entity, m *Message, ms measured) error {
+	if max := d.MaxMessageSizeInKilobytes * 1024; int64(ms.size) > max {
+		return errf(CodeMessageTooLarge, "The received message (size %d bytes) exceeds the limit (%d bytes) of '%s'.", ms.size, max, d.Path())
 	}
-	if err := checkHeaderSize(m); err != nil {
+	if err := checkHeaderSize(ms.header); err != nil {
 		return err
 	}
 	if d.Kind == KindQueue && d.RequiresSession && m.SessionID == "" {

@@ -119,10 +119,11 @@ func (t *Txn) Send(path, via string, msgs []*Message) error {
 	}
 	var size int64
 	for _, m := range msgs {
-		if err := checkSendable(d, m); err != nil {
+		ms := measure(m)
+		if err := checkSendable(d, m, ms); err != nil {
 			return err
 		}
-		size += int64(m.Size())
+		size += int64(ms.size)
 	}
 	if via == "" {
 		via = path
