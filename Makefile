@@ -224,6 +224,13 @@ compare: ## omnibus vs RabbitMQ with `omnibus-tools bench` (installs rabbitmq-se
 	bash cmd/omnibus/bench/compare.sh
 .PHONY: compare
 
+# BASE=path/to/another/omnibus adds a second broker, interleaved with this
+# tree's, for before/after pairs (build it with CGO_ENABLED=0, as here).
+hotpath: ## broker CPU and instructions (valgrind) per send and per delivery + completion, 12 B / 1 KiB / 64 KiB, gathered and direct writes (cmd/omnibus/bench/hotpath.sh)
+	CGO_ENABLED=0 $(GO) build -o bin/omnibus-hotpath ./cmd/omnibus
+	bash cmd/omnibus/bench/hotpath.sh $(BASE) bin/omnibus-hotpath
+.PHONY: hotpath
+
 check: test ## alias of test
 
 .PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jsdeps javatest javadeps browserdeps pydeps pyvenv lint fuzz conformance soak cluster-test bench check
