@@ -1,5 +1,6 @@
 package omnibus;
 
+import com.azure.messaging.servicebus.ServiceBusClientBuilder;
 import com.azure.messaging.servicebus.ServiceBusReceivedMessage;
 import com.azure.messaging.servicebus.ServiceBusReceiverClient;
 import java.time.Duration;
@@ -36,6 +37,28 @@ final class Receive {
         List<ServiceBusReceivedMessage> got = new ArrayList<>();
         r.receiveMessages(10, wait).forEach(got::add);
         return got;
+    }
+
+    /** Peeks the queue until it is empty or timeout passed; reports whether it emptied. */
+    static boolean emptied(ServiceBusClientBuilder b, String queue, Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try (ServiceBusReceiverClient r = b.receiver().queueName(queue).buildClient()) {
+            for (;;) {
+                // A peek goes on from the last one: start at 1 each time.
+                if (!r.peekMessages(1, 1).iterator().hasNext()) {
+                    return true;
+                }
+                if (System.nanoTime() > deadline) {
+                    return false;
+                }
+                try {
+                    Thread.sleep(100);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                }
+            }
+        }
     }
 
     /** The bodies as strings, in order. */
