@@ -46,19 +46,30 @@ func autoDeletes(d *Entity) bool {
 // subscriptions as part of it. An entity busy right now (waiting receivers,
 // scheduled messages) is touched and counts as used now.
 func (e *entity) idleSince(now int64) int64 {
-	if e.q != nil && e.q.busy() {
+	if e.busy() {
 		e.touch(now)
 	}
 	last := e.lastUsed.Load()
 	if subs := e.subs.Load(); subs != nil {
 		for _, s := range *subs {
-			if s.q.busy() {
+			if s.busy() {
 				s.touch(now)
 			}
 			last = max(last, s.lastUsed.Load())
 		}
 	}
 	return last
+}
+
+// busy reports whether any queue of a queue or subscription (of any of
+// its partitions) is busy.
+func (e *entity) busy() bool {
+	for _, u := range e.units() {
+		if u.q != nil && u.q.busy() {
+			return true
+		}
+	}
+	return false
 }
 
 // busy reports whether a queue has a receiver waiting or scheduled

@@ -21,6 +21,11 @@ type Config struct {
 	Logger    *zap.Logger   // default zap.NewNop()
 	Namespace string        // namespace name, for messages and management
 	Limits    Limits        // memory bounds; zero values mean the defaults
+	// PartitionCount is how many partitions a queue or topic created with
+	// EnablePartitioning gets (partition.go); zero means
+	// [DefaultPartitionCount], at most [MaxPartitionCount]. An entity
+	// keeps the count it was created with.
+	PartitionCount int
 	// TxnTimeout is how long a transaction may stay open after its first
 	// operation before it is rolled back (txn.go); zero means
 	// [DefaultTxnTimeout], Service Bus's two minutes.
@@ -77,6 +82,12 @@ func (c *Config) validate() error {
 		c.Namespace = "omnibus"
 	}
 	c.Limits.setDefaults()
+	if c.PartitionCount <= 0 {
+		c.PartitionCount = DefaultPartitionCount
+	}
+	if c.PartitionCount > MaxPartitionCount {
+		return errf(CodeInternal, "Config.PartitionCount %d is more than %d", c.PartitionCount, MaxPartitionCount)
+	}
 	if c.TxnTimeout <= 0 {
 		c.TxnTimeout = DefaultTxnTimeout
 	}
@@ -134,7 +145,15 @@ type entity struct {
 	}
 	lastUsed atomic.Int64 // unix nanos, for AutoDeleteOnIdle
 	quota    entityQuota  // queues and topics: size against MaxSizeInMegabytes (quota.go)
-	stats    *entityStats // nil unless Config.Stats (stats.go)
+	stats    *entityStats // nil unless Config.Stats (stats.go); a partition shares its parent's
+
+	// Partitioning (partition.go). A partitioned entity has parts and
+	// neither q nor in of its own; a partition has a parent and its index.
+	parts    []*entity
+	parent   *entity
+	part     int
+	nextPart atomic.Uint32 // the partition the next message without a key goes to
+	nextRecv atomic.Uint32 // the partition the next receive looks at first
 }
 
 // New opens a broker on cfg.Store, recovering every entity and message it
@@ -177,9 +196,8 @@ func (b *Broker) Close() error {
 	b.timer.close()
 	b.idle.close()
 	for _, e := range ents {
-		if e.q != nil {
-			e.q.close(false)
-			e.q.dead.close(false)
+		for _, q := range e.allQueues() {
+			q.close(false)
 		}
 	}
 	b.wg.Wait()
@@ -202,24 +220,60 @@ func (b *Broker) lookup(a Address) (*entity, error) {
 }
 
 // queueFor resolves a path naming a queue, a subscription or a dead-letter
-// subqueue of either: everything one can receive from.
-func (b *Broker) queueFor(path string) (*queue, error) {
+// subqueue of either: everything one can receive from. A partitioned
+// entity has one such queue per partition: pick chooses the partition
+// (nil: the entity must not be partitioned, or it is a bad request).
+func (b *Broker) queueFor(path string, pick func(*entity) *entity) (*queue, error) {
 	a := ParseAddress(path)
-	e, err := b.lookup(a)
+	e, err := b.receivable(a)
 	if err != nil {
 		return nil, err
 	}
-	if e.q == nil {
-		return nil, errf(CodeBadRequest, "cannot receive from topic '%s'; receive from one of its subscriptions", a.String())
+	if e.parts != nil {
+		if pick == nil {
+			return nil, errf(CodeBadRequest, "'%s' is partitioned; this operation is not supported on it", a.String())
+		}
+		if e = pick(e); e == nil {
+			return nil, errf(CodeMessageNotFound, "No such message in '%s'.", a.String())
+		}
 	}
-	e.touch(b.Now())
 	if a.DeadLetter {
 		return e.q.dead, nil
 	}
 	return e.q, nil
 }
 
-func (e *entity) touch(now int64) { e.lastUsed.Store(now) }
+// queuesFor resolves path as queueFor does, to every partition's queue
+// of a partitioned entity (one queue otherwise).
+func (b *Broker) queuesFor(path string) ([]*queue, error) {
+	a := ParseAddress(path)
+	e, err := b.receivable(a)
+	if err != nil {
+		return nil, err
+	}
+	return e.mainQueues(a.DeadLetter), nil
+}
+
+// receivable looks up a queue or subscription, touching it.
+func (b *Broker) receivable(a Address) (*entity, error) {
+	e, err := b.lookup(a)
+	if err != nil {
+		return nil, err
+	}
+	if e.q == nil && e.parts == nil || e.desc.Load().Kind == KindTopic {
+		return nil, errf(CodeBadRequest, "cannot receive from topic '%s'; receive from one of its subscriptions", a.String())
+	}
+	e.touch(b.Now())
+	return e, nil
+}
+
+// touch records a use of e (and of its parent, for a partition).
+func (e *entity) touch(now int64) {
+	e.lastUsed.Store(now)
+	if e.parent != nil {
+		e.parent.lastUsed.Store(now)
+	}
+}
 
 // maxIdleTasks is how many idle goroutines the broker keeps for its
 // tasks: about as many as commits run at once under load.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,13 +62,18 @@ func (b *Broker) Check() error {
 	ents := b.entities()
 	sort.Slice(ents, func(i, j int) bool { return ents[i].key < ents[j].key })
 	c.entities(ents)
+	// Partitions hold the messages of a partitioned entity.
+	var units []*entity
 	for _, e := range ents {
+		units = append(units, e.units()...)
+	}
+	for _, e := range units {
 		c.bodies(e.id)
 		if e.q != nil {
 			c.bodies(e.id | dlqBit)
 		}
 	}
-	for _, e := range ents {
+	for _, e := range units {
 		if e.q != nil {
 			c.queue(e.q)
 			c.queue(e.q.dead)
@@ -76,7 +82,7 @@ func (b *Broker) Check() error {
 			c.inlet(e)
 		}
 	}
-	for _, e := range ents {
+	for _, e := range units {
 		if e.desc.Load().Kind == KindTopic {
 			c.refs(e)
 		}
@@ -114,8 +120,10 @@ func (c *checker) entities(ents []*entity) {
 	live := make(map[string]*entity, len(ents))
 	for _, e := range ents {
 		live[e.key] = e
-		c.owners[e.id] = e.key
-		c.owners[e.id|dlqBit] = e.key + "/$deadletterqueue"
+		for _, u := range e.units() {
+			c.owners[u.id] = u.key
+			c.owners[u.id|dlqBit] = u.key + "/$deadletterqueue"
+		}
 	}
 	stored := make(map[string]bool)
 	err := c.b.store.Scan([]byte{tabEntity}, nil, func(k, v []byte) (bool, error) {
@@ -134,6 +142,8 @@ func (c *checker) entities(ents []*entity) {
 			c.addf("entity %q: id %d in memory, %d in the store", key, e.id, r.ID)
 		case e.desc.Load().Kind != r.Entity.Kind:
 			c.addf("entity %q: a %s in memory, a %s in the store", key, e.desc.Load().Kind, r.Entity.Kind)
+		case !slices.Equal(e.partIDs(), r.Parts):
+			c.addf("entity %q: partitions %v in memory, %v in the store", key, e.partIDs(), r.Parts)
 		}
 		return true, nil
 	})

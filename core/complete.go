@@ -18,13 +18,39 @@ package core
 // client chose; a message is never lost.
 func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs []error) {
 	errs = make([]error, len(toks))
-	q, err := b.queueFor(path)
+	qs, err := b.queuesFor(path)
 	if err != nil {
 		for i := range errs {
 			errs[i] = err
 		}
 		return errs
 	}
+	if len(qs) == 1 {
+		return qs[0].completeMany(toks, durable, errs)
+	}
+	// A partitioned entity: each token to the partition that locked it.
+	e := qs[0].ent.root()
+	at := make(map[int][]int)
+	for i, tok := range toks {
+		p := e.partForLock(tok).part
+		at[p] = append(at[p], i)
+	}
+	for p, idx := range at {
+		sub := make([]LockToken, len(idx))
+		for j, i := range idx {
+			sub[j] = toks[i]
+		}
+		subErrs := qs[p].completeMany(sub, durable, make([]error, len(sub)))
+		for j, i := range idx {
+			errs[i] = subErrs[j]
+		}
+	}
+	return errs
+}
+
+// completeMany is CompleteMany on one queue; errs has a place per token.
+func (q *queue) completeMany(toks []LockToken, durable bool, errs []error) []error {
+	b := q.b
 	type done struct {
 		r  *msgRec
 		st stateRec

@@ -21,17 +21,32 @@ func (b *Broker) Counts(path string) (Counts, error) {
 	if err != nil {
 		return Counts{}, err
 	}
-	if e.q != nil {
-		return e.q.counts(), nil
-	}
+	return e.counts(), nil
+}
+
+// counts returns the counts of a queue or subscription (its partitions'
+// summed) or a topic.
+func (e *entity) counts() Counts {
 	var c Counts
-	if subs := e.subs.Load(); subs != nil {
-		c.Subscriptions = len(*subs)
-		for _, s := range *subs {
-			c.SizeBytes += s.q.counts().SizeBytes
+	if e.desc.Load().Kind == KindTopic {
+		if subs := e.subs.Load(); subs != nil {
+			c.Subscriptions = len(*subs)
+			for _, s := range *subs {
+				c.SizeBytes += s.counts().SizeBytes
+			}
 		}
+		return c
 	}
-	return c, nil
+	for _, u := range e.units() {
+		uc := u.q.counts()
+		c.Active += uc.Active
+		c.DeadLetter += uc.DeadLetter
+		c.Scheduled += uc.Scheduled
+		c.Deferred += uc.Deferred
+		c.Total += uc.Total
+		c.SizeBytes += uc.SizeBytes
+	}
+	return c
 }
 
 func (q *queue) counts() Counts {

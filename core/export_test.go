@@ -33,7 +33,7 @@ func Quiesce(b *Broker) {
 // (or accept-session waiters), so tests can order a send after a receive
 // has started waiting without sleeping.
 func WaitForWaiters(b *Broker, path string, n int) {
-	q, err := b.queueFor(path)
+	q, err := b.queueFor(path, nil)
 	if err != nil {
 		return
 	}
@@ -50,7 +50,7 @@ func WaitForWaiters(b *Broker, path string, n int) {
 
 // WaitForReadAhead waits until no read-ahead runs on the queue at path.
 func WaitForReadAhead(b *Broker, path string) {
-	q, err := b.queueFor(path)
+	q, err := b.queueFor(path, nil)
 	if err != nil {
 		return
 	}
@@ -62,7 +62,7 @@ func WaitForReadAhead(b *Broker, path string) {
 // BodyKey returns the store key of the body of message seq of the queue,
 // subscription or dead-letter subqueue at path, as its state record says.
 func BodyKey(b *Broker, path string, seq int64) []byte {
-	q, err := b.queueFor(path)
+	q, err := b.queueFor(path, nil)
 	if err != nil {
 		return nil
 	}
@@ -80,7 +80,7 @@ func BodyKey(b *Broker, path string, seq int64) []byte {
 // StateKey returns the store key of the state record of message seq of
 // the queue at path.
 func StateKey(b *Broker, path string, seq int64) []byte {
-	q, err := b.queueFor(path)
+	q, err := b.queueFor(path, nil)
 	if err != nil {
 		return nil
 	}
@@ -90,7 +90,7 @@ func StateKey(b *Broker, path string, seq int64) []byte {
 // TimerEntries returns how many due-time entries the queue at path
 // holds: lock expiries, session-lock expiries, scheduled activations.
 func TimerEntries(b *Broker, path string) int {
-	q, err := b.queueFor(path)
+	q, err := b.queueFor(path, nil)
 	if err != nil {
 		return -1
 	}
@@ -128,7 +128,7 @@ func PendingOrphans(b *Broker) int { return int(b.orphans.n.Load()) }
 // lock for (a leak), and the first locked one loses its entry (a lock
 // that would never expire).
 func BreakTimers(b *Broker, path string) {
-	q, err := b.queueFor(path)
+	q, err := b.queueFor(path, nil)
 	if err != nil {
 		return
 	}

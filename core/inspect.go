@@ -43,20 +43,22 @@ func (b *Broker) Sessions(path, after string, max int) ([]SessionInfo, int, erro
 	if max < 1 || max > 1000 {
 		return nil, 0, errf(CodeBadRequest, "list at most 1 to 1000 sessions, not %d", max)
 	}
-	q, err := b.sessionQueue(path)
+	qs, err := b.sessionQueues(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	// The ids are sorted outside the queue mutex: senders and receivers
 	// wait on it.
-	q.mu.Lock()
-	ids := make([]string, 0, len(q.mu.sessions.byID))
-	for id, s := range q.mu.sessions.byID {
-		if s.count > 0 || s.state != nil || s.lock != (LockToken{}) {
-			ids = append(ids, id)
+	var ids []string
+	for _, q := range qs {
+		q.mu.Lock()
+		for id, s := range q.mu.sessions.byID {
+			if s.count > 0 || s.state != nil || s.lock != (LockToken{}) {
+				ids = append(ids, id)
+			}
 		}
+		q.mu.Unlock()
 	}
-	q.mu.Unlock()
 	sort.Strings(ids)
 	total := len(ids)
 	i := sort.SearchStrings(ids, after)
@@ -65,11 +67,13 @@ func (b *Broker) Sessions(path, after string, max int) ([]SessionInfo, int, erro
 	}
 	ids = ids[i:min(i+max, len(ids))]
 	out := make([]SessionInfo, 0, len(ids))
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	e := qs[0].ent.root()
 	for _, id := range ids {
+		q := e.partForSession(id).q
+		q.mu.Lock()
 		s := q.mu.sessions.byID[id]
 		if s == nil {
+			q.mu.Unlock()
 			continue // gone meanwhile
 		}
 		info := SessionInfo{ID: id, Messages: s.count, StateSize: len(s.state)}
@@ -81,6 +85,7 @@ func (b *Broker) Sessions(path, after string, max int) ([]SessionInfo, int, erro
 			info.Locked = true
 			info.LockedUntil = nanosToTime(s.lockedUntil)
 		}
+		q.mu.Unlock()
 		out = append(out, info)
 	}
 	return out, total, nil

@@ -10,7 +10,7 @@ package core
 
 // lockLocked gives r a new lock for a delivery at now.
 func (q *queue) lockLocked(r *msgRec, now int64) {
-	r.lock = NewUUID()
+	r.lock = q.tagLock(NewUUID())
 	q.mu.locked[r.lock] = r
 	if s := q.sessionLocked(r); s != nil && s.lock != (LockToken{}) {
 		// Under a session lock, the message lock lasts as long.

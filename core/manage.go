@@ -15,10 +15,13 @@ import (
 // and subscriptions, persisted as 'E' records (JSON, so a data directory
 // stays readable across versions) and rules as 'R' records.
 
-// entityRecord is the persisted form of an entity.
+// entityRecord is the persisted form of an entity. Parts lists a
+// partitioned entity's partitions' ids, in partition order
+// (partition.go).
 type entityRecord struct {
 	ID     uint64
 	Entity Entity
+	Parts  []uint64 `json:",omitempty"`
 }
 
 // CreateEntity creates a queue, topic or subscription. A subscription
@@ -77,13 +80,29 @@ func (b *Broker) createLocked(e Entity) (*Entity, error) {
 		compiled[i] = c
 	}
 
+	nparts := 0
+	switch {
+	case e.Kind == KindSubscription:
+		nparts = len(topic.parts)
+	case e.EnablePartitioning:
+		nparts = b.cfg.PartitionCount
+	}
+	if e.Kind == KindSubscription {
+		// A subscription is partitioned as its topic is.
+		e.EnablePartitioning = nparts > 0
+	}
 	b.mu.Lock()
 	b.mu.nextID++
 	id := b.mu.nextID
+	var partIDs []uint64
+	for range nparts {
+		b.mu.nextID++
+		partIDs = append(partIDs, b.mu.nextID)
+	}
 	b.mu.Unlock()
 
 	batch := storage.Batch{Sync: true}
-	rec, err := json.Marshal(entityRecord{ID: id, Entity: e})
+	rec, err := json.Marshal(entityRecord{ID: id, Entity: e, Parts: partIDs})
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +117,7 @@ func (b *Broker) createLocked(e Entity) (*Entity, error) {
 	if err := b.apply(&batch); err != nil {
 		return nil, err
 	}
-	ent := b.newEntity(id, key, &e, topic)
+	ent := b.newEntity(id, key, &e, topic, partIDs)
 	ent.rules.Store(&compiled)
 	b.register(ent)
 	return b.GetEntity(e.Path())
@@ -161,8 +180,10 @@ func (b *Broker) checkForwarding(e *Entity) error {
 	return nil
 }
 
-// newEntity builds the run-time structures of an entity.
-func (b *Broker) newEntity(id uint64, key string, d *Entity, topic *entity) *entity {
+// newEntity builds the run-time structures of an entity; partIDs are a
+// partitioned entity's partitions' ids (partition.go), nil for an entity
+// that is not partitioned.
+func (b *Broker) newEntity(id uint64, key string, d *Entity, topic *entity, partIDs []uint64) *entity {
 	ent := &entity{key: key, id: id, topic: topic}
 	dc := *d
 	ent.desc.Store(&dc)
@@ -170,6 +191,42 @@ func (b *Broker) newEntity(id uint64, key string, d *Entity, topic *entity) *ent
 	if b.cfg.Stats {
 		ent.stats = newEntityStats()
 	}
+	if partIDs != nil {
+		ent.parts = make([]*entity, len(partIDs))
+		for p, pid := range partIDs {
+			var tp *entity
+			if topic != nil {
+				tp = topic.parts[p]
+			}
+			part := b.newUnit(pid, partitionName(key, p), d, tp)
+			part.parent, part.part, part.stats = ent, p, ent.stats
+			if part.in != nil {
+				// Numbers up to the base are never this partition's.
+				base := partitionBase(p)
+				part.in.next, part.in.reserved, part.in.durable = base+1, base, base
+			}
+			ent.parts[p] = part
+		}
+		return ent
+	}
+	b.fillUnit(ent, d, topic)
+	return ent
+}
+
+// newUnit builds an entity that holds messages itself: an unpartitioned
+// entity or one partition.
+func (b *Broker) newUnit(id uint64, key string, d *Entity, topic *entity) *entity {
+	ent := &entity{key: key, id: id, topic: topic}
+	dc := *d
+	ent.desc.Store(&dc)
+	ent.lastUsed.Store(b.Now())
+	b.fillUnit(ent, d, topic)
+	return ent
+}
+
+// fillUnit gives an entity that holds messages its inlet and queues.
+func (b *Broker) fillUnit(ent *entity, d *Entity, topic *entity) {
+	id := ent.id
 	if d.Kind != KindSubscription {
 		ent.in = &inlet{e: ent, next: 1}
 	}
@@ -182,18 +239,31 @@ func (b *Broker) newEntity(id uint64, key string, d *Entity, topic *entity) *ent
 			ent.q.dead.shared = topic
 		}
 	}
-	return ent
 }
 
 func (b *Broker) register(ent *entity) {
 	b.mu.Lock()
 	b.mu.entities[ent.key] = ent
-	if ent.id > b.mu.nextID {
-		b.mu.nextID = ent.id
+	for _, x := range append([]*entity{ent}, ent.parts...) {
+		if x.id > b.mu.nextID {
+			b.mu.nextID = x.id
+		}
 	}
 	b.mu.Unlock()
 	if ent.topic != nil {
 		ent.topic.setSubs(func(subs []*entity) []*entity { return append(subs, ent) })
+		for _, p := range ent.parts {
+			p.topic.setSubs(func(subs []*entity) []*entity { return append(subs, p) })
+		}
+	}
+}
+
+// setDesc replaces the description of e and of its partitions.
+func (e *entity) setDesc(d *Entity) {
+	e.desc.Store(d)
+	for _, p := range e.parts {
+		dc := *d
+		p.desc.Store(&dc)
 	}
 }
 
@@ -235,6 +305,11 @@ func (b *Broker) updateLocked(e Entity) (*Entity, error) {
 	if old.RequiresSession != e.RequiresSession {
 		return nil, errf(CodeBadRequest, "%s '%s': RequiresSession cannot be changed after creation", e.Kind, e.Path())
 	}
+	if e.Kind == KindSubscription {
+		e.EnablePartitioning = old.EnablePartitioning // its topic's, never the caller's
+	} else if old.EnablePartitioning != e.EnablePartitioning {
+		return nil, errf(CodeBadRequest, "%s '%s': EnablePartitioning cannot be changed after creation", e.Kind, e.Path())
+	}
 	if err := b.checkForwarding(&e); err != nil {
 		return nil, err
 	}
@@ -242,7 +317,7 @@ func (b *Broker) updateLocked(e Entity) (*Entity, error) {
 	e.CreatedAt = old.CreatedAt
 	e.AccessedAt = old.AccessedAt
 	e.UpdatedAt = nanosToTime(b.Now())
-	rec, err := json.Marshal(entityRecord{ID: ent.id, Entity: e})
+	rec, err := json.Marshal(entityRecord{ID: ent.id, Entity: e, Parts: ent.partIDs()})
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +326,7 @@ func (b *Broker) updateLocked(e Entity) (*Entity, error) {
 	if err := b.apply(&batch); err != nil {
 		return nil, err
 	}
-	ent.desc.Store(&e)
+	ent.setDesc(&e)
 	ent.touch(b.Now())
 	return b.GetEntity(e.Path())
 }
@@ -280,9 +355,11 @@ func (b *Broker) deleteLocked(path string) error {
 	batch := storage.Batch{Sync: true}
 	for _, v := range victims {
 		batch.Delete(entityRecordKey(v.key))
-		for _, id := range []uint64{v.id, v.id | dlqBit} {
-			for _, tab := range []byte{tabSeq, tabState, tabBody, tabDedup, tabSession, tabRule} {
-				batch.DeletePrefix(idKey(tab, id))
+		for _, x := range append([]*entity{v}, v.parts...) {
+			for _, id := range []uint64{x.id, x.id | dlqBit} {
+				for _, tab := range []byte{tabSeq, tabState, tabBody, tabDedup, tabSession, tabRule} {
+					batch.DeletePrefix(idKey(tab, id))
+				}
 			}
 		}
 	}
@@ -295,26 +372,39 @@ func (b *Broker) deleteLocked(path string) error {
 	}
 	b.mu.Unlock()
 	if ent.topic != nil {
-		ent.topic.setSubs(func(subs []*entity) []*entity {
-			out := subs[:0]
-			for _, s := range subs {
-				if s != ent {
-					out = append(out, s)
+		for _, x := range append([]*entity{ent}, ent.parts...) {
+			x.topic.setSubs(func(subs []*entity) []*entity {
+				out := subs[:0]
+				for _, s := range subs {
+					if s != x {
+						out = append(out, s)
+					}
 				}
-			}
-			return out
-		})
+				return out
+			})
+		}
 	}
 	for _, v := range victims {
-		if v.q != nil {
-			v.q.close(true)
-			v.q.dead.close(true)
+		for _, q := range v.allQueues() {
+			q.close(true)
 		}
 	}
 	if ent.topic != nil {
-		b.releaseSharedBodies(ent.q, ent.q.dead)
+		b.releaseSharedBodies(ent.allQueues()...)
 	}
 	return nil
+}
+
+// partIDs returns the ids of e's partitions, nil if it has none.
+func (e *entity) partIDs() []uint64 {
+	if e.parts == nil {
+		return nil
+	}
+	ids := make([]uint64, len(e.parts))
+	for i, p := range e.parts {
+		ids[i] = p.id
+	}
+	return ids
 }
 
 // releaseSharedBodies drops a deleted subscription's references to its

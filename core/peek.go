@@ -27,21 +27,64 @@ type PeekOptions struct {
 // them: active (locked or not), deferred and scheduled messages, each
 // with its State. Expired messages not yet removed are included, as in
 // Service Bus.
+//
+// On a partitioned entity the messages come in sequence-number order
+// across the partitions too: partition 0's, then partition 1's (see
+// partition.go), so paging from the last number seen plus one visits
+// every message once. A session's messages are all in one partition.
 func (b *Broker) Peek(ctx context.Context, path string, opts PeekOptions) ([]*Message, error) {
-	q, err := b.queueFor(path)
+	qs, err := b.queuesFor(path)
 	if err != nil {
 		return nil, err
 	}
 	if opts.Max < 1 {
 		opts.Max = 1
 	}
+	if len(qs) == 1 {
+		out, _, err := qs[0].peek(opts, 0)
+		return out, err
+	}
+	e := qs[0].ent.root()
+	if opts.SessionID != "" {
+		p := e.partForSession(opts.SessionID).part
+		out, _, err := qs[p].peek(opts, 0)
+		return out, err
+	}
+	var out []*Message
+	total := 0
+	for p := min(PartitionOfSequence(max(opts.From, 0)), len(qs)); p < len(qs) && len(out) < opts.Max; p++ {
+		o := opts
+		o.From = max(opts.From, partitionBase(p))
+		o.Max = opts.Max - len(out)
+		msgs, n, err := qs[p].peek(o, total)
+		if err != nil {
+			if len(out) > 0 {
+				return out, nil
+			}
+			return nil, err
+		}
+		out = append(out, msgs...)
+		total = n
+		if n < 0 {
+			break // the byte budget or the reservation ended it
+		}
+	}
+	return out, nil
+}
+
+// peek is Peek on one queue, with total bytes already returned by
+// earlier queues of the same peek (a partitioned entity's). It returns
+// the bytes returned so far, or -1 when the byte budget or opts.Reserve
+// stopped it before its queue's messages ran out.
+func (q *queue) peek(opts PeekOptions, total int) ([]*Message, int, error) {
+	b := q.b
 	type hit struct {
 		seq int64
 		st  stateRec
 	}
 	var hits []hit
 	start := seqKey(tabState, q.id, max(opts.From, 0))
-	err = b.store.Scan(idKey(tabState, q.id), start, func(k, v []byte) (bool, error) {
+	err := b.store.Scan(idKey(tabState, q.id), start, func(k, v []byte) (bool, error) {
 		st, err := decodeState(v)
 		if err != nil {
 			return false, err
@@ -53,17 +96,17 @@ func (b *Broker) Peek(ctx context.Context, path string, opts PeekOptions) ([]*Me
 		return len(hits) < opts.Max, nil
 	})
 	if err != nil {
-		return nil, storeError(err)
+		return nil, 0, storeError(err)
 	}
 	out := make([]*Message, 0, len(hits))
-	total := 0
+	first := total == 0
 	for _, h := range hits {
 		size := int(h.st.size)
-		if opts.MaxBytes > 0 && len(out) > 0 && total+size > opts.MaxBytes {
-			break
+		if opts.MaxBytes > 0 && (len(out) > 0 || !first) && total+size > opts.MaxBytes {
+			return out, -1, nil
 		}
 		if opts.Reserve != nil && !opts.Reserve(size) {
-			break
+			return out, -1, nil
 		}
 		total += size
 		m, _, err := q.loadBody(h.st.owner, h.seq)
@@ -73,7 +116,7 @@ func (b *Broker) Peek(ctx context.Context, path string, opts PeekOptions) ([]*Me
 				// moves the latter to the dead-letter subqueue.
 				continue
 			}
-			return nil, err
+			return nil, 0, err
 		}
 		m.SequenceNumber = h.seq
 		if m.EnqueuedSequenceNumber == 0 {
@@ -88,7 +131,7 @@ func (b *Broker) Peek(ctx context.Context, path string, opts PeekOptions) ([]*Me
 		}
 		out = append(out, m)
 	}
-	return out, nil
+	return out, total, nil
 }
 
 // CancelScheduled removes scheduled messages from a queue or topic by
@@ -104,10 +147,13 @@ func (b *Broker) CancelScheduled(ctx context.Context, path string, seqs []int64)
 	}
 	// One write for every copy, so a topic's message is cancelled in all
 	// its subscriptions or in none.
-	qs := []*queue{e.q}
-	if e.q == nil {
-		qs = qs[:0]
-		if subs := e.subs.Load(); subs != nil {
+	// A partitioned entity's numbers are each in one partition; the
+	// others have none of them to cancel.
+	var qs []*queue
+	for _, u := range e.units() {
+		if u.q != nil {
+			qs = append(qs, u.q)
+		} else if subs := u.subs.Load(); subs != nil {
 			for _, s := range *subs {
 				qs = append(qs, s.q)
 			}

@@ -64,10 +64,11 @@ func (b *Broker) DeleteMessages(ctx context.Context, path string, opts DeleteOpt
 	if opts.Max < 1 || opts.Max > MaxDeleteMessages {
 		return 0, errf(CodeBadRequest, "The message count of a batch delete must be between 1 and %d, not %d.", MaxDeleteMessages, opts.Max)
 	}
-	q, err := b.queueFor(path)
+	qs, err := b.queuesFor(path)
 	if err != nil {
 		return 0, err
 	}
+	q := qs[0]
 	d := q.desc()
 	if d.Status == StatusDisabled || d.Status == StatusReceiveDisabled {
 		return 0, errf(CodeEntityDisabled, "Messaging entity '%s' is currently disabled for receiving.", q.path)
@@ -80,13 +81,41 @@ func (b *Broker) DeleteMessages(ctx context.Context, path string, opts DeleteOpt
 	if !opts.Before.IsZero() {
 		cutoff = opts.Before.UnixNano()
 	}
+	if opts.SessionID != "" {
+		// A session lives in one partition.
+		e := q.ent.root().partForSession(opts.SessionID)
+		if q.isDeadLetter() {
+			return e.q.dead.deleteMessages(opts.Max, opts.SessionID, cutoff)
+		}
+		return e.q.deleteMessages(opts.Max, opts.SessionID, cutoff)
+	}
+	// Partitions in order: their sequence numbers are.
+	n := 0
+	for _, q := range qs {
+		k, err := q.deleteMessages(opts.Max-n, "", cutoff)
+		n += k
+		if err != nil {
+			if n > 0 {
+				return n, nil
+			}
+			return 0, err
+		}
+		if n == opts.Max {
+			break
+		}
+	}
+	return n, nil
+}
 
+// deleteMessages is DeleteMessages on one queue.
+func (q *queue) deleteMessages(max int, sessionID string, cutoff int64) (int, error) {
+	b := q.b
 	w := b.newWrite(true)
 	defer w.abort()
 	var taken []*msgRec
 	after := int64(-1 << 63) // candidates of later rounds come after this sequence number
-	for round := 0; round < maxDeleteRounds && len(taken) < opts.Max; round++ {
-		cands, err := q.deleteCandidates(opts.Max-len(taken), opts.SessionID, cutoff, after)
+	for round := 0; round < maxDeleteRounds && len(taken) < max; round++ {
+		cands, err := q.deleteCandidates(max-len(taken), sessionID, cutoff, after)
 		if err != nil || len(cands) == 0 {
 			if err != nil {
 				return 0, err

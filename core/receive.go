@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -40,6 +41,12 @@ type waiter struct {
 	maxBytes int      // see ReceiveOptions.MaxBytes
 	sess     *session // nil: any message of the queue
 	ch       chan []taken
+	// claim is set for a waiter that waits on several queues at once (a
+	// partitioned entity's, receive_any.go): whoever sets it first serves
+	// the waiter, or cancels it; the others drop it. from is the queue
+	// that served it, written before the send on ch.
+	claim *atomic.Bool
+	from  *queue
 }
 
 // taken is a record handed to a receiver, with the fields it needs copied
@@ -61,10 +68,13 @@ type taken struct {
 // ctx is done. When ctx ends first it returns no messages and a nil error
 // for a deadline (the caller's own timeout), or ctx.Err() when cancelled.
 func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) ([]*Message, error) {
-	q, err := b.queueFor(path)
+	a := ParseAddress(path)
+	e, err := b.receivable(a)
 	if err != nil {
 		return nil, err
 	}
+	qs := e.mainQueues(a.DeadLetter)
+	q := qs[0]
 	d := q.desc()
 	if d.Status == StatusDisabled || d.Status == StatusReceiveDisabled {
 		return nil, errf(CodeEntityDisabled, "Messaging entity '%s' is currently disabled for receiving.", q.path)
@@ -77,11 +87,14 @@ func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) 
 		if opts.Session == nil {
 			return nil, errf(CodeBadRequest, "It is not possible for an entity that requires sessions to create a non-sessionful message receiver: '%s'.", q.path)
 		}
+		q = e.partForSession(opts.Session.SessionID).q
 		if sess, err = q.heldSession(opts.Session); err != nil {
 			return nil, err
 		}
 	} else if opts.Session != nil {
 		return nil, errf(CodeBadRequest, "It is not possible for an entity that does not require sessions to create a sessionful message receiver: '%s'.", q.path)
+	} else if len(qs) > 1 {
+		return e.receiveAny(ctx, qs, opts)
 	}
 
 	for {
@@ -224,14 +237,27 @@ func (q *queue) serveWaitersLocked(now int64) {
 	}
 	for i := 0; i < len(q.mu.waiters); {
 		w := q.mu.waiters[i]
+		if w.claim != nil {
+			if len(q.mu.avail) == 0 {
+				return
+			}
+			if !w.claim.CompareAndSwap(false, true) {
+				// Served by another of its queues, or cancelled.
+				q.mu.waiters = append(q.mu.waiters[:i], q.mu.waiters[i+1:]...)
+				continue
+			}
+		}
 		got := q.takeLocked(now, w.mode, w.max, w.maxBytes, w.sess)
-		if len(got) == 0 {
+		if len(got) == 0 && w.claim == nil {
 			if w.sess == nil && len(q.mu.avail) == 0 {
 				return
 			}
 			i++
 			continue
 		}
+		// A waiter on several queues that this one claimed gets what it
+		// took, even nothing (what was there had expired): it looks again.
+		w.from = q
 		w.ch <- got
 		close(w.ch)
 		q.mu.waiters = append(q.mu.waiters[:i], q.mu.waiters[i+1:]...)
@@ -395,7 +421,9 @@ func (q *queue) close(deleted bool) {
 	q.mu.closed = true
 	q.mu.deleted = q.mu.deleted || deleted
 	for _, w := range q.mu.waiters {
-		close(w.ch)
+		if w.claim == nil || w.claim.CompareAndSwap(false, true) {
+			close(w.ch)
+		}
 	}
 	q.mu.waiters = nil
 	// A deleted queue's timers must not keep it (and its records) alive

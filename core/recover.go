@@ -46,18 +46,24 @@ func (b *Broker) recover() error {
 				continue
 			}
 		}
-		ent := b.newEntity(r.ID, entityKey(d.Path()), &d, topic)
+		if topic != nil && len(topic.parts) != len(r.Parts) {
+			return errf(CodeInternal, "subscription '%s' has %d partitions and its topic %d", d.Path(), len(r.Parts), len(topic.parts))
+		}
+		ent := b.newEntity(r.ID, entityKey(d.Path()), &d, topic, r.Parts)
 		if err := b.recoverRules(ent); err != nil {
 			return err
 		}
 		b.register(ent)
-		if ent.in != nil {
-			if err := b.recoverInlet(ent, now); err != nil {
-				return err
+		for _, u := range ent.units() {
+			if u.in != nil {
+				if err := b.recoverInlet(u, now); err != nil {
+					return err
+				}
 			}
-		}
-		if ent.q != nil {
-			for _, q := range []*queue{ent.q, ent.q.dead} {
+			if u.q == nil {
+				continue
+			}
+			for _, q := range []*queue{u.q, u.q.dead} {
 				late, err := q.recoverMessages(now)
 				if err != nil {
 					return err
@@ -68,7 +74,7 @@ func (b *Broker) recover() error {
 					})
 				}
 			}
-			if err := ent.q.recoverSessionStates(); err != nil {
+			if err := u.q.recoverSessionStates(); err != nil {
 				return err
 			}
 		}
@@ -121,6 +127,9 @@ func (b *Broker) recoverInlet(ent *entity, now int64) error {
 	if v, err := b.store.Get(idKey(tabSeq, ent.id)); err == nil && len(v) == 8 {
 		reserved = int64(binary.BigEndian.Uint64(v))
 	}
+	// A partition counts from its base (partition.go), whatever it
+	// reserved.
+	reserved = max(reserved, partitionBase(ent.part))
 	in.next = reserved + 1
 	in.reserved, in.durable = reserved, reserved
 	window := int64(ent.desc.Load().DuplicateDetectionHistoryTimeWindow)

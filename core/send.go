@@ -161,6 +161,9 @@ func (p *sendPlan) commit() error {
 // add plans msgs onto entity e. seqs, when non-nil, receives the sequence
 // number of each message.
 func (p *sendPlan) add(e *entity, msgs []*Message, seqs []int64, hops int) error {
+	if e.parts != nil {
+		return p.addPartitioned(e, msgs, seqs, hops)
+	}
 	d := e.desc.Load()
 	if d.Kind == KindSubscription {
 		return errf(CodeBadRequest, "cannot send to subscription '%s'", d.Path())
@@ -352,11 +355,63 @@ func checkSendable(d *Entity, m *Message, ms measured) error {
 	if d.Kind == KindQueue && d.RequiresSession && m.SessionID == "" {
 		return errf(CodeBadRequest, "The SessionId was not set on a message, and it cannot be sent to the entity '%s'. Entities that have session support enabled can only receive messages that have the SessionId set to a valid value.", d.Path())
 	}
+	return checkKeys(m)
+}
+
+// checkKeys refuses a message whose session id and partition key Service
+// Bus would refuse (partition.go): too long, or disagreeing.
+func checkKeys(m *Message) error {
 	if m.SessionID != "" && m.PartitionKey != "" && m.SessionID != m.PartitionKey {
 		return errf(CodeBadRequest, "PartitionKey '%s' is not the same as SessionId '%s'; when both are set they must be equal.", m.PartitionKey, m.SessionID)
 	}
-	if len(m.SessionID) > 128 {
+	if len(m.SessionID) > MaxPartitionKeyLength {
 		return errf(CodeBadRequest, "SessionId is longer than 128 characters")
+	}
+	if len(m.PartitionKey) > MaxPartitionKeyLength {
+		return errf(CodeBadRequest, "PartitionKey '%s...' is longer than 128 characters", m.PartitionKey[:16])
+	}
+	if len(m.ViaPartitionKey) > MaxPartitionKeyLength {
+		return errf(CodeBadRequest, "ViaPartitionKey '%s...' is longer than 128 characters", m.ViaPartitionKey[:16])
+	}
+	return nil
+}
+
+// addPartitioned plans msgs onto the partitions of e, each message to
+// the partition its key picks (partition.go). The send is still one
+// batch: all of it is stored or none.
+func (p *sendPlan) addPartitioned(e *entity, msgs []*Message, seqs []int64, hops int) error {
+	d := e.desc.Load()
+	for _, m := range msgs {
+		// The keys pick the partition: a bad one is refused before any
+		// of the batch is planned (the rest is checked per partition).
+		if err := checkKeys(m); err != nil {
+			return err
+		}
+	}
+	e.touch(p.now)
+	if len(msgs) == 1 {
+		return p.add(e.parts[e.pickPart(d, msgs[0])], msgs, seqs, hops)
+	}
+	for part, at := range e.splitByPartition(d, msgs) {
+		if len(at) == 0 {
+			continue
+		}
+		sub := make([]*Message, len(at))
+		for j, i := range at {
+			sub[j] = msgs[i]
+		}
+		var subSeqs []int64
+		if seqs != nil {
+			subSeqs = make([]int64, len(at))
+		}
+		if err := p.add(e.parts[part], sub, subSeqs, hops); err != nil {
+			return err
+		}
+		for j, i := range at {
+			if seqs != nil {
+				seqs[i] = subSeqs[j]
+			}
+		}
 	}
 	return nil
 }

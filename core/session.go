@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -52,6 +53,10 @@ type sessionIndex struct {
 
 type acceptWaiter struct {
 	ch chan *session
+	// claim and from serve a waiter on several queues (a partitioned
+	// entity's), as waiter's do (receive_any.go).
+	claim *atomic.Bool
+	from  *queue
 }
 
 func (x *sessionIndex) init() { x.byID = make(map[string]*session) }
@@ -141,9 +146,10 @@ func (x *sessionIndex) remove(i int) {
 	s.readyIdx = -1
 }
 
-// sessionQueue resolves a path to a session-enabled queue.
-func (b *Broker) sessionQueue(path string) (*queue, error) {
-	q, err := b.queueFor(path)
+// sessionQueue resolves a path to the session-enabled queue that holds
+// session id (on a partitioned entity, the partition id picks).
+func (b *Broker) sessionQueue(path, id string) (*queue, error) {
+	q, err := b.queueFor(path, func(e *entity) *entity { return e.partForSession(id) })
 	if err != nil {
 		return nil, err
 	}
@@ -153,12 +159,34 @@ func (b *Broker) sessionQueue(path string) (*queue, error) {
 	return q, nil
 }
 
+// sessionQueues resolves a path to its session-enabled queues: one, or a
+// partitioned entity's, one per partition.
+func (b *Broker) sessionQueues(path string) ([]*queue, error) {
+	qs, err := b.queuesFor(path)
+	if err != nil {
+		return nil, err
+	}
+	if q := qs[0]; !q.desc().RequiresSession || q.isDeadLetter() {
+		return nil, errf(CodeBadRequest, "It is not possible for an entity that does not require sessions to create a sessionful message receiver: '%s'.", q.path)
+	}
+	return qs, nil
+}
+
 // AcceptSession locks the session id of the entity at path for the
 // caller, or, with id "", the next session that has deliverable messages
 // and no holder, waiting until ctx is done ([ErrTimeout] then). A session
 // held by another receiver fails with [ErrSessionCannotLock].
 func (b *Broker) AcceptSession(ctx context.Context, path, id string) (*SessionLock, error) {
-	q, err := b.sessionQueue(path)
+	if id == "" {
+		qs, err := b.sessionQueues(path)
+		if err != nil {
+			return nil, err
+		}
+		if len(qs) > 1 {
+			return qs[0].ent.root().acceptAny(ctx, qs)
+		}
+	}
+	q, err := b.sessionQueue(path, id)
 	if err != nil {
 		return nil, err
 	}
@@ -227,8 +255,12 @@ func (q *queue) serveAcceptersLocked(now int64) {
 	for len(x.waiters) > 0 && len(x.ready) > 0 {
 		w := x.waiters[0]
 		x.waiters = x.waiters[1:]
+		if w.claim != nil && !w.claim.CompareAndSwap(false, true) {
+			continue // served by another of its queues, or cancelled
+		}
 		s := x.ready[0]
 		q.lockSessionLocked(s, now)
+		w.from = q
 		w.ch <- s
 	}
 }
@@ -247,7 +279,7 @@ func (q *queue) heldSession(sl *SessionLock) (*session, error) {
 
 // RenewSessionLock extends a session lock by the entity's lock duration.
 func (b *Broker) RenewSessionLock(ctx context.Context, path string, sl *SessionLock) (time.Time, error) {
-	q, err := b.sessionQueue(path)
+	q, err := b.sessionQueue(path, sl.SessionID)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -270,7 +302,7 @@ func (b *Broker) RenewSessionLock(ctx context.Context, path string, sl *SessionL
 // CloseSession releases a session lock cleanly: messages locked under it
 // become available again without counting the delivery.
 func (b *Broker) CloseSession(path string, sl *SessionLock) error {
-	q, err := b.sessionQueue(path)
+	q, err := b.sessionQueue(path, sl.SessionID)
 	if err != nil {
 		return err
 	}
@@ -356,7 +388,7 @@ func (q *queue) pruneSessionLocked(s *session) {
 // GetSessionState returns the session's state, nil if none. The caller
 // must hold the session lock.
 func (b *Broker) GetSessionState(ctx context.Context, path string, sl *SessionLock) ([]byte, error) {
-	q, err := b.sessionQueue(path)
+	q, err := b.sessionQueue(path, sl.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +404,7 @@ func (b *Broker) GetSessionState(ctx context.Context, path string, sl *SessionLo
 // SetSessionState stores the session's state durably; nil clears it. The
 // state outlives the session's messages and restarts.
 func (b *Broker) SetSessionState(ctx context.Context, path string, sl *SessionLock, state []byte) error {
-	q, err := b.sessionQueue(path)
+	q, err := b.sessionQueue(path, sl.SessionID)
 	if err != nil {
 		return err
 	}
@@ -421,22 +453,24 @@ func encodeSessionState(at int64, state []byte) []byte {
 // those with messages or state; otherwise those whose state was set after
 // since. Ids are sorted.
 func (b *Broker) ListSessions(ctx context.Context, path string, since time.Time) ([]string, error) {
-	q, err := b.sessionQueue(path)
+	qs, err := b.sessionQueues(path)
 	if err != nil {
 		return nil, err
 	}
-	q.mu.Lock()
 	var ids []string
-	for id, s := range q.mu.sessions.byID {
-		if since.IsZero() {
-			if s.count > 0 || s.state != nil {
+	for _, q := range qs {
+		q.mu.Lock()
+		for id, s := range q.mu.sessions.byID {
+			if since.IsZero() {
+				if s.count > 0 || s.state != nil {
+					ids = append(ids, id)
+				}
+			} else if s.stateAt > since.UnixNano() {
 				ids = append(ids, id)
 			}
-		} else if s.stateAt > since.UnixNano() {
-			ids = append(ids, id)
 		}
+		q.mu.Unlock()
 	}
-	q.mu.Unlock()
 	sort.Strings(ids)
 	return ids, nil
 }

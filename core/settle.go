@@ -45,7 +45,7 @@ const (
 // made durable (a storage fault: [ErrServerBusy]) nothing changed and the
 // receiver keeps its lock, so it may retry.
 func (b *Broker) Settle(ctx context.Context, path string, tok LockToken, o Outcome) error {
-	q, err := b.queueFor(path)
+	q, err := b.queueFor(path, byLock(tok))
 	if err != nil {
 		return err
 	}
@@ -83,6 +83,11 @@ func (b *Broker) Settle(ctx context.Context, path string, tok LockToken, o Outco
 		sd, err = q.planDeadLetter(w, []*msgRec{r}, o.DeadLetterReason, o.DeadLetterDescription, o.Properties)
 	}
 	return w.settle(&sd, err)
+}
+
+// byLock picks the partition that handed out tok (queueFor).
+func byLock(tok LockToken) func(*entity) *entity {
+	return func(e *entity) *entity { return e.partForLock(tok) }
 }
 
 // lockedLocked finds the record locked by tok, checking the lock is live.
@@ -225,7 +230,7 @@ func mergeProps(m *Message, props map[string]any) {
 // RenewLock extends the lock tok holds by the entity's lock duration and
 // returns the new expiry.
 func (b *Broker) RenewLock(ctx context.Context, path string, tok LockToken) (time.Time, error) {
-	q, err := b.queueFor(path)
+	q, err := b.queueFor(path, byLock(tok))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -249,7 +254,7 @@ func (b *Broker) RenewLock(ctx context.Context, path string, tok LockToken) (tim
 // [ErrMessageNotFound] if any of them is not a deferred message of the
 // entity (or is locked by someone else).
 func (b *Broker) ReceiveDeferred(ctx context.Context, path string, mode ReceiveMode, seqs []int64) ([]*Message, error) {
-	q, err := b.queueFor(path)
+	qs, err := b.queuesFor(path)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +262,68 @@ func (b *Broker) ReceiveDeferred(ctx context.Context, path string, mode ReceiveM
 	seqs = slices.Clone(seqs)
 	slices.Sort(seqs)
 	seqs = slices.Compact(seqs)
-	now := b.Now()
+	if len(qs) == 1 {
+		return qs[0].receiveDeferred(mode, seqs)
+	}
+	// A partitioned entity: each number names its partition. All of them
+	// are checked first, so that a number that names nothing fails the
+	// call before any message is taken.
+	e, dead := qs[0].ent.root(), qs[0].isDeadLetter()
+	var byPart [][]int64
+	var parts []*queue
+	for _, s := range seqs {
+		pe := e.partForSeq(s)
+		if pe == nil {
+			return nil, errf(CodeMessageNotFound, "Failed to lock one or more specified messages. Either the message is already locked or it does not exist: sequence number %d in '%s'.", s, qs[0].path)
+		}
+		q := pe.q
+		if dead {
+			q = q.dead
+		}
+		if len(parts) == 0 || parts[len(parts)-1] != q {
+			parts = append(parts, q)
+			byPart = append(byPart, nil)
+		}
+		byPart[len(byPart)-1] = append(byPart[len(byPart)-1], s)
+	}
+	for i, q := range parts {
+		if err := q.checkDeferred(byPart[i]); err != nil {
+			return nil, err
+		}
+	}
+	var out []*Message
+	for i, q := range parts {
+		msgs, err := q.receiveDeferred(mode, byPart[i])
+		if err != nil {
+			// Taken by another receiver since the check: what this call
+			// took stays locked until its locks lapse.
+			return nil, err
+		}
+		out = append(out, msgs...)
+	}
+	return out, nil
+}
+
+// checkDeferred fails as receiveDeferred would if a number is not a
+// deferred, unlocked message of q now.
+func (q *queue) checkDeferred(seqs []int64) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.closed {
+		return entityNotFound(q.path)
+	}
+	for _, s := range seqs {
+		if r := q.mu.deferred[s]; r == nil || r.locked() {
+			return errf(CodeMessageNotFound, "Failed to lock one or more specified messages. Either the message is already locked or it does not exist: sequence number %d in '%s'.", s, q.path)
+		}
+	}
+	return nil
+}
+
+// receiveDeferred is ReceiveDeferred on one queue, seqs sorted and
+// without repeats.
+func (q *queue) receiveDeferred(mode ReceiveMode, seqs []int64) ([]*Message, error) {
+	now := q.b.Now()
 	q.mu.Lock()
 	if q.mu.closed {
 		q.mu.Unlock()

@@ -315,15 +315,7 @@ func (b *Broker) EntityStats(path string) (EntityStats, error) {
 func (e *entity) snapshot(out *EntitySnapshot) {
 	d := e.desc.Load()
 	out.ID, out.Path, out.Kind = e.id, d.Path(), d.Kind
-	out.Counts = Counts{}
-	if e.q != nil {
-		out.Counts = e.q.counts()
-	} else if subs := e.subs.Load(); subs != nil {
-		out.Counts.Subscriptions = len(*subs)
-		for _, s := range *subs {
-			out.Counts.SizeBytes += s.q.counts().SizeBytes
-		}
-	}
+	out.Counts = e.counts()
 	if e.stats != nil {
 		e.stats.snapshot(&out.Stats)
 	} else {

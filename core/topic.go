@@ -69,7 +69,7 @@ type subscriptionMatch struct {
 
 func (e *entity) match(m *Message) subscriptionMatch {
 	var res subscriptionMatch
-	rules := e.rules.Load()
+	rules := e.root().rules.Load() // a partition has its parent's
 	if rules == nil {
 		return res
 	}

@@ -68,6 +68,7 @@ type Txn struct {
 	timedOut bool   // ended by its timeout
 	viaKey   string // lookup key of the top-level entity its operations go through; "" before the first
 	viaName  string // that entity as first written
+	partKey  string // the partition key of its sends to a partitioned entity; "" before the first
 	first    int64  // unix nanos of the first operation; 0 before it
 	sends    []txnSend
 	messages int   // messages in sends
@@ -80,6 +81,7 @@ type Txn struct {
 type txnSend struct {
 	path string // the queue or topic they are stored in
 	msgs []*Message
+	key  string // a partitioned entity's: the transaction's partition key
 }
 
 // txnSettle is a settlement to apply at commit.
@@ -145,10 +147,44 @@ func (t *Txn) Send(path, via string, msgs []*Message) error {
 		_, err := t.b.Send(context.Background(), path, msgs...)
 		return err
 	}
-	t.sends = append(t.sends, txnSend{path: path, msgs: msgs})
+	var key string
+	if e.parts != nil {
+		// Service Bus: every message a transaction sends to a partitioned
+		// entity has a partition key (its SessionId, PartitionKey or
+		// MessageId), the same for all, so that one partition takes them.
+		for _, m := range msgs {
+			k := txnPartitionKey(m)
+			if k == "" {
+				return errf(CodeBadRequest, "A message sent in a transaction to the partitioned entity '%s' must have a partition key: a SessionId, a PartitionKey or a MessageId.", d.Path())
+			}
+			if key == "" {
+				key = t.partKey
+			}
+			if key == "" {
+				key = k
+			}
+			if k != key {
+				return errf(CodeBadRequest, "The messages a transaction sends to the partitioned entity '%s' must all have the same partition key: '%s' is not '%s'.", d.Path(), k, key)
+			}
+		}
+		t.partKey = key
+	}
+	t.sends = append(t.sends, txnSend{path: path, msgs: msgs, key: key})
 	t.messages += len(msgs)
 	t.bytes += size
 	return nil
+}
+
+// txnPartitionKey is the partition key of a message sent in a
+// transaction: its SessionId, PartitionKey or MessageId.
+func txnPartitionKey(m *Message) string {
+	if m.SessionID != "" {
+		return m.SessionID
+	}
+	if m.PartitionKey != "" {
+		return m.PartitionKey
+	}
+	return m.MessageIDString()
 }
 
 // Settle adds the settlement of the message locked by tok on the entity
@@ -156,7 +192,7 @@ func (t *Txn) Send(path, via string, msgs []*Message) error {
 // now, and still be at commit. A lock settled twice in one transaction
 // fails the second time with [ErrLockLost].
 func (t *Txn) Settle(path string, tok LockToken, o Outcome) error {
-	q, err := t.b.queueFor(path)
+	q, err := t.b.queueFor(path, byLock(tok))
 	if err != nil {
 		return err
 	}
@@ -198,7 +234,7 @@ func (t *Txn) Settle(path string, tok LockToken, o Outcome) error {
 // timeout. The renewal takes effect at once and stays whatever the
 // transaction's outcome (a receiver relies on the new expiry now).
 func (t *Txn) RenewLock(ctx context.Context, path string, tok LockToken) (time.Time, error) {
-	if _, err := t.b.queueFor(path); err != nil {
+	if _, err := t.b.queueFor(path, byLock(LockToken{})); err != nil {
 		return time.Time{}, err
 	}
 	t.mu.Lock()

@@ -65,6 +65,9 @@ func (b *Broker) commitTxn(sends []txnSend, settles []txnSettle) error {
 	for _, s := range sends {
 		e, err := b.sendTarget(s.path)
 		if err == nil {
+			if e.parts != nil && s.key != "" {
+				e = e.parts[partitionOfKey(s.key, len(e.parts))]
+			}
 			err = p.add(e, s.msgs, nil, 0)
 		}
 		if err != nil {
