@@ -44,6 +44,9 @@ func rule(name string, f admin.RuleFilter, a admin.RuleAction) admin.RulePropert
 	return admin.RuleProperties{Name: name, Filter: f, Action: a}
 }
 
+// noPartitioning says why partitioned profiles are not in Config.json.
+const noPartitioning = "the emulator's Config.json has no EnablePartitioning"
+
 // profileTable lists every entity shape the scenarios use. ForwardTo and
 // ForwardDeadLetteredMessagesTo name other profiles.
 func profileTable() []Profile {
@@ -72,6 +75,14 @@ func profileTable() []Profile {
 		// Service Bus's smallest size; the quota scenarios need an endpoint
 		// that caps it (Target.MaxEntityBytes).
 		queueProfile("cf-quota", admin.QueueProperties{MaxSizeInMegabytes: to.Ptr[int32](1024)}),
+		{Name: "cf-partitioned", Queue: &admin.QueueProperties{EnablePartitioning: to.Ptr(true), LockDuration: to.Ptr("PT5S")},
+			CloudOnly: noPartitioning},
+		{Name: "cf-partitioned-session", Queue: &admin.QueueProperties{EnablePartitioning: to.Ptr(true), RequiresSession: to.Ptr(true), LockDuration: to.Ptr("PT5S")},
+			CloudOnly: noPartitioning},
+		{Name: "cf-partitioned-dedup", Queue: &admin.QueueProperties{EnablePartitioning: to.Ptr(true), RequiresDuplicateDetection: to.Ptr(true),
+			DuplicateDetectionHistoryTimeWindow: to.Ptr("PT1M")}, CloudOnly: noPartitioning},
+		{Name: "cf-topic-partitioned", Topic: &admin.TopicProperties{EnablePartitioning: to.Ptr(true)}, Subs: []Sub{{Name: "a"}},
+			CloudOnly: noPartitioning},
 		topicProfile("cf-topic", admin.TopicProperties{}, Sub{Name: "a"}, Sub{Name: "b"}),
 		topicProfile("cf-topic-corr", admin.TopicProperties{},
 			Sub{Name: "red", Rules: []admin.RuleProperties{rule("red", &admin.CorrelationFilter{Subject: to.Ptr("order"), ApplicationProperties: map[string]any{"color": "red"}}, nil)}}),

@@ -84,6 +84,8 @@ func serve(args []string) error {
 		"past it new work is refused with server-busy / 503 (auto: half of the machine's or the cgroup's memory; 0: none)")
 	cacheMB := fs.Int64("body-cache-mb", core.DefaultBodyCacheBytes>>20,
 		"MiB of message bodies all queues together keep in memory for hand-over to receivers")
+	fs.IntVar(&o.PartitionCount, "partitions", core.DefaultPartitionCount, fmt.Sprintf("partitions of a queue or topic created with EnablePartitioning "+
+		"(Service Bus Standard: 16; 1 to %d); an entity keeps the count it was created with", core.MaxPartitionCount))
 	var maxEntity cli.ByteSize
 	fs.Var(&maxEntity, "max-entity-size", "most one queue or topic stores, whatever its MaxSizeInMegabytes (which Service Bus lets be no less than 1 GiB), e.g. 64MiB; 0: no cap")
 	cf := addClusterFlags(fs) // a replicated cluster node (cluster.go)
@@ -117,6 +119,9 @@ func serve(args []string) error {
 		o.DiskReserve = 0 // the default
 	case 0:
 		o.DiskReserve = -1 // none
+	}
+	if o.PartitionCount < 1 || o.PartitionCount > core.MaxPartitionCount {
+		return cli.Exit(2, fmt.Errorf("--partitions must be 1 to %d", core.MaxPartitionCount))
 	}
 	if *cacheMB < 1 || o.Limits.DedupHistoryMax < 1 {
 		return cli.Exit(2, fmt.Errorf("--body-cache-mb and --dedup-history-max must be at least 1"))

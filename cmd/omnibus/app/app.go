@@ -116,6 +116,10 @@ type Options struct {
 
 	// The core's memory bounds (dedup history, body cache); zero fields mean the defaults.
 	Limits core.Limits
+	// PartitionCount is how many partitions a queue or topic created with
+	// EnablePartitioning gets (core.Config.PartitionCount); 0 means
+	// core.DefaultPartitionCount, Service Bus Standard's 16.
+	PartitionCount int
 	// MaxMemory is the memory budget of what peers make omnibus hold
 	// (core/membudget): 0 means membudget.DefaultLimit (half the
 	// machine's or the cgroup's memory), < 0 none.
@@ -241,7 +245,8 @@ func Start(opts Options) (a *App, err error) {
 		coreStore = metrics.CountBatches(a.store, a.batches)
 	}
 	a.Broker, err = core.New(core.Config{Store: coreStore, Clock: opts.Clock, Logger: opts.Logger.Named("core"),
-		Namespace: a.Namespace, Faults: opts.Faults, Limits: opts.Limits, Stats: stats, TxnTimeout: opts.TxnTimeout})
+		Namespace: a.Namespace, Faults: opts.Faults, Limits: opts.Limits, Stats: stats, TxnTimeout: opts.TxnTimeout,
+		PartitionCount: opts.PartitionCount})
 	if err != nil {
 		return a, fmt.Errorf("recovering the broker from %s: %w", a.storeName(), err)
 	}
