@@ -7,6 +7,7 @@
 //	omnibus token | cert            a REST token; the local CA's path
 //	omnibus check --data DIR        compare a data directory's recovered state with its store
 //	omnibus cluster ...             a replicated cluster's CA, tokens, members and status
+//	omnibus backup | restore        a running node's backup (over its admin socket); a data directory from one
 //
 // The conformance suite, the load generator and the soaks are in
 // omnibus-tools (cmd/omnibus-tools), so that this binary links none of
