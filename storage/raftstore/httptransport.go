@@ -162,7 +162,7 @@ func (t *httpTransport) start(h handler) error {
 	go func() {
 		var err error
 		if t.sec.creds != nil {
-			err = t.srv.ServeTLS(ln, "", "")
+			err = t.srv.ServeTLS(readBufListener{ln}, "", "")
 		} else {
 			err = t.srv.Serve(ln)
 		}

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -196,31 +197,38 @@ func (l *lane) connect(backoff *time.Duration) (s *stream, refused, ok bool) {
 
 // stream is the sending end of a lane's connection.
 type stream struct {
-	conn net.Conn
-	dead chan struct{} // closed when the connection ended or fell silent
+	conn  net.Conn
+	batch *recordBatcher // under conn's TLS; nil without TLS
+	dead  chan struct{}  // closed when the connection ended or fell silent
 }
 
 // open dials the peer (mutual TLS, when configured) and upgrades the
 // connection to a stream.
 func (p *peer) open(lane string) (*stream, error) {
 	addr := p.address()
-	var conn net.Conn
-	var err error
-	if p.tls != nil {
-		d := tls.Dialer{NetDialer: &p.t.dialer, Config: p.tls} // the handshake within dialTimeout
-		conn, err = d.Dial("tcp", addr)
-	} else {
-		conn, err = p.t.dialer.Dial("tcp", addr)
-	}
+	conn, err := p.t.dialer.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	var batch *recordBatcher
+	if p.tls != nil {
+		batch = &recordBatcher{Conn: conn}
+		tc := tls.Client(batch, p.tls)
+		conn = tc
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+		err = tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	br, err := p.upgrade(conn, addr, lane)
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	s := &stream{conn: conn, dead: make(chan struct{})}
+	s := &stream{conn: conn, batch: batch, dead: make(chan struct{})}
 	p.t.wg.Go(func() { s.watch(br) })
 	return s, nil
 }
@@ -284,7 +292,15 @@ func (s *stream) write(b []byte) error {
 	if err := s.conn.SetWriteDeadline(time.Now().Add(limit)); err != nil {
 		return err
 	}
+	if s.batch == nil || len(b) > batchFrameBytes {
+		_, err := s.conn.Write(b)
+		return err
+	}
+	s.batch.hold()
 	_, err := s.conn.Write(b)
+	if ferr := s.batch.flush(); err == nil {
+		err = ferr
+	}
 	return err
 }
 
@@ -344,6 +360,7 @@ func (t *httpTransport) serveStream(w http.ResponseWriter, r *http.Request) {
 	if !t.attach(key, in, conn) {
 		return
 	}
+	bufferReads(conn) // an admitted stream
 	stop := make(chan struct{})
 	var keeper sync.WaitGroup
 	keeper.Go(func() { keepAlive(conn, stop) })
