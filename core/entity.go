@@ -90,6 +90,10 @@ type Entity struct {
 	// Rules given at subscription creation. Empty means the $Default rule.
 	Rules []Rule
 
+	// ClientAffine is set on a subscription a JMS client made by
+	// consuming from its topic (clientaffine.go); nil otherwise.
+	ClientAffine *ClientAffine
+
 	// Maintained by the broker.
 	CreatedAt  time.Time
 	UpdatedAt  time.Time

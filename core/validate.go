@@ -158,7 +158,13 @@ func validateName(e *Entity) error {
 		if err := checkPathName("topic", e.Topic); err != nil {
 			return err
 		}
+		if e.ClientAffine != nil {
+			return e.ClientAffine.checkName(e.Name)
+		}
 		return checkLeafName("subscription", e.Name)
+	}
+	if e.ClientAffine != nil {
+		return errf(CodeBadRequest, "%s %q: only a subscription can be client-affine.", e.Kind, e.Name)
 	}
 	return checkPathName(nameWhat(e.Kind.String()), e.Name)
 }
