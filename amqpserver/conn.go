@@ -41,6 +41,7 @@ type conn struct {
 	peerMaxFrame uint32        // largest frame we may send
 	peerIdle     time.Duration // the peer's idle-time-out (0 = none)
 	channelMax   uint16        // highest channel the peer may begin
+	containerID  string        // the peer's: a JMS client's client id (jms.go)
 
 	ctx    context.Context    // cancelled when the connection ends
 	cancel context.CancelFunc // cancels ctx

@@ -129,6 +129,7 @@ func (c *conn) stateOpen() (stateFunc, error) {
 		return nil, fmt.Errorf("amqpserver: %T where open was expected", fr.Body)
 	}
 	c.peerMaxFrame = open.MaxFrameSize
+	c.containerID = open.ContainerID
 	c.channelMax = min(open.ChannelMax, c.srv.cfg.Limits.channelMax())
 	c.peerIdle = time.Duration(open.IdleTimeOut) * time.Millisecond
 	// Counted as open before the peer sees our open, so that Shutdown
@@ -173,6 +174,8 @@ func (c *conn) ourOpen() *frames.Open {
 		MaxFrameSize: c.srv.cfg.MaxFrameSize,
 		ChannelMax:   c.srv.cfg.Limits.channelMax(),
 		IdleTimeOut:  uint32(c.srv.cfg.IdleTimeout / time.Millisecond),
+		// Qpid JMS refuses shared subscriptions unless offered (jms.go).
+		OfferedCapabilities: []encoding.Symbol{capSharedSubs},
 	}
 }
 

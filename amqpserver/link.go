@@ -57,6 +57,11 @@ type link struct {
 	// through. "" for the link's own entity (txn.go).
 	sendTo string
 	via    string
+	// jms is the subscription a JMS consumer on a topic reads (jms.go);
+	// unsubscribe marks the link of a JMS unsubscribe, whose closing
+	// detach deletes the subscription at entity.
+	jms         *jmsSubscription
+	unsubscribe bool
 
 	in  *inLink
 	out *outLink
@@ -101,7 +106,9 @@ func (s *session) handleAttach(a *frames.Attach) error {
 		l.in = &inLink{maxSize: s.c.srv.cfg.MaxMessageSize}
 	} else {
 		if a.Source == nil {
-			l.refuse(a, errorf(frames.CondInvalidField, "Attach of a receiver without a source."))
+			// JMS unsubscribe: a lookup of a durable subscription by link name.
+			l.out = &outLink{}
+			l.attachJMSLookup(a)
 			return nil
 		}
 		l.address = linkPath(a.Source.Address)
@@ -131,6 +138,10 @@ func (s *session) handleAttach(a *frames.Attach) error {
 	default:
 		if e := s.c.srv.checkEntity(l.entity); e != nil {
 			l.refuse(a, e)
+			return nil
+		}
+		if l.out != nil && hasCapability(a.Source.Capabilities, capTopic) && s.c.srv.isTopic(l.entity) {
+			l.attachJMSConsumer(a)
 			return nil
 		}
 		if e := s.c.srv.checkDirection(l.entity, l.in != nil); e != nil {
@@ -185,6 +196,12 @@ func (s *Server) checkEntity(path string) *frames.Error {
 		return amqpError(err)
 	}
 	return nil
+}
+
+// isTopic reports whether path names a topic.
+func (s *Server) isTopic(path string) bool {
+	e, err := s.b.GetEntity(path)
+	return err == nil && e.Kind == core.KindTopic
 }
 
 // checkDirection refuses sending to a subscription or a dead-letter
@@ -281,13 +298,20 @@ func (s *session) handleDetach(d *frames.Detach) error {
 	s.c.links--
 	if !l.detached {
 		// Answered once the settlements sent before the detach are
-		// applied and the link's message session is released (owed.go).
+		// applied and the link's message session is released (owed.go),
+		// with the client's closed flag: a JMS durable consumer detaches
+		// without closing.
 		l.release()
-		s.c.afterOwed(func() {
+		answer := func() {
 			if s.live() {
-				s.c.write(s.ch, &frames.Detach{Handle: d.Handle, Closed: true})
+				s.c.write(s.ch, &frames.Detach{Handle: d.Handle, Closed: d.Closed})
 			}
-		})
+		}
+		if l.unsubscribe && d.Closed {
+			s.c.afterOwed(func() { s.c.unsubscribed(l.entity, answer) })
+		} else {
+			s.c.afterOwed(answer)
+		}
 	}
 	return nil
 }

@@ -497,6 +497,9 @@ func (l *link) releaseOut() {
 	}
 	o.unsettled = 0
 	l.dropReplies()
+	if l.jms != nil {
+		s.c.srv.jms.release(s.c, l.jms.path())
+	}
 	if sl := o.sess; sl != nil {
 		// Settlements already sent for its messages are applied first
 		// (owed.go).

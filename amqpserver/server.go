@@ -216,6 +216,7 @@ type Server struct {
 	log   *zap.Logger // the server's own lines (accept, admission), limited as one scope
 	b     *core.Broker
 	locks sessionRegistry
+	jms   jmsRegistry // JMS consumers' subscriptions (jms.go)
 	stats serverStats // connections and requests, for metrics (stats.go)
 
 	// quit is closed when Shutdown starts: listeners stop accepting.
