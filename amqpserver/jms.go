@@ -68,6 +68,12 @@ type jmsSubscription struct {
 // path is the subscription's entity path.
 func (j *jmsSubscription) path() string { return j.topic + "/Subscriptions/" + j.name }
 
+// isJMSTopic reports whether a source's capabilities name a JMS topic or
+// temporary topic.
+func isJMSTopic(caps []encoding.Symbol) bool {
+	return hasCapability(caps, capTopic) || hasCapability(caps, capTempTopic)
+}
+
 // hasCapability reports whether caps has c.
 func hasCapability(caps []encoding.Symbol, c encoding.Symbol) bool {
 	for _, x := range caps {

@@ -3,6 +3,7 @@ package amqpserver
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,5 +187,50 @@ func TestTopicReceiverWithoutJMS(t *testing.T) {
 	}
 	if subs, _ := ts.Broker.ListEntities(core.KindSubscription, "t"); len(subs) != 0 {
 		t.Errorf("%d subscriptions made, want none", len(subs))
+	}
+}
+
+// TestJMSTemporaryQueue: a sender attached to a dynamic target with the
+// capability temporary-queue (Qpid JMS's createTemporaryQueue) gets a
+// queue of omnibus's naming as its target address; messages sent to it
+// arrive; the queue is deleted when that link goes. Without the
+// capability, a dynamic target is refused.
+func TestJMSTemporaryQueue(t *testing.T) {
+	ts := newTestServer(t, nil)
+	s := ts.session(t)
+	creator, err := s.NewSender(t.Context(), "", &amqp.SenderOptions{DynamicAddress: true, TargetCapabilities: []string{"temporary-queue"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := creator.Address()
+	if e, err := ts.Broker.GetEntity(name); err != nil || e.Kind != core.KindQueue || !strings.HasPrefix(name, "jms-temp-") {
+		t.Fatalf("temporary queue %q: %+v %v", name, e, err)
+	}
+	mustSend(t, mustSender(t, s, name), "reply")
+	if got := string(mustReceive(t, mustReceiver(t, s, name, amqp.ReceiverSettleModeFirst)).GetData()); got != "reply" {
+		t.Errorf("got %q from the temporary queue", got)
+	}
+	if err := creator.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ts.waitGone(t, name)
+
+	_, err = s.NewSender(t.Context(), "", &amqp.SenderOptions{DynamicAddress: true})
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Condition != amqp.ErrCondNotImplemented {
+		t.Fatalf("a dynamic target without a JMS capability: %v, want amqp:not-implemented", err)
+	}
+}
+
+// TestJMSQueueSelectorRefused: a selector on a queue (or subscription)
+// receiver is refused with amqp:not-implemented rather than ignored,
+// which would hand the consumer messages it did not select.
+func TestJMSQueueSelectorRefused(t *testing.T) {
+	ts := newTestServer(t, nil)
+	_, err := ts.session(t).NewReceiver(t.Context(), "q", &amqp.ReceiverOptions{
+		SourceCapabilities: []string{"queue"}, Filters: []amqp.LinkFilter{amqp.NewSelectorFilter("color = 'red'")}})
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Condition != amqp.ErrCondNotImplemented {
+		t.Fatalf("attach: %v, want amqp:not-implemented", err)
 	}
 }

@@ -62,6 +62,9 @@ type link struct {
 	// detach deletes the subscription at entity.
 	jms         *jmsSubscription
 	unsubscribe bool
+	// temporary is the JMS temporary queue or topic the link made,
+	// deleted when it goes (jmstemp.go).
+	temporary string
 
 	in  *inLink
 	out *outLink
@@ -104,6 +107,10 @@ func (s *session) handleAttach(a *frames.Attach) error {
 		}
 		l.address = linkPath(a.Target.Address)
 		l.in = &inLink{maxSize: s.c.srv.cfg.MaxMessageSize}
+		if a.Target.Dynamic {
+			l.attachJMSTemporary(a)
+			return nil
+		}
 	} else {
 		if a.Source == nil {
 			// JMS unsubscribe: a lookup of a durable subscription by link name.
@@ -140,7 +147,7 @@ func (s *session) handleAttach(a *frames.Attach) error {
 			l.refuse(a, e)
 			return nil
 		}
-		if l.out != nil && hasCapability(a.Source.Capabilities, capTopic) && s.c.srv.isTopic(l.entity) {
+		if l.out != nil && isJMSTopic(a.Source.Capabilities) && s.c.srv.isTopic(l.entity) {
 			l.attachJMSConsumer(a)
 			return nil
 		}
@@ -329,6 +336,9 @@ func (l *link) release() {
 		l.releaseOut()
 	} else if l.in != nil {
 		l.dropPartial()
+		if l.temporary != "" {
+			l.s.c.deleteTemporary(l.temporary)
+		}
 		if l.kind == nodeCoordinator {
 			l.releaseCoordinator()
 		}

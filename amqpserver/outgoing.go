@@ -81,6 +81,13 @@ type pulledMsg struct {
 // transfers (snd-settle-mode unsettled), which is peek-lock settled by the
 // client in one step.
 func (l *link) attachReceiver(a *frames.Attach) {
+	if _, ok := jmsSelector(a.Source.Filter); ok {
+		// Only a JMS topic consumer's selector is served (jms.go), as
+		// its subscription's filter.
+		l.refuse(a, errorf(frames.CondNotImplemented,
+			"Message selectors are supported on topic consumers only: '%s' cannot be received from selectively.", l.entity))
+		return
+	}
 	o := l.out
 	o.mode = core.PeekLock
 	if l.rcv == frames.ReceiverSettleModeFirst && l.snd != frames.SenderSettleModeUnsettled {
