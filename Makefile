@@ -16,6 +16,9 @@ JSDIRS    := $(patsubst %/package.json,%,$(wildcard amqpserver/jstest*/package.j
 # short. Debian's Maven 3.8.7 prints colour resets even in batch mode, so
 # its output goes through sed (and its exit status through a file).
 JAVADIR   := amqpserver/javatest
+# JMS 2.0 through Apache Qpid JMS, as Service Bus Premium serves it: a
+# Maven project of its own, run the same way.
+JMSDIR    := amqpserver/jmstest
 MVN       = { mvn -q -B $(1) 2>&1; echo $$? > target/.mvn-rc; } | sed 's/\x1b\[[0-9;]*m//g'; exit $$(cat target/.mvn-rc)
 
 .DEFAULT_GOAL := help
@@ -69,7 +72,7 @@ dist: ## cross-compile release binaries (linux, darwin, windows; amd64, arm64) i
 run: ## run the broker with its defaults (data in ./omnibus-data, AMQP :5672, HTTP :5300)
 	$(GO) run ./cmd/omnibus
 
-test: jsdeps pydeps javadeps imagedeps lint gotest allocs jstest javatest imagetest conformance ## everything CI runs (installing what the JS, Python and Java SDK tests and the image test need first): lint, Go tests with -race, allocation counts, JS and Java SDK tests, the image, conformance
+test: jsdeps pydeps javadeps imagedeps lint gotest allocs jstest javatest jmstest imagetest conformance ## everything CI runs (installing what the JS, Python and Java SDK tests and the image test need first): lint, Go tests with -race, allocation counts, JS, Java SDK and JMS tests, the image, conformance
 	@echo "make test: all green"
 
 gotest: pydeps ## Go tests, with the race detector (TestPythonSDK and TestPythonSDKCurrent run the Python SDKs' tests in amqpserver/pytest, TestProtonTransactions Qpid Proton's in amqpserver/protontest)
@@ -134,6 +137,22 @@ javatest: javadeps ## official Java SDK tests (azure-messaging-servicebus, JUnit
 	  cat target/surefire-reports/TEST-*.xml 2>/dev/null | grep -o '<testsuite [^>]*>' | \
 	    awk '{ for (i = 1; i <= NF; i++) { split($$i, kv, "="); gsub(/"/, "", kv[2]); n[kv[1]] += kv[2] } } \
 	      END { printf "javatest: %d passed, %d failed, %d skipped\n", n["tests"] - n["failures"] - n["errors"] - n["skipped"], n["failures"] + n["errors"], n["skipped"] }'; \
+	  exit $$rc; }
+
+# The JMS tests (amqpserver/jmstest): the JDK and Maven javadeps installs,
+# and their own dependencies in ~/.m2, fetched when their pom.xml changed.
+jmsdeps: javadeps ## fetch the JMS tests' dependencies (Qpid JMS, JUnit 5) into ~/.m2 when their pom.xml changed
+	@if ! cmp -s $(JMSDIR)/pom.xml $(JMSDIR)/target/.omnibus-resolved-pom.xml; then \
+	  echo "== fetching the JMS tests' dependencies into ~/.m2 (mvn)"; \
+	  (cd $(JMSDIR) && mkdir -p target && ($(call MVN,test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false)) && \
+	    cp pom.xml target/.omnibus-resolved-pom.xml) || exit 1; \
+	fi
+
+jmstest: jmsdeps ## JMS 2.0 tests (Apache Qpid JMS, JUnit 5): queues, topics, durable and shared subscriptions, selectors, temporary queues, transactions
+	@cd $(JMSDIR) && rm -rf target/surefire-reports && mkdir -p target && { ($(call MVN,test)); rc=$$?; \
+	  cat target/surefire-reports/TEST-*.xml 2>/dev/null | grep -o '<testsuite [^>]*>' | \
+	    awk '{ for (i = 1; i <= NF; i++) { split($$i, kv, "="); gsub(/"/, "", kv[2]); n[kv[1]] += kv[2] } } \
+	      END { printf "jmstest: %d passed, %d failed, %d skipped\n", n["tests"] - n["failures"] - n["errors"] - n["skipped"], n["failures"] + n["errors"], n["skipped"] }'; \
 	  exit $$rc; }
 
 # The browser test (amqpserver/jstest-browser) drives Debian's Chromium and
@@ -233,4 +252,4 @@ hotpath: ## broker CPU and instructions (valgrind) per send and per delivery + c
 
 check: test ## alias of test
 
-.PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jsdeps javatest javadeps browserdeps pydeps pyvenv lint fuzz conformance soak cluster-test bench check
+.PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jsdeps javatest javadeps jmstest jmsdeps browserdeps pydeps pyvenv lint fuzz conformance soak cluster-test bench check

@@ -1,0 +1,46 @@
+package omnibus.jms;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import javax.jms.JMSContext;
+import javax.jms.JMSRuntimeException;
+import javax.jms.TemporaryTopic;
+import javax.jms.TextMessage;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/** Temporary topics, and what omnibus refuses where Service Bus Premium differs (amqpserver/README.md, JMS). */
+@Timeout(60)
+class LimitsTest {
+    @RegisterExtension
+    static final OmnibusExtension omnibus = new OmnibusExtension(new Entities().queue("jms-limits"));
+
+    @Test
+    void temporaryTopic() throws Exception {
+        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+            TemporaryTopic t = ctx.createTemporaryTopic();
+            var c = ctx.createConsumer(t);
+            ctx.createProducer().send(t, "to the temporary topic");
+            assertEquals("to the temporary topic", ((TextMessage) c.receive(10_000)).getText());
+        }
+    }
+
+    @Test
+    void selectorOnAQueueIsRefused() throws Exception {
+        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+            JMSRuntimeException e = assertThrows(JMSRuntimeException.class,
+                () -> ctx.createConsumer(ctx.createQueue("jms-limits"), "color = 'red'"));
+            assertTrue(e.getMessage().contains("topic consumers only"), e.getMessage());
+        }
+    }
+
+    @Test
+    void missingQueueIsNotMadeOnTheFly() throws Exception {
+        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+            assertThrows(JMSRuntimeException.class, () -> ctx.createProducer().send(ctx.createQueue("jms-no-such-queue"), "x"));
+        }
+    }
+}
