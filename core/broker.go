@@ -169,6 +169,7 @@ func New(cfg Config) (*Broker, error) {
 	if err := b.recover(); err != nil {
 		return nil, err
 	}
+	b.dropNonDurableClientAffine()
 	b.armIdle()
 	return b, nil
 }

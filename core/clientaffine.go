@@ -1,6 +1,11 @@
 package core
 
-import "strings"
+import (
+	"context"
+	"strings"
+
+	"go.uber.org/zap"
+)
 
 // Client-affine subscriptions: what Service Bus Premium makes when a JMS
 // client consumes from a topic (JMS 2.0's durable, shared and non-durable
@@ -47,4 +52,25 @@ func (c *ClientAffine) checkName(name string) error {
 		return errf(CodeBadRequest, "Entity path '%s' exceeds the '%d' character limit.", truncateName(name), MaxPathNameLength)
 	}
 	return nil
+}
+
+// dropNonDurableClientAffine deletes, at start, the non-durable
+// client-affine subscriptions a previous run left: their consumers were
+// on connections that are gone, so nothing can use them again (a front
+// deletes them with their last link while it runs). A failure is
+// logged: the subscription stays, and the start goes on.
+func (b *Broker) dropNonDurableClientAffine() {
+	b.mu.RLock()
+	var paths []string
+	for _, e := range b.mu.entities {
+		if d := e.desc.Load(); d.ClientAffine != nil && !d.ClientAffine.Durable {
+			paths = append(paths, d.Path())
+		}
+	}
+	b.mu.RUnlock()
+	for _, p := range paths {
+		if err := b.DeleteEntity(context.Background(), p); err != nil {
+			b.log.Warn("could not delete a non-durable JMS subscription left by the previous run", zap.String("subscription", p), zap.Error(err))
+		}
+	}
 }

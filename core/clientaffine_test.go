@@ -10,7 +10,8 @@ import (
 // TestClientAffineSubscription: a JMS client's subscription, named
 // "<name>$<client id>$D", is created and survives a restart with what
 // makes it client-affine; '$' is refused in any other subscription name,
-// and a client-affine name must be the one its properties give.
+// and a client-affine name must be the one its properties give. A
+// non-durable one does not outlive a restart.
 func TestClientAffineSubscription(t *testing.T) {
 	env := coretest.New(t)
 	ctx := t.Context()
@@ -46,5 +47,10 @@ func TestClientAffineSubscription(t *testing.T) {
 	}
 	if e.ClientAffine == nil || *e.ClientAffine != *aff {
 		t.Errorf("after a restart ClientAffine = %+v, want %+v", e.ClientAffine, aff)
+	}
+	// The non-durable one's consumers were on connections the restart
+	// ended: it is gone.
+	if _, err := env.Broker.GetEntity("t/Subscriptions/" + global); core.CodeOf(err) != core.CodeNotFound {
+		t.Errorf("non-durable %s after a restart: %v, want not found", global, err)
 	}
 }
