@@ -37,7 +37,9 @@ import (
 //     is deleted when the last link on it, or its connection, goes;
 //   - a JMS message selector (the source filter described as
 //     apache.org:selector-filter:string) becomes the subscription's SQL
-//     filter; no-local filters are ignored, as Service Bus ignores them.
+//     filter, JMSMessageID, JMSCorrelationID and JMSType read from the
+//     message's properties (selectorSQL); no-local filters are ignored,
+//     as Service Bus ignores them.
 //
 // Unsubscribe attaches a receiver with the subscription's link name and
 // no source: the attach is answered with the subscription's source, and
@@ -144,7 +146,62 @@ func (j *jmsSubscription) rule() core.Rule {
 	if j.selector == "" {
 		return core.DefaultRule()
 	}
-	return core.Rule{Name: "jms-selector", Filter: core.Filter{Kind: core.FilterSQL, SQL: j.selector}}
+	return core.Rule{Name: "jms-selector", Filter: core.Filter{Kind: core.FilterSQL, SQL: selectorSQL(j.selector)}}
+}
+
+// jmsHeaders are the JMS header fields a selector may name that Qpid JMS
+// carries in the message's AMQP properties, with the system property of
+// Service Bus's SQL filters that reads them.
+var jmsHeaders = map[string]string{
+	"JMSMessageID":     "sys.MessageId",
+	"JMSCorrelationID": "sys.CorrelationId",
+	"JMSType":          "sys.Label", // the AMQP subject
+}
+
+// selectorSQL returns a JMS selector as a Service Bus SQL filter: the
+// grammar is the same (SQL-92 conditional expressions), only the JMS
+// header fields of jmsHeaders become system properties. Identifiers in
+// quoted strings, and qualified ones ("user.JMSType"), stay as written.
+func selectorSQL(sel string) string {
+	var b strings.Builder
+	isIdent := func(c byte) bool {
+		return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	for i := 0; i < len(sel); {
+		c := sel[i]
+		switch {
+		case c == '\'':
+			j := i + 1
+			for j < len(sel) {
+				if sel[j] == '\'' {
+					if j+1 < len(sel) && sel[j+1] == '\'' {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			j = min(j+1, len(sel))
+			b.WriteString(sel[i:j])
+			i = j
+		case isIdent(c) && (c < '0' || c > '9'):
+			j := i
+			for j < len(sel) && isIdent(sel[j]) {
+				j++
+			}
+			word := sel[i:j]
+			if sys, ok := jmsHeaders[word]; ok && (i == 0 || sel[i-1] != '.') && (j == len(sel) || sel[j] != '.') {
+				word = sys
+			}
+			b.WriteString(word)
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
 }
 
 // attachJMSConsumer completes the attach of a receiver on topic: it finds

@@ -234,3 +234,20 @@ func TestJMSQueueSelectorRefused(t *testing.T) {
 		t.Fatalf("attach: %v, want amqp:not-implemented", err)
 	}
 }
+
+// TestSelectorSQL: a JMS selector's header fields read the message's
+// system properties; strings, qualified names and other identifiers stay.
+func TestSelectorSQL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"color = 'red'", "color = 'red'"},
+		{"JMSCorrelationID = '5' AND prop1 = 'test'", "sys.CorrelationId = '5' AND prop1 = 'test'"},
+		{"JMSType='order' OR JMSMessageID<>'ID:1'", "sys.Label='order' OR sys.MessageId<>'ID:1'"},
+		{"note = 'JMSType is ''JMSType''' AND user.JMSType = 1", "note = 'JMSType is ''JMSType''' AND user.JMSType = 1"},
+		{"JMSTypeX = 1 AND xJMSType = 2", "JMSTypeX = 1 AND xJMSType = 2"},
+		{"'unterminated JMSType", "'unterminated JMSType"},
+	} {
+		if got := selectorSQL(c.in); got != c.want {
+			t.Errorf("selectorSQL(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

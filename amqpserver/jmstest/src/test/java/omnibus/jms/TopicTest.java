@@ -18,7 +18,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class TopicTest {
     @RegisterExtension
     static final OmnibusExtension omnibus = new OmnibusExtension(new Entities()
-        .topic("jms-durable").topic("jms-shared").topic("jms-volatile").topic("jms-selector"));
+        .topic("jms-durable").topic("jms-shared").topic("jms-volatile").topic("jms-selector")
+        .topic("jms-header-selector"));
 
     private static String text(Message m) throws Exception {
         assertNotNull(m, "no message");
@@ -104,6 +105,33 @@ class TopicTest {
             assertNull(c.receive(1_000));
             c.close();
             ctx.unsubscribe("reds");
+        }
+    }
+
+    @Test
+    void selectorOnJmsHeaders() throws Exception {
+        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+            Topic t = ctx.createTopic("jms-header-selector");
+            // As in Microsoft's JMS samples: a header field and a property.
+            JMSConsumer c = ctx.createSharedDurableConsumer(t, "picky", "JMSCorrelationID = 'c-5' AND prop1 = 'test'");
+            for (int i = 0; i < 10; i++) {
+                TextMessage m = ctx.createTextMessage("m" + i);
+                m.setJMSCorrelationID("c-" + i);
+                m.setStringProperty("prop1", "test");
+                ctx.createProducer().send(t, m);
+            }
+            TextMessage typed = ctx.createTextMessage("typed");
+            typed.setJMSType("order");
+            ctx.createProducer().send(t, typed);
+            assertEquals("m5", text(c.receive(10_000)));
+            assertNull(c.receive(1_000));
+            c.close();
+            ctx.unsubscribe("picky");
+            JMSConsumer byType = ctx.createSharedDurableConsumer(t, "orders", "JMSType = 'order'");
+            ctx.createProducer().send(t, typed);
+            assertEquals("typed", text(byType.receive(10_000)));
+            byType.close();
+            ctx.unsubscribe("orders");
         }
     }
 }
