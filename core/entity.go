@@ -94,6 +94,11 @@ type Entity struct {
 	// consuming from its topic (clientaffine.go); nil otherwise.
 	ClientAffine *ClientAffine
 
+	// AuthorizationRules are the entity's shared access authorization
+	// rules (queues and topics; access.go). A token signed with one
+	// reaches only this entity, its subscriptions and its subqueues.
+	AuthorizationRules []AuthorizationRule `json:",omitempty"`
+
 	// Maintained by the broker.
 	CreatedAt  time.Time
 	UpdatedAt  time.Time

@@ -71,6 +71,14 @@ func (e *Entity) ValidateGiven(given ...string) error {
 	if strings.EqualFold(e.ForwardTo, e.Path()) && e.ForwardTo != "" {
 		return v.bad("ForwardTo cannot forward to itself")
 	}
+	if len(e.AuthorizationRules) > 0 {
+		if e.Kind == KindSubscription {
+			return v.bad("AuthorizationRules: a subscription has no authorization rules of its own; its topic's apply")
+		}
+		if err := ValidateAuthorizationRules(e.Kind.String()+" '"+e.Path()+"'", e.AuthorizationRules); err != nil {
+			return err
+		}
+	}
 	for i := range e.Rules {
 		if e.Kind != KindSubscription {
 			return v.bad("Rules: only subscriptions have rules")

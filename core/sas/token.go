@@ -35,6 +35,24 @@ func (t *Token) ExpiresAt() time.Time {
 	return time.Unix(se, 0).UTC()
 }
 
+// Host returns the host (and port) of the token's resource, lower case,
+// the segment [Token.Audience] drops: "sales.localhost" for
+// sb://sales.localhost/q. It is "" when the resource cannot be decoded.
+func (t *Token) Host() string {
+	dec, err := url.QueryUnescape(t.Resource)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(dec, "://"); i >= 0 {
+		dec = dec[i+len("://"):]
+	}
+	host, _, _ := strings.Cut(dec, "/")
+	if i := strings.IndexAny(host, "?#"); i >= 0 {
+		host = host[:i]
+	}
+	return strings.ToLower(host)
+}
+
 // Audience returns the resource decoded and reduced to its normalised path
 // (see [NormalizePath]): scheme, host, port and query removed, lower-cased,
 // without leading or trailing slashes. "" means the whole namespace.

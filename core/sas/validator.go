@@ -45,6 +45,11 @@ type Config struct {
 	ClockSkew time.Duration
 	// Now returns the current time. Nil means [time.Now].
 	Now func() time.Time
+	// SharedNames lets several rules have the same key name and scope (a
+	// namespace's rules under an alias, core/namespace): a token or key
+	// is accepted if any of them verifies it. Without it such rules are
+	// refused as a mistake.
+	SharedNames bool
 }
 
 // Validator checks tokens and keys against a fixed set of rules. It is safe
@@ -85,7 +90,7 @@ func NewValidator(cfg Config) (*Validator, error) {
 		}
 		nr := rule{Rule: r, scope: NormalizePath(r.Scope)}
 		k := [2]string{r.KeyName, nr.scope}
-		if seen[k] {
+		if seen[k] && !cfg.SharedNames {
 			return nil, fmt.Errorf("sas: rule %q defined twice for scope %q", r.KeyName, r.Scope)
 		}
 		seen[k] = true
