@@ -1,0 +1,128 @@
+package namespace
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/sas"
+)
+
+// Tokens and keys. A namespace's rules are known under three names each,
+// so that a client can pick its namespace by key name without DNS
+// (Registry.ForKeyName): the rule's own name, "name@namespace", and, for
+// namespace-level rules, the namespace's name itself (AlmostServiceBus's
+// connection strings: SharedAccessKeyName=<namespace>). The three verify
+// with the same keys and carry the same rights.
+
+// aliases returns rules with each rule also under its "@namespace" name
+// and, for namespace-level rules, under the namespace's name.
+func aliases(ns string, rules []sas.Rule) []sas.Rule {
+	out := make([]sas.Rule, 0, 3*len(rules))
+	for _, r := range rules {
+		out = append(out, r)
+		at := r
+		at.KeyName = r.KeyName + "@" + ns
+		out = append(out, at)
+		if r.Scope == "" {
+			bare := r
+			bare.KeyName = ns
+			out = append(out, bare)
+		}
+	}
+	return out
+}
+
+// validator builds the validator for rules with their aliases.
+func (r *Registry) validator(ns string, rules []sas.Rule) (*sas.Validator, error) {
+	return sas.NewValidator(sas.Config{Rules: aliases(ns, rules), ClockSkew: r.cfg.ClockSkew, Now: r.cfg.TokenNow, SharedNames: true})
+}
+
+// namespaceRules are the namespace-level rules in force for a namespace
+// with the given own rules: the default namespace has the root rules and
+// its own; another has its own, or the root rules when it has none.
+func (r *Registry) namespaceRules(isDefault bool, own []core.AuthorizationRule) []sas.Rule {
+	var out []sas.Rule
+	if isDefault || len(own) == 0 {
+		out = append(out, r.cfg.RootRules...)
+	}
+	for _, a := range own {
+		out = append(out, a.SASRule(""))
+	}
+	return out
+}
+
+// Validate checks a token presented for the entity at path (a request
+// path: "q", "q/messages/head", "t/Subscriptions/s", "" for the
+// namespace) needing the rights need, against the namespace's rules and
+// those of the queue or topic the path lies in. It returns what
+// [sas.Validator.Validate] returns.
+func (n *Namespace) Validate(token, path string, need sas.Rights) (sas.Rights, error) {
+	if n.nilAuth {
+		return sas.Manage.Effective(), nil
+	}
+	if n.fixed != nil {
+		return n.fixed.Validate(token, path, need)
+	}
+	v := n.auth.Load()
+	if ar := n.broker.AuthorizationRulesOn(sas.NormalizePath(path)); len(ar.Rules) > 0 {
+		ev, err := n.withEntityRules(ar)
+		if err != nil {
+			return 0, err
+		}
+		v = ev
+	}
+	return v.Validate(token, path, need)
+}
+
+// withEntityRules returns a validator for the namespace's rules plus an
+// entity's.
+func (n *Namespace) withEntityRules(ar core.AccessRules) (*sas.Validator, error) {
+	rules := n.reg.namespaceRules(n.IsDefault(), n.Rules())
+	for _, a := range ar.Rules {
+		rules = append(rules, a.SASRule(ar.Path))
+	}
+	return n.reg.validator(n.name, rules)
+}
+
+// Authenticate checks a key name and key, as SASL PLAIN carries them,
+// against the namespace's rules and, when no namespace rule has that
+// name, the rules of its queues and topics. It returns the matching
+// rule, scoped to its entity for an entity's rule.
+func (n *Namespace) Authenticate(keyName, key string) (sas.Rule, error) {
+	if n.nilAuth {
+		return sas.Rule{KeyName: keyName, Rights: sas.Manage.Effective()}, nil
+	}
+	if n.fixed != nil {
+		return n.fixed.Authenticate(keyName, key)
+	}
+	rule, err := n.auth.Load().Authenticate(keyName, key)
+	if err == nil || !errors.Is(err, sas.ErrUnknownKey) {
+		return rule, err
+	}
+	name := strings.TrimSuffix(keyName, "@"+n.name)
+	for _, ar := range n.broker.EntityAuthorizationRules(name) {
+		v, verr := n.withEntityRules(ar)
+		if verr != nil {
+			return sas.Rule{}, verr
+		}
+		if rule, verr := v.Authenticate(keyName, key); verr == nil {
+			return rule, nil
+		} else if !errors.Is(verr, sas.ErrUnknownKey) {
+			err = verr
+		}
+	}
+	return sas.Rule{}, err
+}
+
+// ClockSkew returns how long after its expiry a token is still accepted.
+func (n *Namespace) ClockSkew() time.Duration {
+	if n.nilAuth {
+		return sas.DefaultClockSkew
+	}
+	if n.fixed != nil {
+		return n.fixed.ClockSkew()
+	}
+	return n.auth.Load().ClockSkew()
+}
