@@ -30,6 +30,10 @@ type Config struct {
 	// operation before it is rolled back (txn.go); zero means
 	// [DefaultTxnTimeout], Service Bus's two minutes.
 	TxnTimeout time.Duration
+	// BodyCache, when set, is the body cache account the broker shares
+	// with others (the namespaces of one process), so that
+	// Limits.BodyCacheBytes bounds them together; nil: its own.
+	BodyCache *BodyCache
 	// Stats keeps per-entity statistics for monitoring (stats.go):
 	// [Broker.EachEntity] reports them.
 	Stats bool
@@ -102,7 +106,7 @@ type Broker struct {
 	clk   clock.Clock
 	log   *zap.Logger
 	timer brokerTimer
-	cache bodyCache      // the hand-over cache's broker-wide account (cache.go)
+	cache *bodyCache     // the hand-over cache's account (cache.go): the broker's or Config.BodyCache's
 	idle  idleReaper     // AutoDeleteOnIdle (autodelete.go)
 	wg    sync.WaitGroup // background goroutines and tasks (see run)
 	tasks *gopool.Pool   // goroutines for them
@@ -165,6 +169,10 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, store: cfg.Store, clk: cfg.Clock, log: cfg.Logger, tasks: gopool.New(maxIdleTasks)}
 	b.timer.clk = cfg.Clock
+	b.cache = &bodyCache{}
+	if cfg.BodyCache != nil {
+		b.cache = &cfg.BodyCache.c
+	}
 	b.mu.entities = make(map[string]*entity)
 	if err := b.recover(); err != nil {
 		return nil, err

@@ -29,6 +29,14 @@ type bodyCache struct {
 	used atomic.Int64 // bytes held by every queue's cached messages
 }
 
+// BodyCache is a body cache account several brokers share
+// (Config.BodyCache): the namespaces of one process, so that
+// Limits.BodyCacheBytes bounds them all together.
+type BodyCache struct{ c bodyCache }
+
+// NewBodyCache returns an empty shared account.
+func NewBodyCache() *BodyCache { return &BodyCache{} }
+
 // take reserves n bytes of the budget max, or reports that they do not fit.
 func (c *bodyCache) take(n, max int64) bool {
 	if c.used.Add(n) <= max {
@@ -76,5 +84,6 @@ func (q *queue) closeCacheLocked() {
 }
 
 // CacheBytes reports the bytes the hand-over cache holds now, across all
-// queues (for tests and diagnostics).
+// queues (and all brokers sharing Config.BodyCache), for tests and
+// diagnostics.
 func (b *Broker) CacheBytes() int64 { return b.cache.used.Load() }
