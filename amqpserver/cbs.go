@@ -2,10 +2,10 @@ package amqpserver
 
 import (
 	"strings"
-	"time"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -60,32 +60,37 @@ func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
 	}
 	path := audiencePath(name)
 	entity := strings.TrimSuffix(path, "/$management")
-	v := c.srv.cfg.Auth
-	var rights sas.Rights
-	var expires time.Time
-	if v != nil {
-		// The token first: a peer without a valid one learns nothing
-		// about which entities exist.
-		var err error
-		if rights, err = v.Validate(token, path, 0); err != nil {
-			return 401, description(err)
-		}
-		t, err := sas.Parse(token)
-		if err != nil {
-			return 401, description(err)
-		}
-		expires = t.ExpiresAt().Add(v.ClockSkew())
+	if c.srv.authOff {
+		return c.cbsCheckEntity(entity)
 	}
-	if entity != "" {
-		if e := c.srv.checkEntity(entity); e != nil {
-			if e.Condition == frames.CondNotFound {
-				return 404, e.Description
-			}
-			return 500, e.Description
-		}
+	// The token first: a peer without a valid one learns nothing about
+	// which entities (or namespaces) exist.
+	t, err := sas.Parse(token)
+	if err != nil {
+		return 401, description(err)
 	}
-	if v == nil {
-		return cbsStatusOK, "Accepted"
+	ns, err := c.credentialNamespace(t.KeyName, t.Host())
+	if err != nil {
+		return 401, description(err)
+	}
+	if byName, ok := c.srv.reg.ForHost(namespace.HostOf(name)); ok && byName != ns {
+		return 401, description(&sas.Error{Err: sas.ErrInvalidAudience,
+			Detail: "The token is for namespace '" + ns.Name() + "', but the audience '" + name + "' names namespace '" + byName.Name() + "'."})
+	}
+	if c.nsBound && ns != c.namespace() {
+		return 401, description(&sas.Error{Err: sas.ErrInvalidAudience,
+			Detail: "The token is for namespace '" + ns.Name() + "', but this connection is to namespace '" + c.namespace().Name() + "'; open another connection for it."})
+	}
+	rights, err := ns.Validate(token, path, 0)
+	if err != nil {
+		return 401, description(err)
+	}
+	expires := t.ExpiresAt().Add(ns.ClockSkew())
+	if err := c.bindNamespace(ns, "the token"); err != nil {
+		return 401, err.Error()
+	}
+	if status, desc := c.cbsCheckEntity(entity); status != cbsStatusOK {
+		return status, desc
 	}
 	first := !c.authenticated()
 	c.auth.add(path, rights, expires)
@@ -93,6 +98,20 @@ func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
 		c.credentialAccepted()
 	}
 	c.armLifetime()
+	return cbsStatusOK, "Accepted"
+}
+
+// cbsCheckEntity answers a put-token whose audience names an entity that
+// does not exist with 404.
+func (c *conn) cbsCheckEntity(entity string) (int32, string) {
+	if entity != "" {
+		if e := c.checkEntity(entity); e != nil {
+			if e.Condition == frames.CondNotFound {
+				return 404, e.Description
+			}
+			return 500, e.Description
+		}
+	}
 	return cbsStatusOK, "Accepted"
 }
 

@@ -65,9 +65,9 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 	}
 	ticket := c.owe()
 	c.goWork(func() {
-		errs := c.srv.b.CompleteMany(entity, toks, durable)
+		errs := c.broker().CompleteMany(entity, toks, durable)
 		for i, pc := range group {
-			errs[i] = c.srv.sessionLockErr(pc.od, errs[i])
+			errs[i] = c.sessionLockErr(pc.od, errs[i])
 		}
 		c.srv.stats.requests(errs)
 		c.post(func() {
@@ -108,8 +108,8 @@ func (c *conn) submitSettles() {
 	c.goWork(func() {
 		errs := make([]error, len(pending))
 		for i, ps := range pending {
-			err := c.srv.b.Settle(context.WithoutCancel(c.ctx), ps.od.entity, ps.od.token, ps.outcome)
-			errs[i] = c.srv.sessionLockErr(ps.od, err)
+			err := c.broker().Settle(context.WithoutCancel(c.ctx), ps.od.entity, ps.od.token, ps.outcome)
+			errs[i] = c.sessionLockErr(ps.od, err)
 		}
 		c.srv.stats.requests(errs)
 		c.post(func() {

@@ -17,6 +17,7 @@ import (
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/amqpserver/wsconn"
+	"github.com/omnibusmq/omnibus/core/namespace"
 )
 
 var connIDs atomic.Uint64
@@ -36,6 +37,11 @@ type conn struct {
 	log  *zap.Logger // a scope of its own under the server's LogLimiter
 	rd   *frames.Reader
 	auth *connAuth
+
+	// ns is the connection's namespace (namespace.go); helpers read it,
+	// serve and then run change it until nsBound is set, by run alone.
+	ns      atomic.Pointer[namespace.Namespace]
+	nsBound bool
 
 	// Negotiated at open; fixed afterwards.
 	peerMaxFrame uint32        // largest frame we may send
@@ -98,7 +104,7 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	id := strconv.FormatUint(connIDs.Add(1), 10)
-	return &conn{
+	c := &conn{
 		srv:      s,
 		nc:       nc,
 		log:      s.cfg.LogLimiter.Scope(s.cfg.Logger).With(zap.String("conn", id), zap.Stringer("remote", nc.RemoteAddr())),
@@ -110,6 +116,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 		sessions: make(map[uint16]*session),
 		local:    make(map[uint16]*session),
 	}
+	c.ns.Store(s.reg.Default())
+	return c
 }
 
 // serve runs the connection to its end. A panic anywhere in its own
@@ -122,7 +130,7 @@ func (c *conn) serve(parent context.Context) {
 		}
 	}()
 	deadline := time.Now().Add(defaultHandshakeTimeout)
-	if c.srv.cfg.Auth != nil {
+	if !c.srv.authOff {
 		c.authDeadline = time.Now().Add(c.srv.cfg.AuthTimeout)
 		if c.authDeadline.Before(deadline) {
 			deadline = c.authDeadline

@@ -159,7 +159,7 @@ func (l *link) declare(p *partial) {
 	if c.txns == nil {
 		c.txns = make(map[string]*connTxn)
 	}
-	c.txns[string(id)] = &connTxn{id: id, t: c.srv.b.BeginTxn(), coord: l}
+	c.txns[string(id)] = &connTxn{id: id, t: c.broker().BeginTxn(), coord: l}
 	l.answerCoordinator(p, &frames.Declared{TxnID: id})
 }
 
@@ -182,7 +182,7 @@ func (l *link) discharge(p *partial, id []byte, fail bool) {
 	if ct == nil {
 		l.answerCoordinator(p, &frames.Rejected{Error: errorf(condTxnUnknownID,
 			"No active Transaction was found for ID '%s'. The Transaction may have timed out or attempted to span multiple top-level entities such as Queue or Topic. The server Transaction timeout is: %s.",
-			id, txnTimeoutText(c.srv.b.TxnTimeout()))})
+			id, txnTimeoutText(c.broker().TxnTimeout()))})
 		return
 	}
 	c.dropTxn(ct) // what comes after the discharge finds it gone
@@ -190,7 +190,7 @@ func (l *link) discharge(p *partial, id []byte, fail bool) {
 	c.oweInTurn(func(ticket uint64) {
 		if ct.timedOut && !fail {
 			l.answerCoordinator(p, &frames.Rejected{Error: errorf(condTxnTimeout,
-				"The transaction '%s' timed out %s after its first operation and was rolled back.", id, txnTimeoutText(c.srv.b.TxnTimeout()))})
+				"The transaction '%s' timed out %s after its first operation and was rolled back.", id, txnTimeoutText(c.broker().TxnTimeout()))})
 			c.paid(ticket)
 			return
 		}

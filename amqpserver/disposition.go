@@ -117,11 +117,11 @@ func (s *session) answerSettle(id uint32, state frames.DeliveryState, kind core.
 // sessionLockErr reports a lost message lock of a message received under
 // a session whose lock has expired as the session lock being lost, which
 // is what the SDKs expect (amqp.md §5.2).
-func (s *Server) sessionLockErr(od *outDelivery, err error) error {
+func (c *conn) sessionLockErr(od *outDelivery, err error) error {
 	if err == nil || od.sess == nil || core.CodeOf(err) != core.CodeLockLost {
 		return err
 	}
-	if s.b.Now() < od.sess.LockedUntil.UnixNano() {
+	if c.broker().Now() < od.sess.LockedUntil.UnixNano() {
 		return err
 	}
 	return &core.Error{Code: core.CodeSessionLockLost,

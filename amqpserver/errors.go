@@ -113,6 +113,6 @@ func closeWith(cond encoding.Symbol, format string, args ...any) error {
 
 // notFoundError is the Service Bus description for an unknown entity,
 // which the JS SDK matches to recognise MessagingEntityNotFound.
-func (s *Server) notFoundError(path string) *frames.Error {
-	return errorf(frames.CondNotFound, "The messaging entity 'sb://%s/%s' could not be found.", s.host(), path)
+func (c *conn) notFoundError(path string) *frames.Error {
+	return errorf(frames.CondNotFound, "The messaging entity 'sb://%s/%s' could not be found.", c.namespace().Name(), path)
 }

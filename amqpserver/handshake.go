@@ -56,7 +56,7 @@ func (c *conn) stateProtocolHeader() (stateFunc, error) {
 			return nil, err
 		}
 		return c.stateSASLInit, nil
-	case h == frames.AMQPHeader && c.srv.cfg.Auth == nil:
+	case h == frames.AMQPHeader && c.srv.authOff:
 		c.auth.allowAll()
 		c.credentialAccepted()
 		return c.stateReplyAMQPHeader, nil
@@ -127,6 +127,15 @@ func (c *conn) stateOpen() (stateFunc, error) {
 		c.writeNow(c.ourOpen())
 		c.writeNow(&frames.Close{Error: errorf(frames.CondNotAllowed, "expected open, got %T", fr.Body)})
 		return nil, fmt.Errorf("amqpserver: %T where open was expected", fr.Body)
+	}
+	err = c.transportHosts()
+	if err == nil {
+		err = c.bindHost(open.Hostname, "the open's hostname")
+	}
+	if err != nil {
+		c.writeNow(c.ourOpen())
+		c.writeNow(&frames.Close{Error: errorf(frames.CondUnauthorizedAccess, "%v", err)})
+		return nil, fmt.Errorf("amqpserver: refused the open: %w", err)
 	}
 	c.peerMaxFrame = open.MaxFrameSize
 	c.containerID = open.ContainerID

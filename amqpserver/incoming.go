@@ -87,7 +87,7 @@ const maxBatchSize = 1 << 20
 func (l *link) attachSender(a *frames.Attach) {
 	srv := l.s.c.srv
 	l.in.maxSize = srv.cfg.MaxMessageSize
-	if e, err := srv.b.GetEntity(l.entity); err == nil && e.MaxMessageSizeInKilobytes > 0 {
+	if e, err := l.s.c.broker().GetEntity(l.entity); err == nil && e.MaxMessageSizeInKilobytes > 0 {
 		l.in.maxSize = min(l.in.maxSize, uint64(e.MaxMessageSizeInKilobytes)*1024)
 	}
 	props, e := l.attachSendVia(a)
@@ -349,7 +349,7 @@ func (l *link) sendAsync(parts []*partial, msgs []*core.Message) bool {
 	c := l.s.c
 	c.work.Add(1)
 	ticket := c.owe()
-	err := c.srv.b.SendAsync(l.sendPath(), msgs, func(_ []int64, err error) {
+	err := c.broker().SendAsync(l.sendPath(), msgs, func(_ []int64, err error) {
 		defer c.work.Done()
 		c.post(func() {
 			l.sendsDone(parts, err)

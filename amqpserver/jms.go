@@ -13,6 +13,7 @@ import (
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -214,13 +215,13 @@ func (l *link) attachJMSConsumer(a *frames.Attach) {
 		l.refuse(a, e)
 		return
 	}
-	if _, err := c.srv.b.GetEntity(j.path()); err != nil && !c.auth.allows(j.topic, sas.Manage) {
+	if _, err := c.broker().GetEntity(j.path()); err != nil && !c.auth.allows(j.topic, sas.Manage) {
 		l.refuse(a, errorf(frames.CondUnauthorizedAccess,
 			"Unauthorized access. 'Manage' claim(s) are required to create the subscription '%s' for a JMS consumer. Resource: '%s'.", j.name, j.topic))
 		return
 	}
 	c.goWork(func() {
-		err := c.srv.jms.ensure(c.ctx, c.srv.b, j)
+		err := c.srv.jms.ensure(c.ctx, c.namespace(), j)
 		posted := c.post(func() {
 			if err != nil {
 				if !l.detached && l.s.live() {
@@ -247,11 +248,18 @@ func (l *link) attachJMSConsumer(a *frames.Attach) {
 // that a non-durable one is deleted with its last link.
 type jmsRegistry struct {
 	mu    sync.Mutex
-	links map[string]int // subscription path → attached links
+	links map[jmsKey]int // subscription → attached links
+}
+
+// jmsKey names a subscription: its namespace and path.
+type jmsKey struct {
+	ns   *namespace.Namespace
+	path string
 }
 
 // ensure makes j's subscription unless it exists and counts a link on it.
-func (r *jmsRegistry) ensure(ctx context.Context, b *core.Broker, j *jmsSubscription) error {
+func (r *jmsRegistry) ensure(ctx context.Context, ns *namespace.Namespace, j *jmsSubscription) error {
+	b := ns.Broker()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, err := b.GetEntity(j.path()); err != nil {
@@ -266,9 +274,9 @@ func (r *jmsRegistry) ensure(ctx context.Context, b *core.Broker, j *jmsSubscrip
 		}
 	}
 	if r.links == nil {
-		r.links = map[string]int{}
+		r.links = map[jmsKey]int{}
 	}
-	r.links[j.path()]++
+	r.links[jmsKey{ns, j.path()}]++
 	return nil
 }
 
@@ -276,27 +284,28 @@ func (r *jmsRegistry) ensure(ctx context.Context, b *core.Broker, j *jmsSubscrip
 // subscription, in a helper goroutine of c, when it was its last link
 // and it is not durable.
 func (r *jmsRegistry) release(c *conn, path string) {
+	k := jmsKey{c.namespace(), path}
 	r.mu.Lock()
-	r.links[path]--
-	last := r.links[path] <= 0
+	r.links[k]--
+	last := r.links[k] <= 0
 	if last {
-		delete(r.links, path)
+		delete(r.links, k)
 	}
 	r.mu.Unlock()
 	if !last {
 		return
 	}
-	e, err := c.srv.b.GetEntity(path)
+	e, err := c.broker().GetEntity(path)
 	if err != nil || e.ClientAffine == nil || e.ClientAffine.Durable {
 		return
 	}
-	b, log := c.srv.b, c.log
+	b, log := c.broker(), c.log
 	// Not c.goWork: the connection may be ending, and the deletion must
 	// happen all the same.
 	go func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if r.links[path] > 0 {
+		if r.links[k] > 0 {
 			return // a link attached again meanwhile
 		}
 		if err := b.DeleteEntity(context.Background(), path); err != nil && core.CodeOf(err) != core.CodeNotFound {
@@ -322,9 +331,9 @@ func (l *link) attachJMSLookup(a *frames.Attach) {
 	}
 	name := core.ClientAffineName(base, clientID, true)
 	var found *core.Entity
-	if topics, err := c.srv.b.ListEntities(core.KindTopic, ""); err == nil {
+	if topics, err := c.broker().ListEntities(core.KindTopic, ""); err == nil {
 		for _, t := range topics {
-			if e, err := c.srv.b.GetEntity(t.Name + "/Subscriptions/" + name); err == nil && e.ClientAffine != nil {
+			if e, err := c.broker().GetEntity(t.Name + "/Subscriptions/" + name); err == nil && e.ClientAffine != nil {
 				found = e
 				break
 			}
@@ -358,7 +367,7 @@ func (l *link) attachJMSLookup(a *frames.Attach) {
 // the client closed the link, then answers the detach (answer).
 func (c *conn) unsubscribed(path string, answer func()) {
 	c.goWork(func() {
-		if err := c.srv.b.DeleteEntity(c.ctx, path); err != nil && !errors.Is(err, context.Canceled) && core.CodeOf(err) != core.CodeNotFound {
+		if err := c.broker().DeleteEntity(c.ctx, path); err != nil && !errors.Is(err, context.Canceled) && core.CodeOf(err) != core.CodeNotFound {
 			c.log.Warn("could not delete an unsubscribed JMS subscription", zap.String("subscription", path), zap.Error(err))
 		}
 		c.post(answer)

@@ -48,7 +48,7 @@ func (l *link) attachJMSTemporary(a *frames.Attach) {
 		return
 	}
 	c.goWork(func() {
-		_, err := c.srv.b.CreateEntity(c.ctx, core.Entity{Kind: kind, Name: name})
+		_, err := c.broker().CreateEntity(c.ctx, core.Entity{Kind: kind, Name: name})
 		posted := c.post(func() {
 			if err != nil {
 				if !l.detached && l.s.live() {
@@ -78,7 +78,7 @@ func (l *link) attachJMSTemporary(a *frames.Attach) {
 // Not in a helper of c: the connection may be ending, and the deletion
 // must happen all the same.
 func (c *conn) deleteTemporary(name string) {
-	b, log := c.srv.b, c.log
+	b, log := c.broker(), c.log
 	go func() {
 		if err := b.DeleteEntity(context.Background(), name); err != nil && core.CodeOf(err) != core.CodeNotFound {
 			log.Warn("could not delete a JMS temporary destination", zap.String("entity", name), zap.Error(err))

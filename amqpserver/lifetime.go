@@ -144,6 +144,7 @@ func (c *conn) authorizeAttach(l *link) *frames.Error {
 			return errorf(frames.CondUnauthorizedAccess, "Unauthorized access to '%s'. Put a token on $cbs first.", l.address)
 		}
 		l.need, l.needAny = sas.Manage|sas.Send|sas.Listen, true
+		c.nsBound = true // a link is on the connection's namespace for good
 	default:
 		need := sas.Send
 		if l.out != nil {
@@ -154,6 +155,7 @@ func (c *conn) authorizeAttach(l *link) *frames.Error {
 				"Unauthorized access. '%s' claim(s) are required to perform this operation. Resource: '%s'.", need, l.entity)
 		}
 		l.need = need
+		c.nsBound = true
 	}
 	if !c.lifeArmed && c.auth.usesGrants() {
 		c.armLifetime() // an armed timer fires in time: each put-token re-arms it

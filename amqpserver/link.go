@@ -137,21 +137,21 @@ func (s *session) handleAttach(a *frames.Attach) error {
 		}
 		l.attach(a, nil)
 	case nodeManagement:
-		if e := s.c.srv.checkEntity(l.entity); e != nil {
+		if e := s.c.checkEntity(l.entity); e != nil {
 			l.refuse(a, e)
 			return nil
 		}
 		l.attach(a, nil)
 	default:
-		if e := s.c.srv.checkEntity(l.entity); e != nil {
+		if e := s.c.checkEntity(l.entity); e != nil {
 			l.refuse(a, e)
 			return nil
 		}
-		if l.out != nil && isJMSTopic(a.Source.Capabilities) && s.c.srv.isTopic(l.entity) {
+		if l.out != nil && isJMSTopic(a.Source.Capabilities) && s.c.isTopic(l.entity) {
 			l.attachJMSConsumer(a)
 			return nil
 		}
-		if e := s.c.srv.checkDirection(l.entity, l.in != nil); e != nil {
+		if e := s.c.checkDirection(l.entity, l.in != nil); e != nil {
 			l.refuse(a, e)
 			return nil
 		}
@@ -195,10 +195,13 @@ func classify(addr string) (nodeKind, string) {
 
 // checkEntity returns amqp:not-found with the Service Bus description when
 // no entity exists at path.
-func (s *Server) checkEntity(path string) *frames.Error {
-	if _, err := s.b.GetEntity(path); err != nil {
+func (c *conn) checkEntity(path string) *frames.Error {
+	if c.nsDeleted() {
+		return errorf(frames.CondNotFound, "The messaging entity 'sb://%s/%s' could not be found: its namespace was deleted.", c.namespace().Name(), path)
+	}
+	if _, err := c.broker().GetEntity(path); err != nil {
 		if conditionOf(err).cond == frames.CondNotFound {
-			return s.notFoundError(path)
+			return c.notFoundError(path)
 		}
 		return amqpError(err)
 	}
@@ -206,14 +209,14 @@ func (s *Server) checkEntity(path string) *frames.Error {
 }
 
 // isTopic reports whether path names a topic.
-func (s *Server) isTopic(path string) bool {
-	e, err := s.b.GetEntity(path)
+func (c *conn) isTopic(path string) bool {
+	e, err := c.broker().GetEntity(path)
 	return err == nil && e.Kind == core.KindTopic
 }
 
 // checkDirection refuses sending to a subscription or a dead-letter
 // subqueue, and receiving from a topic, with amqp:not-allowed.
-func (s *Server) checkDirection(path string, send bool) *frames.Error {
+func (c *conn) checkDirection(path string, send bool) *frames.Error {
 	a := core.ParseAddress(path)
 	if send {
 		if a.Sub != "" || a.DeadLetter {
@@ -221,7 +224,7 @@ func (s *Server) checkDirection(path string, send bool) *frames.Error {
 		}
 		return nil
 	}
-	if e, err := s.b.GetEntity(path); err == nil && e.Kind == core.KindTopic {
+	if e, err := c.broker().GetEntity(path); err == nil && e.Kind == core.KindTopic {
 		return errorf(frames.CondNotAllowed, "Cannot receive from topic '%s': receive from one of its subscriptions.", path)
 	}
 	return nil

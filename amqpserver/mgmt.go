@@ -96,7 +96,8 @@ func (s *Server) handleManagement(ctx context.Context, c *conn, entity string, r
 		s.cfg.Memory.Refuse(membudget.AMQPReply)
 		return mgmtFailure(req, 503, condServerBusy, memoryBusyText)
 	}
-	n := mgmtNode{b: s.b, sessionLock: func(entity, id string) *core.SessionLock { return s.locks.get(c, entity, id) }, linkSession: linkSession, txn: txn,
+	ns := c.namespace()
+	n := mgmtNode{b: ns.Broker(), sessionLock: func(entity, id string) *core.SessionLock { return s.locks.get(ns, c, entity, id) }, linkSession: linkSession, txn: txn,
 		mem: s.cfg.Memory, maxReply: s.cfg.Limits.MaxDeliveryBuffer}
 	reply := n.handle(ctx, entity, rights, req)
 	// The reply is encoded and counted again when it is queued (rpc.go).

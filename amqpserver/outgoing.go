@@ -97,7 +97,7 @@ func (l *link) attachReceiver(a *frames.Attach) {
 		l.attachSessionReceiver(a, filter)
 		return
 	}
-	if e, err := l.s.c.srv.b.GetEntity(l.entity); err == nil && e.RequiresSession && !core.ParseAddress(l.entity).DeadLetter {
+	if e, err := l.s.c.broker().GetEntity(l.entity); err == nil && e.RequiresSession && !core.ParseAddress(l.entity).DeadLetter {
 		l.refuse(a, errorf(frames.CondNotAllowed,
 			"It is not possible for an entity that requires sessions to create a non-sessionful message receiver: '%s'.", l.entity))
 		return
@@ -212,15 +212,15 @@ func (l *link) pull() {
 	opts := core.ReceiveOptions{Mode: core.PeekLock, Max: n, MaxBytes: maxBytes, Session: o.sess}
 	entity, lockAnnotations := l.entity, o.mode == core.PeekLock
 	c.goWork(func() {
-		msgs, err := c.srv.b.Receive(ctx, entity, opts)
+		msgs, err := c.broker().Receive(ctx, entity, opts)
 		cancel()
 		batch, failed := encodePulled(msgs, lockAnnotations)
 		if len(failed) > 0 {
 			c.log.Error("encoding deliveries", zap.String("entity", entity), zap.Int("count", len(failed)), zap.Error(failed[0].err))
-			c.srv.release(entity, tokensOf(failed))
+			c.release(entity, tokensOf(failed))
 		}
 		if !c.post(func() { l.pulled(batch, err) }) {
-			c.srv.release(entity, tokensOfPulled(batch))
+			c.release(entity, tokensOfPulled(batch))
 		}
 	})
 }
@@ -380,7 +380,7 @@ func (l *link) completeRAD(msgs []pulledMsg) {
 	toks := tokensOfPulled(msgs)
 	ticket := c.owe()
 	c.goWork(func() {
-		errs := c.srv.b.CompleteMany(entity, toks, true)
+		errs := c.broker().CompleteMany(entity, toks, true)
 		c.post(func() {
 			rb.errs = errs
 			l.radRemoved()
@@ -477,7 +477,7 @@ func (l *link) giveBack(batch []pulledMsg) {
 	o.settling++
 	entity := l.entity
 	c.goWork(func() {
-		c.srv.release(entity, toks)
+		c.release(entity, toks)
 		c.post(func() {
 			if o.settling--; o.settling == 0 {
 				l.pullNext()
@@ -512,24 +512,24 @@ func (l *link) releaseOut() {
 		// (owed.go).
 		o.sess = nil
 		c, entity := s.c, l.entity
-		c.afterOwed(func() { c.srv.closeSession(entity, sl) })
+		c.afterOwed(func() { c.closeSession(entity, sl) })
 	}
 }
 
-// giveBackTokens is [Server.release] in a helper goroutine, for the
+// giveBackTokens is [conn.release] in a helper goroutine, for the
 // connection goroutine, which must not wait for storage.
 func (c *conn) giveBackTokens(entity string, toks ...core.LockToken) {
 	if len(toks) > 0 {
-		c.goWork(func() { c.srv.release(entity, toks) })
+		c.goWork(func() { c.release(entity, toks) })
 	}
 }
 
 // release returns peek-locked messages a link could not deliver, as if
 // never delivered (no delivery counted).
-func (s *Server) release(entity string, toks []core.LockToken) {
+func (c *conn) release(entity string, toks []core.LockToken) {
 	for _, tok := range toks {
 		// A release only fails when the lock is gone already; either way
 		// the message is available again.
-		_ = s.b.Settle(context.Background(), entity, tok, core.Outcome{Kind: core.Release})
+		_ = c.broker().Settle(context.Background(), entity, tok, core.Outcome{Kind: core.Release})
 	}
 }

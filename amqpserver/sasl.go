@@ -30,13 +30,19 @@ var saslMechanisms = []encoding.Symbol{mechAnonymous, mechPlain, mechMSSBCBS}
 //     key name and passwd its key; the connection gets that rule's rights
 //     on every entity the rule covers.
 //
-// Without a validator both succeed and the connection may do everything.
+// The key name may pick the connection's namespace (namespace.go). Without
+// a validator both succeed and the connection may do everything.
 // Any other mechanism fails.
 func (c *conn) authenticate(init *frames.SASLInit) error {
-	v := c.srv.cfg.Auth
+	if err := c.transportHosts(); err != nil {
+		return err
+	}
+	if err := c.bindHost(init.Hostname, "the SASL hostname"); err != nil {
+		return err
+	}
 	switch init.Mechanism {
 	case mechAnonymous, mechMSSBCBS:
-		if v == nil {
+		if c.srv.authOff {
 			c.auth.allowAll()
 		}
 		return nil
@@ -45,11 +51,18 @@ func (c *conn) authenticate(init *frames.SASLInit) error {
 		if err != nil {
 			return err
 		}
-		if v == nil {
+		if c.srv.authOff {
 			c.auth.allowAll()
 			return nil
 		}
-		rule, err := v.Authenticate(user, pass)
+		ns, err := c.credentialNamespace(user, "")
+		if err != nil {
+			return err
+		}
+		if err := c.bindNamespace(ns, "the key name '"+user+"'"); err != nil {
+			return err
+		}
+		rule, err := ns.Authenticate(user, pass)
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/omnibusmq/omnibus/core/gopool"
 	"github.com/omnibusmq/omnibus/core/loglimit"
 	"github.com/omnibusmq/omnibus/core/membudget"
+	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -59,7 +60,13 @@ const (
 // Config configures a [Server]. The zero value of every field but Broker
 // means its default.
 type Config struct {
-	// Broker is the engine every link talks to. Required.
+	// Namespaces are the namespaces the server serves (core/namespace):
+	// each connection reaches one, by the host it names (TLS server
+	// name, SASL or open hostname, WebSocket Host) or by its first
+	// credential's key name or audience, and the default one otherwise.
+	// Nil: the one namespace of Broker, checked with Auth.
+	Namespaces *namespace.Registry
+	// Broker is the engine every link talks to when Namespaces is nil.
 	Broker *core.Broker
 	// Logger receives connection-level events; default zap.NewNop().
 	// Everything at info level and above goes through LogLimiter.
@@ -69,7 +76,8 @@ type Config struct {
 	// one with the other front so the bound is the process's; nil means a
 	// limiter of the server's own with loglimit's defaults.
 	LogLimiter *loglimit.Limiter
-	// Auth validates SASL PLAIN logins and $cbs tokens. Nil disables
+	// Auth validates SASL PLAIN logins and $cbs tokens when Namespaces is
+	// nil (each namespace has its rules otherwise). Nil then disables
 	// authentication: every connection may do everything (a development
 	// mode; the emulator always has keys).
 	Auth *sas.Validator
@@ -151,8 +159,11 @@ type Config struct {
 }
 
 func (c *Config) validate() error {
-	if c.Broker == nil {
-		return errors.New("amqpserver: Config.Broker is required")
+	if c.Namespaces == nil {
+		if c.Broker == nil {
+			return errors.New("amqpserver: Config.Namespaces or Config.Broker is required")
+		}
+		c.Namespaces = namespace.Single(c.Broker.Namespace(), c.Broker, c.Auth)
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -212,12 +223,13 @@ func (c *Config) validate() error {
 // to and receive from the broker, session receivers, and the $management
 // request/response node.
 type Server struct {
-	cfg   Config
-	log   *zap.Logger // the server's own lines (accept, admission), limited as one scope
-	b     *core.Broker
-	locks sessionRegistry
-	jms   jmsRegistry // JMS consumers' subscriptions (jms.go)
-	stats serverStats // connections and requests, for metrics (stats.go)
+	cfg     Config
+	log     *zap.Logger // the server's own lines (accept, admission), limited as one scope
+	reg     *namespace.Registry
+	authOff bool // the one namespace checks no credentials (Config.Auth nil)
+	locks   sessionRegistry
+	jms     jmsRegistry // JMS consumers' subscriptions (jms.go)
+	stats   serverStats // connections and requests, for metrics (stats.go)
 
 	// quit is closed when Shutdown starts: listeners stop accepting.
 	quit chan struct{}
@@ -248,12 +260,14 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.LogLimiter.Scope(cfg.Logger), b: cfg.Broker, helpers: gopool.New(maxIdleHelpers), quit: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.LogLimiter.Scope(cfg.Logger), reg: cfg.Namespaces,
+		authOff: cfg.Namespaces.Default().AuthDisabled(), helpers: gopool.New(maxIdleHelpers), quit: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]*listenerState)
 	s.mu.conns = make(map[*conn]struct{})
 	s.mu.refusing = make(map[net.Conn]struct{})
 	s.locks.init()
+	cfg.Namespaces.OnDelete(s.namespaceDeleted)
 	return s, nil
 }
 
@@ -385,7 +399,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// host is the namespace host used in Service Bus style descriptions.
+// host is the default namespace's host, used in Service Bus style
+// descriptions before a connection has a namespace.
 func (s *Server) host() string {
-	return s.b.Namespace()
+	return s.reg.Default().Name()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/namespace"
 )
 
 // Session receivers (amqp.md §3.4).
@@ -84,7 +85,7 @@ func (l *link) attachSessionReceiver(a *frames.Attach, f sessionFilterValue) {
 	entity := l.entity
 	c.goWork(func() {
 		ctx, cancel := context.WithTimeout(c.ctx, wait)
-		sl, err := c.srv.b.AcceptSession(ctx, entity, f.id)
+		sl, err := c.broker().AcceptSession(ctx, entity, f.id)
 		cancel()
 		if err == nil && c.ctx.Err() != nil {
 			err = c.ctx.Err()
@@ -97,7 +98,7 @@ func (l *link) attachSessionReceiver(a *frames.Attach, f sessionFilterValue) {
 				return
 			}
 			if l.detached || !l.s.live() {
-				c.srv.closeSession(entity, sl)
+				c.closeSession(entity, sl)
 				return
 			}
 			l.out.sess = sl
@@ -109,7 +110,7 @@ func (l *link) attachSessionReceiver(a *frames.Attach, f sessionFilterValue) {
 			l.pull()
 		})
 		if !posted && err == nil {
-			c.srv.closeSession(entity, sl)
+			c.closeSession(entity, sl)
 		}
 	})
 }
@@ -128,7 +129,12 @@ type sessionRegistry struct {
 	m  map[sessionKey]heldSession
 }
 
-type sessionKey struct{ entity, id string }
+// sessionKey names a session: its namespace, entity path (lower case)
+// and session id.
+type sessionKey struct {
+	ns         *namespace.Namespace
+	entity, id string
+}
 
 type heldSession struct {
 	c  *conn
@@ -139,16 +145,16 @@ func (r *sessionRegistry) init() { r.m = make(map[sessionKey]heldSession) }
 
 func (r *sessionRegistry) put(c *conn, entity string, sl *core.SessionLock) {
 	r.mu.Lock()
-	r.m[sessionKey{strings.ToLower(entity), sl.SessionID}] = heldSession{c, sl}
+	r.m[sessionKey{c.namespace(), strings.ToLower(entity), sl.SessionID}] = heldSession{c, sl}
 	r.mu.Unlock()
 }
 
-// get returns the lock on session id of entity held by a receiver link of
-// c, or of any connection when c is nil.
-func (r *sessionRegistry) get(c *conn, entity, id string) *core.SessionLock {
+// get returns the lock on session id of entity of namespace ns held by a
+// receiver link of c, or of any connection when c is nil.
+func (r *sessionRegistry) get(ns *namespace.Namespace, c *conn, entity, id string) *core.SessionLock {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := r.m[sessionKey{strings.ToLower(entity), id}]
+	h := r.m[sessionKey{ns, strings.ToLower(entity), id}]
 	if c != nil && h.c != c {
 		return nil
 	}
@@ -156,9 +162,9 @@ func (r *sessionRegistry) get(c *conn, entity, id string) *core.SessionLock {
 }
 
 // remove forgets sl if it is still the registered lock of its session.
-func (r *sessionRegistry) remove(entity string, sl *core.SessionLock) {
+func (r *sessionRegistry) remove(ns *namespace.Namespace, entity string, sl *core.SessionLock) {
 	r.mu.Lock()
-	k := sessionKey{strings.ToLower(entity), sl.SessionID}
+	k := sessionKey{ns, strings.ToLower(entity), sl.SessionID}
 	if r.m[k].sl == sl {
 		delete(r.m, k)
 	}
@@ -166,15 +172,16 @@ func (r *sessionRegistry) remove(entity string, sl *core.SessionLock) {
 }
 
 // sessionLock returns the session lock a receiver link of any connection
-// of this server holds on session id of the entity at path, or nil.
+// of this server holds on session id of the entity at path of the default
+// namespace, or nil.
 func (s *Server) sessionLock(entity, sessionID string) *core.SessionLock {
-	return s.locks.get(nil, entity, sessionID)
+	return s.locks.get(s.reg.Default(), nil, entity, sessionID)
 }
 
 // closeSession releases a session lock held by a detached link.
-func (s *Server) closeSession(entity string, sl *core.SessionLock) {
-	s.locks.remove(entity, sl)
-	if err := s.b.CloseSession(entity, sl); err != nil {
-		s.log.Debug("closing message session", zap.String("entity", entity), zap.String("session", sl.SessionID), zap.Error(err))
+func (c *conn) closeSession(entity string, sl *core.SessionLock) {
+	c.srv.locks.remove(c.namespace(), entity, sl)
+	if err := c.broker().CloseSession(entity, sl); err != nil {
+		c.srv.log.Debug("closing message session", zap.String("entity", entity), zap.String("session", sl.SessionID), zap.Error(err))
 	}
 }

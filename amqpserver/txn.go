@@ -46,7 +46,7 @@ func (c *conn) txnOf(id []byte) (*connTxn, *frames.Error) {
 	if ct == nil || ct.timedOut || ct.aborted != nil {
 		return nil, errorf(frames.CondNotAllowed,
 			"No active Transaction was found for ID '%s'. The Transaction may have timed out or attempted to span multiple top-level entities such as Queue or Topic. The server Transaction timeout is: %s.",
-			id, txnTimeoutText(c.srv.b.TxnTimeout()))
+			id, txnTimeoutText(c.broker().TxnTimeout()))
 	}
 	return ct, nil
 }
@@ -86,7 +86,7 @@ func (c *conn) armTxnTimer(ct *connTxn) {
 	if dl.IsZero() {
 		return
 	}
-	ct.timer = time.AfterFunc(time.Duration(dl.UnixNano()-c.srv.b.Now()), func() {
+	ct.timer = time.AfterFunc(time.Duration(dl.UnixNano()-c.broker().Now()), func() {
 		c.post(func() { c.txnTimedOut(ct) })
 	})
 }
@@ -192,7 +192,7 @@ func (s *session) settleInTxn(id uint32, od *outDelivery, d *frames.Disposition,
 	c := s.c
 	ct, e := c.txnOf(ts.TxnID)
 	if e == nil {
-		if err := c.srv.sessionLockErr(od, ct.t.Settle(od.entity, od.token, outcome)); err != nil {
+		if err := c.sessionLockErr(od, ct.t.Settle(od.entity, od.token, outcome)); err != nil {
 			e = c.txnOpError(ct, err)
 		}
 	}
@@ -250,10 +250,10 @@ func (l *link) attachSendVia(a *frames.Attach) (encoding.Map, *frames.Error) {
 		return nil, errorf(frames.CondUnauthorizedAccess,
 			"Unauthorized access. '%s' claim(s) are required to perform this operation. Resource: '%s'.", l.need, dest)
 	}
-	if e := c.srv.checkEntity(dest); e != nil {
+	if e := c.checkEntity(dest); e != nil {
 		return nil, e
 	}
-	if e := c.srv.checkDirection(dest, true); e != nil {
+	if e := c.checkDirection(dest, true); e != nil {
 		return nil, e
 	}
 	l.sendTo = dest

@@ -75,9 +75,19 @@ func (s *Server) WebSocketHandler() http.Handler {
 			return
 		}
 		s.log.Debug("AMQP over WebSocket", zap.String("remote", r.RemoteAddr), zap.String("subprotocol", ws.Subprotocol()))
-		_ = s.ServeConn(wsconn.New(ws))
+		_ = s.ServeConn(hostConn{wsconn.New(ws), r.Host})
 	})
 }
+
+// hostConn is a WebSocket's connection with the Host its upgrade named,
+// which may name the connection's namespace (namespace.go).
+type hostConn struct {
+	*wsconn.Conn
+	host string
+}
+
+// Host returns the Host header of the upgrade.
+func (c hostConn) Host() string { return c.host }
 
 // checkUpgrade returns the status and reason to refuse r with, or 0.
 func (s *Server) checkUpgrade(w http.ResponseWriter, r *http.Request) (int, string) {

@@ -21,18 +21,25 @@ func (g *Gateway) send(h http.HandlerFunc) http.Handler   { return g.authorize(s
 func (g *Gateway) listen(h http.HandlerFunc) http.Handler { return g.authorize(sas.Listen, h) }
 func (g *Gateway) manage(h http.HandlerFunc) http.Handler { return g.authorize(sas.Manage, h) }
 
-// authorize checks the request's token against the request path before
-// calling h. The whole path is the resource: a token scoped to a queue
-// covers its …/messages/head and …/$DeadLetterQueue paths, one scoped to a
-// topic covers its subscriptions, and the Go admin client's tokens, signed
-// over the full request URL, cover exactly what they were made for.
+// authorize finds the request's namespace (nsroute.go) and checks the
+// request's token against the request path and the namespace's rules
+// before calling h with the namespace in the request's context. The whole
+// path is the resource: a token scoped to a queue covers its
+// …/messages/head and …/$DeadLetterQueue paths, one scoped to a topic
+// covers its subscriptions, and the Go admin client's tokens, signed over
+// the full request URL, cover exactly what they were made for.
 func (g *Gateway) authorize(need sas.Rights, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := g.cfg.Auth.Validate(requestToken(r), r.URL.Path, need); err != nil {
+		token := requestToken(r)
+		ns, err := g.requestNamespace(r, token)
+		if err == nil {
+			_, err = ns.Validate(token, r.URL.Path, need)
+		}
+		if err != nil {
 			g.unauthorized(w, r, err)
 			return
 		}
-		h(w, r)
+		h(w, withNamespace(r, ns))
 	})
 }
 

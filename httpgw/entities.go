@@ -18,7 +18,7 @@ import (
 // there.
 func (g *Gateway) getEntity(w http.ResponseWriter, r *http.Request) {
 	path := mux.Vars(r)["entity"]
-	e, err := g.broker.GetEntity(path)
+	e, err := g.broker(r).GetEntity(path)
 	if core.CodeOf(err) == core.CodeNotFound || (err == nil && e.Kind == core.KindSubscription) {
 		g.writeNotFoundFeed(w, r)
 		return
@@ -76,15 +76,15 @@ func (g *Gateway) saveEntity(r *http.Request, ent core.Entity) (*core.Entity, er
 		return nil, err
 	}
 	if isUpdate(r) {
-		return g.broker.UpdateEntity(r.Context(), ent)
+		return g.broker(r).UpdateEntity(r.Context(), ent)
 	}
-	return g.broker.CreateEntity(r.Context(), ent)
+	return g.broker(r).CreateEntity(r.Context(), ent)
 }
 
 // deleteEntity answers DELETE /{path}: 200, or 404 when nothing is there.
 func (g *Gateway) deleteEntity(w http.ResponseWriter, r *http.Request) {
 	path := mux.Vars(r)["entity"]
-	if err := g.broker.DeleteEntity(r.Context(), path); err != nil {
+	if err := g.broker(r).DeleteEntity(r.Context(), path); err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return
 	}
@@ -103,7 +103,7 @@ func (g *Gateway) listEntities(w http.ResponseWriter, r *http.Request) {
 		g.badRequest(w, r, "%v", err)
 		return
 	}
-	all, err := g.broker.ListEntities(kind, "")
+	all, err := g.broker(r).ListEntities(kind, "")
 	if err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return
@@ -131,18 +131,18 @@ func (g *Gateway) listEntities(w http.ResponseWriter, r *http.Request) {
 // entityEntry builds the entry of a queue, topic or subscription with its
 // current counts.
 func (g *Gateway) entityEntry(r *http.Request, e *core.Entity) (atom.Entry, error) {
-	c, err := g.broker.Counts(e.Path())
+	c, err := g.broker(r).Counts(e.Path())
 	if err != nil {
 		return atom.Entry{}, err
 	}
 	entry := atom.Entry{ID: entityURL(r, e.Path()), Title: e.Name, Published: e.CreatedAt, Updated: e.UpdatedAt}
 	switch e.Kind {
 	case core.KindQueue:
-		entry.Author = g.cfg.Namespace
+		entry.Author = g.nsName(r)
 		entry.Content = queueDescription(e, c)
 	case core.KindTopic:
-		entry.Author = g.cfg.Namespace
-		sqlN, corrN := g.filterCounts(e.Name)
+		entry.Author = g.nsName(r)
+		sqlN, corrN := g.filterCounts(r, e.Name)
 		entry.Content = topicDescription(e, c, sqlN, corrN)
 	case core.KindSubscription:
 		entry.Content = subscriptionDescription(e, c)
@@ -153,8 +153,8 @@ func (g *Gateway) entityEntry(r *http.Request, e *core.Entity) (atom.Entry, erro
 // filterCounts counts the SQL (including true/false) and correlation
 // filters of a topic's subscriptions (TopicDescription SqlFilterCount and
 // CorrelationFilterCount).
-func (g *Gateway) filterCounts(topic string) (sqlN, corrN int32) {
-	subs, err := g.broker.ListEntities(core.KindSubscription, topic)
+func (g *Gateway) filterCounts(r *http.Request, topic string) (sqlN, corrN int32) {
+	subs, err := g.broker(r).ListEntities(core.KindSubscription, topic)
 	if err != nil {
 		return 0, 0
 	}
@@ -172,10 +172,14 @@ func (g *Gateway) filterCounts(topic string) (sqlN, corrN int32) {
 
 // namespaceInfo answers GET /$namespaceinfo.
 func (g *Gateway) namespaceInfo(w http.ResponseWriter, r *http.Request) {
+	created := g.nsOf(r).Created()
+	if created.IsZero() {
+		created = g.started
+	}
 	g.writeEntry(w, r, http.StatusOK, atom.Entry{
-		ID: entityURL(r, "$namespaceinfo"), Title: g.cfg.Namespace, Updated: g.started, Author: g.cfg.Namespace,
+		ID: entityURL(r, "$namespaceinfo"), Title: g.nsName(r), Updated: created, Author: g.nsName(r),
 		Content: &atom.NamespaceInfo{
-			CreatedTime: g.started, ModifiedTime: g.started, Name: g.cfg.Namespace, MessagingSKU: "Standard",
+			CreatedTime: created, ModifiedTime: created, Name: g.nsName(r), MessagingSKU: "Standard",
 		},
 	})
 }

@@ -99,9 +99,9 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, status int,
 	if detail != "" && !strings.HasSuffix(detail, ".") {
 		detail += "."
 	}
-	tracker := g.cfg.Namespace + ":" + strings.Trim(r.URL.Path, "/")
+	tracker := g.nsName(r) + ":" + strings.Trim(r.URL.Path, "/")
 	full := fmt.Sprintf("%s TrackingId:%s, SystemTracker:%s, Timestamp:%s",
-		detail, core.NewUUID(), tracker, time.Unix(0, g.broker.Now()).UTC().Format("2006-01-02T15:04:05"))
+		detail, core.NewUUID(), tracker, time.Unix(0, g.broker(r).Now()).UTC().Format("2006-01-02T15:04:05"))
 	var b strings.Builder
 	b.WriteString("<Error><Code>")
 	fmt.Fprint(&b, status)

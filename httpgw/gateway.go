@@ -13,6 +13,7 @@ import (
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/loglimit"
 	"github.com/omnibusmq/omnibus/core/membudget"
+	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw/console"
 )
@@ -32,7 +33,13 @@ const MaxHeaderBytes = 96 << 10
 // Config configures a [Gateway]. The zero value of every field but Broker
 // means its default.
 type Config struct {
-	// Broker is the engine requests are translated into. Required.
+	// Namespaces are the namespaces the gateway serves
+	// (core/namespace): a request reaches one by its Host, or by its
+	// token's key name or audience, and the default one otherwise. Nil:
+	// the one namespace of Broker, checked with Auth.
+	Namespaces *namespace.Registry
+	// Broker is the engine requests are translated into when Namespaces
+	// is nil.
 	Broker *core.Broker
 	// Logger receives request failures and, at debug level, every request.
 	// Default: zap.NewNop(). Everything at info level and above goes
@@ -49,11 +56,12 @@ type Config struct {
 	// are taken from it, and a request it has no room for is answered
 	// 503 with Retry-After. Nil: only the per-request limits bound them.
 	Memory *membudget.Budget
-	// Auth checks SAS tokens. Default: a validator holding the emulator's
-	// RootManageSharedAccessKey / SAS_KEY_VALUE rule with Manage rights.
+	// Auth checks SAS tokens when Namespaces is nil. Default: a validator
+	// holding the emulator's RootManageSharedAccessKey / SAS_KEY_VALUE
+	// rule with Manage rights.
 	Auth *sas.Validator
-	// Namespace is the name reported in management responses and error
-	// trackers. Default: the broker's namespace.
+	// Namespace is the name of the namespace of Broker when Namespaces is
+	// nil. Default: the broker's namespace.
 	Namespace string
 	// StrictProperties rejects custom property headers whose unquoted value
 	// is neither a boolean nor a number, as the REST docs describe
@@ -109,8 +117,8 @@ const (
 )
 
 func (c *Config) validate() error {
-	if c.Broker == nil {
-		return errors.New("httpgw: Config.Broker is required")
+	if c.Namespaces == nil && c.Broker == nil {
+		return errors.New("httpgw: Config.Namespaces or Config.Broker is required")
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -118,7 +126,7 @@ func (c *Config) validate() error {
 	if c.LogLimiter == nil {
 		c.LogLimiter = loglimit.New(loglimit.Config{})
 	}
-	if c.Auth == nil {
+	if c.Namespaces == nil && c.Auth == nil {
 		v, err := sas.NewValidator(sas.Config{Rules: []sas.Rule{{
 			KeyName: DefaultKeyName, Key: DefaultKey, Rights: sas.Manage,
 		}}})
@@ -127,8 +135,11 @@ func (c *Config) validate() error {
 		}
 		c.Auth = v
 	}
-	if c.Namespace == "" {
-		c.Namespace = c.Broker.Namespace()
+	if c.Namespaces == nil {
+		if c.Namespace == "" {
+			c.Namespace = c.Broker.Namespace()
+		}
+		c.Namespaces = namespace.Single(c.Namespace, c.Broker, c.Auth)
 	}
 	if c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 {
 		return errors.New("httpgw: negative timeout in Config")
@@ -156,7 +167,7 @@ func (c *Config) validate() error {
 // [core.Broker]. It is safe for concurrent use.
 type Gateway struct {
 	cfg     Config
-	broker  *core.Broker
+	reg     *namespace.Registry
 	log     *zap.Logger // limited: one scope of Config.LogLimiter
 	handler http.Handler
 	started time.Time // reported as the namespace's creation time
@@ -174,10 +185,10 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	log := cfg.LogLimiter.Scope(cfg.Logger)
-	g := &Gateway{cfg: cfg, broker: cfg.Broker, log: log, conns: newConnLimiter(cfg.MaxConnections, log)}
+	g := &Gateway{cfg: cfg, reg: cfg.Namespaces, log: log, conns: newConnLimiter(cfg.MaxConnections, log)}
 	g.started = g.now()
 	g.stopping, g.stop = context.WithCancel(context.Background())
-	web, err := console.New(console.Config{Broker: cfg.Broker, Auth: cfg.Auth, Logger: log, Memory: cfg.Memory})
+	web, err := console.New(console.Config{Namespaces: cfg.Namespaces, Logger: log, Memory: cfg.Memory})
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +264,10 @@ func (g *Gateway) routes() http.Handler {
 	// wrong path, not an entity request.
 	r.Path(webSocketPath).Methods(http.MethodGet).Handler(g.webSocket())
 	r.Use(g.webSocketElsewhere)
+
+	// The namespaces API (namespaces.go); '$' keeps it apart from entity
+	// paths.
+	g.nsRoutes(r)
 
 	// Health and namespace (no entity).
 	r.Path("/health").Methods(http.MethodGet).HandlerFunc(g.health)

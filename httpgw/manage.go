@@ -105,7 +105,7 @@ func (g *Gateway) writeNotFoundFeed(w http.ResponseWriter, r *http.Request) {
 }
 
 // now is the broker's time.
-func (g *Gateway) now() time.Time { return time.Unix(0, g.broker.Now()).UTC() }
+func (g *Gateway) now() time.Time { return time.Unix(0, g.reg.Default().Broker().Now()).UTC() }
 
 // page is a $skip/$top window over a listing.
 type page struct{ skip, top int }

@@ -52,7 +52,7 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, mode core.Rece
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	unhook := context.AfterFunc(g.stopping, cancel) // a shutdown ends the wait
-	msgs, err := g.broker.Receive(ctx, path, core.ReceiveOptions{Mode: mode, Max: 1})
+	msgs, err := g.broker(r).Receive(ctx, path, core.ReceiveOptions{Mode: mode, Max: 1})
 	unhook()
 	cancel()
 	if errors.Is(err, context.Canceled) && r.Context().Err() == nil && g.stopping.Err() != nil {

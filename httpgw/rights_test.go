@@ -27,6 +27,14 @@ var serviceBusRights = map[string]sas.Rights{
 	"GET /$servicebus/websocket":       noToken, // AMQP authenticates
 	"GET /{_ns:(?i:\\$namespaceinfo)}": sas.Manage,
 
+	// The namespaces API (namespaces.go): Manage on the root key.
+	"GET /{_nss:(?i:\\$namespaces)}":                               sas.Manage,
+	"GET /{_nss:(?i:\\$namespaces)}/{ns}":                          sas.Manage,
+	"PUT /{_nss:(?i:\\$namespaces)}/{ns}":                          sas.Manage,
+	"DELETE /{_nss:(?i:\\$namespaces)}/{ns}":                       sas.Manage,
+	"POST /{_nss:(?i:\\$namespaces)}/{ns}/{_clock:(?i:clock)}":     sas.Manage,
+	"POST /{_nss:(?i:\\$namespaces)}/{ns}/{_deliver:(?i:deliver)}": sas.Manage,
+
 	"POST /{entity:.+}/{_messages:(?i:messages)}/{_head:(?i:head)}":   sas.Listen,
 	"DELETE /{entity:.+}/{_messages:(?i:messages)}/{_head:(?i:head)}": sas.Listen,
 	"PUT /{entity:.+}/{_messages:(?i:messages)}/{id}/{lock}":          sas.Listen,
@@ -57,6 +65,7 @@ var routeVarSamples = map[string]string{
 	"lock": "00000000-0000-0000-0000-000000000001", "kind": "queues",
 	"_messages": "messages", "_head": "head", "_subs": "subscriptions", "_rules": "rules",
 	"_res": "$Resources", "_ns": "$namespaceinfo",
+	"_nss": "$namespaces", "ns": "other", "_clock": "clock", "_deliver": "deliver",
 }
 
 // TestEveryRouteNeedsItsRight walks the router's table: every route must

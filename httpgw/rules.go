@@ -20,8 +20,8 @@ func rulePath(r *http.Request) (subPath, rule string) {
 
 // findRule returns the named rule of a subscription (names compare
 // case-insensitively, as in the core).
-func (g *Gateway) findRule(subPath, name string) (core.Rule, error) {
-	rules, err := g.broker.ListRules(subPath)
+func (g *Gateway) findRule(r *http.Request, subPath, name string) (core.Rule, error) {
+	rules, err := g.broker(r).ListRules(subPath)
 	if err != nil {
 		return core.Rule{}, err
 	}
@@ -41,7 +41,7 @@ func (g *Gateway) ruleEntry(r *http.Request, subPath string, rule core.Rule) ato
 // getRule answers GET …/Rules/{rule}: the entry, or 404.
 func (g *Gateway) getRule(w http.ResponseWriter, r *http.Request) {
 	subPath, name := rulePath(r)
-	rule, err := g.findRule(subPath, name)
+	rule, err := g.findRule(r, subPath, name)
 	if err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return
@@ -73,13 +73,13 @@ func (g *Gateway) putRule(w http.ResponseWriter, r *http.Request) {
 	if isUpdate(r) {
 		err = g.replaceRule(r, subPath, rule)
 	} else {
-		err = g.broker.AddRule(r.Context(), subPath, rule)
+		err = g.broker(r).AddRule(r.Context(), subPath, rule)
 	}
 	if err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return
 	}
-	got, err := g.findRule(subPath, name)
+	got, err := g.findRule(r, subPath, name)
 	if err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return
@@ -88,7 +88,7 @@ func (g *Gateway) putRule(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) replaceRule(r *http.Request, subPath string, rule core.Rule) error {
-	old, err := g.findRule(subPath, rule.Name)
+	old, err := g.findRule(r, subPath, rule.Name)
 	if err != nil {
 		return err
 	}
@@ -96,11 +96,11 @@ func (g *Gateway) replaceRule(r *http.Request, subPath string, rule core.Rule) e
 	if err := check.Validate(); err != nil {
 		return err
 	}
-	if err := g.broker.RemoveRule(r.Context(), subPath, old.Name); err != nil {
+	if err := g.broker(r).RemoveRule(r.Context(), subPath, old.Name); err != nil {
 		return err
 	}
-	if err := g.broker.AddRule(r.Context(), subPath, rule); err != nil {
-		_ = g.broker.AddRule(r.Context(), subPath, old)
+	if err := g.broker(r).AddRule(r.Context(), subPath, rule); err != nil {
+		_ = g.broker(r).AddRule(r.Context(), subPath, old)
 		return err
 	}
 	return nil
@@ -109,7 +109,7 @@ func (g *Gateway) replaceRule(r *http.Request, subPath string, rule core.Rule) e
 // deleteRule answers DELETE …/Rules/{rule}: 200, or 404.
 func (g *Gateway) deleteRule(w http.ResponseWriter, r *http.Request) {
 	subPath, name := rulePath(r)
-	if err := g.broker.RemoveRule(r.Context(), subPath, name); err != nil {
+	if err := g.broker(r).RemoveRule(r.Context(), subPath, name); err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return
 	}
@@ -125,7 +125,7 @@ func (g *Gateway) listRules(w http.ResponseWriter, r *http.Request) {
 		g.badRequest(w, r, "%v", err)
 		return
 	}
-	rules, err := g.broker.ListRules(subPath)
+	rules, err := g.broker(r).ListRules(subPath)
 	if err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return

@@ -22,7 +22,7 @@ const batchContentType = "application/vnd.microsoft.servicebus.json"
 // batch when the Content-Type says so. Both answer 201 with no body.
 func (g *Gateway) sendMessages(w http.ResponseWriter, r *http.Request) {
 	path := mux.Vars(r)["entity"]
-	d, err := g.broker.GetEntity(path)
+	d, err := g.broker(r).GetEntity(path)
 	if err != nil {
 		g.writeCoreError(w, r, runtimeAPI, err)
 		return
@@ -59,7 +59,7 @@ func (g *Gateway) sendMessages(w http.ResponseWriter, r *http.Request) {
 			m.MessageID = newMessageID()
 		}
 	}
-	if _, err := g.broker.Send(r.Context(), path, msgs...); err != nil {
+	if _, err := g.broker(r).Send(r.Context(), path, msgs...); err != nil {
 		g.writeCoreError(w, r, runtimeAPI, err)
 		return
 	}

@@ -25,7 +25,7 @@ func (g *Gateway) settle(w http.ResponseWriter, r *http.Request, o core.Outcome)
 	if !ok {
 		return
 	}
-	if err := g.broker.Settle(r.Context(), path, tok, o); err != nil {
+	if err := g.broker(r).Settle(r.Context(), path, tok, o); err != nil {
 		g.writeCoreError(w, r, runtimeAPI, err)
 		return
 	}
@@ -40,7 +40,7 @@ func (g *Gateway) renew(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	until, err := g.broker.RenewLock(r.Context(), path, tok)
+	until, err := g.broker(r).RenewLock(r.Context(), path, tok)
 	if err != nil {
 		g.writeCoreError(w, r, runtimeAPI, err)
 		return

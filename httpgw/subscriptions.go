@@ -21,7 +21,7 @@ func subscriptionPath(r *http.Request) (topic, sub, path string) {
 // getSubscription answers GET /{topic}/Subscriptions/{sub}.
 func (g *Gateway) getSubscription(w http.ResponseWriter, r *http.Request) {
 	_, _, path := subscriptionPath(r)
-	e, err := g.broker.GetEntity(path)
+	e, err := g.broker(r).GetEntity(path)
 	if err == nil {
 		var entry atom.Entry
 		if entry, err = g.entityEntry(r, e); err == nil {
@@ -70,7 +70,7 @@ func (g *Gateway) putSubscription(w http.ResponseWriter, r *http.Request) {
 // deleteSubscription answers DELETE /{topic}/Subscriptions/{sub}.
 func (g *Gateway) deleteSubscription(w http.ResponseWriter, r *http.Request) {
 	_, _, path := subscriptionPath(r)
-	if err := g.broker.DeleteEntity(r.Context(), path); err != nil {
+	if err := g.broker(r).DeleteEntity(r.Context(), path); err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return
 	}
@@ -86,7 +86,7 @@ func (g *Gateway) listSubscriptions(w http.ResponseWriter, r *http.Request) {
 		g.badRequest(w, r, "%v", err)
 		return
 	}
-	all, err := g.broker.ListEntities(core.KindSubscription, topic)
+	all, err := g.broker(r).ListEntities(core.KindSubscription, topic)
 	if err != nil {
 		g.writeCoreError(w, r, managementAPI, err)
 		return

@@ -32,8 +32,8 @@ func TestValidate(t *testing.T) {
 		return sas.Sign("sb://"+host+"/"+path, keyName, key, exp)
 	}
 	for _, tc := range []struct {
-		name  string
-		ns    interface {
+		name string
+		ns   interface {
 			Validate(string, string, sas.Rights) (sas.Rights, error)
 		}
 		token string

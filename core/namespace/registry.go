@@ -388,3 +388,47 @@ func (r *Registry) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Resolve returns the namespace a client names by host (a Host header,
+// an AMQP hostname; "" for none), by a credential's key name ("" for
+// none) and by its token's audience host ("" for none), and whether any
+// of them named one; the default namespace and false when none does.
+// Names that disagree are refused with a sas.ErrInvalidAudience error,
+// and a key name "rule@ns" for a namespace that does not exist with a
+// sas.ErrUnknownKey one (both *sas.Error).
+func (r *Registry) Resolve(host, keyName, tokenHost string) (*Namespace, bool, error) {
+	var picked *Namespace
+	var by string
+	pick := func(n *Namespace, what string) error {
+		switch {
+		case picked == nil:
+			picked, by = n, what
+		case picked != n:
+			return &sas.Error{Err: sas.ErrInvalidAudience, Detail: "The token is for namespace '" + n.Name() + "' (" + what +
+				"), but the request is to namespace '" + picked.Name() + "' (" + by + ")."}
+		}
+		return nil
+	}
+	if n, ok := r.ForHost(host); ok {
+		picked, by = n, "its host '"+host+"'"
+	}
+	if keyName != "" {
+		if n, ok := r.ForKeyName(keyName); ok {
+			if err := pick(n, "its key name '"+keyName+"'"); err != nil {
+				return nil, false, err
+			}
+		} else if strings.Contains(keyName, "@") {
+			return nil, false, &sas.Error{Err: sas.ErrUnknownKey,
+				Detail: "The token has an invalid signature. Key name '" + keyName + "' names no namespace of this server."}
+		}
+	}
+	if n, ok := r.ForHost(tokenHost); ok {
+		if err := pick(n, "its audience '"+tokenHost+"'"); err != nil {
+			return nil, false, err
+		}
+	}
+	if picked == nil {
+		return r.def, false, nil
+	}
+	return picked, true, nil
+}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -93,11 +94,36 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, path string,
 		writeJSONError(w, http.StatusUnauthorized, "log in: the console API needs a SAS token in the Authorization header")
 		return false
 	}
-	if _, err := h.auth.Validate(token, path, need); err != nil {
+	ns, err := h.namespaceOf(r)
+	if err == nil {
+		_, err = ns.Validate(token, path, need)
+	}
+	if err != nil {
 		writeJSONError(w, http.StatusUnauthorized, authText(err))
 		return false
 	}
 	return true
+}
+
+// namespaceOf returns the namespace a call is for: the one its token
+// (and Host) names, as for the gateway's requests.
+func (h *Handler) namespaceOf(r *http.Request) (*namespace.Namespace, error) {
+	t, err := sas.Parse(r.Header.Get("Authorization"))
+	if err != nil {
+		ns, _ := h.reg.ForHost(r.Host)
+		return ns, nil
+	}
+	ns, _, err := h.reg.Resolve(r.Host, t.KeyName, t.Host())
+	return ns, err
+}
+
+// broker returns the broker of the namespace of an authorized call.
+func (h *Handler) broker(r *http.Request) *core.Broker {
+	ns, err := h.namespaceOf(r)
+	if err != nil {
+		return h.reg.Default().Broker()
+	}
+	return ns.Broker()
 }
 
 // readJSON decodes the call's body into v, writing a 400 when it cannot.

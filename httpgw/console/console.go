@@ -12,6 +12,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/membudget"
+	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -32,12 +33,16 @@ var assets embed.FS
 
 // Config configures a [Handler].
 type Config struct {
-	// Broker is what the API reads and changes. Required.
+	// Namespaces are what the API reads and changes: a call reaches the
+	// namespace its token names, as a gateway request does
+	// (namespace.Registry.Resolve). The gateway passes its own, so the
+	// console accepts exactly the credentials the REST API accepts.
+	// Nil: the one namespace of Broker, checked with Auth.
+	Namespaces *namespace.Registry
+	// Broker and Auth are the one namespace's broker and validator when
+	// Namespaces is nil.
 	Broker *core.Broker
-	// Auth checks the SAS tokens of API calls and the keys of logins.
-	// Required: the gateway passes its own validator, so the console
-	// accepts exactly the credentials the REST API accepts.
-	Auth *sas.Validator
+	Auth   *sas.Validator
 	// Logger receives failures. Default: zap.NewNop().
 	Logger *zap.Logger
 	// SessionTTL is the lifetime of tokens the login endpoint issues.
@@ -53,8 +58,7 @@ type Config struct {
 // [PagePath] (GET without an Authorization header: a browser
 // navigating) and for everything under [AssetsPath] and [APIPath].
 type Handler struct {
-	broker *core.Broker
-	auth   *sas.Validator
+	reg    *namespace.Registry
 	log    *zap.Logger
 	mem    *membudget.Budget
 	ttl    time.Duration
@@ -66,8 +70,11 @@ type Handler struct {
 
 // New checks cfg and returns a Handler.
 func New(cfg Config) (*Handler, error) {
-	if cfg.Broker == nil || cfg.Auth == nil {
-		return nil, errors.New("console: Config.Broker and Config.Auth are required")
+	if cfg.Namespaces == nil {
+		if cfg.Broker == nil || cfg.Auth == nil {
+			return nil, errors.New("console: Config.Namespaces, or Config.Broker and Config.Auth, are required")
+		}
+		cfg.Namespaces = namespace.Single(cfg.Broker.Namespace(), cfg.Broker, cfg.Auth)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -84,7 +91,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		broker: cfg.Broker, auth: cfg.Auth, log: cfg.Logger, mem: cfg.Memory, ttl: cfg.SessionTTL,
+		reg: cfg.Namespaces, log: cfg.Logger, mem: cfg.Memory, ttl: cfg.SessionTTL,
 		logins: newLoginThrottle(time.Now),
 		files:  http.StripPrefix(AssetsPath, http.FileServerFS(sub)),
 		index:  index,

@@ -62,7 +62,7 @@ func (h *Handler) resubmit(w http.ResponseWriter, r *http.Request) {
 	if !h.authorize(w, r, req.Path, sas.Listen) {
 		return
 	}
-	e, err := h.broker.GetEntity(req.Path)
+	e, err := h.broker(r).GetEntity(req.Path)
 	if err != nil {
 		h.writeCoreError(w, r, err)
 		return
@@ -80,9 +80,9 @@ func (h *Handler) resubmit(w http.ResponseWriter, r *http.Request) {
 	dlq := e.Path() + "/$DeadLetterQueue"
 	out := resubmitResponse{Target: target}
 	if req.All {
-		out.Resubmitted, out.More, err = h.resubmitAll(r.Context(), dlq, target)
+		out.Resubmitted, out.More, err = h.resubmitAll(r.Context(), h.broker(r), dlq, target)
 	} else {
-		out.Resubmitted, out.NotFound, err = h.resubmitChosen(r.Context(), dlq, target, req.Sequences)
+		out.Resubmitted, out.NotFound, err = h.resubmitChosen(r.Context(), h.broker(r), dlq, target, req.Sequences)
 	}
 	if err != nil {
 		h.writeCoreError(w, r, err)
@@ -93,19 +93,19 @@ func (h *Handler) resubmit(w http.ResponseWriter, r *http.Request) {
 
 // receiveNow locks up to n available messages of path without waiting
 // for more to arrive.
-func (h *Handler) receiveNow(ctx context.Context, path string, n int) ([]*core.Message, error) {
+func (h *Handler) receiveNow(ctx context.Context, b *core.Broker, path string, n int) ([]*core.Message, error) {
 	now, cancel := context.WithDeadline(ctx, time.Unix(1, 0))
 	defer cancel()
-	return h.broker.Receive(now, path, core.ReceiveOptions{Mode: core.PeekLock, Max: n})
+	return b.Receive(now, path, core.ReceiveOptions{Mode: core.PeekLock, Max: n})
 }
 
-func (h *Handler) resubmitAll(ctx context.Context, dlq, target string) (done int, more bool, err error) {
+func (h *Handler) resubmitAll(ctx context.Context, b *core.Broker, dlq, target string) (done int, more bool, err error) {
 	for done < maxResubmitAll {
-		got, err := h.receiveNow(ctx, dlq, min(resubmitBatch, maxResubmitAll-done))
+		got, err := h.receiveNow(ctx, b, dlq, min(resubmitBatch, maxResubmitAll-done))
 		if err != nil || len(got) == 0 {
 			return done, false, err
 		}
-		if err := h.moveBack(ctx, dlq, target, got); err != nil {
+		if err := h.moveBack(ctx, b, dlq, target, got); err != nil {
 			return done, false, err
 		}
 		done += len(got)
@@ -113,7 +113,7 @@ func (h *Handler) resubmitAll(ctx context.Context, dlq, target string) (done int
 	return done, true, nil
 }
 
-func (h *Handler) resubmitChosen(ctx context.Context, dlq, target string, seqs []int64) (done int, notFound []int64, err error) {
+func (h *Handler) resubmitChosen(ctx context.Context, b *core.Broker, dlq, target string, seqs []int64) (done int, notFound []int64, err error) {
 	want := make(map[int64]bool, len(seqs))
 	for _, s := range seqs {
 		want[s] = true
@@ -123,12 +123,12 @@ func (h *Handler) resubmitChosen(ctx context.Context, dlq, target string, seqs [
 	var others []core.LockToken
 	defer func() {
 		for _, tok := range others {
-			_ = h.broker.Settle(context.WithoutCancel(ctx), dlq, tok, core.Outcome{Kind: core.Release})
+			_ = b.Settle(context.WithoutCancel(ctx), dlq, tok, core.Outcome{Kind: core.Release})
 		}
 	}()
 	scanned := 0
 	for len(want) > 0 && scanned < maxResubmitScan {
-		got, err := h.receiveNow(ctx, dlq, resubmitBatch)
+		got, err := h.receiveNow(ctx, b, dlq, resubmitBatch)
 		if err != nil {
 			return done, nil, err
 		}
@@ -146,7 +146,7 @@ func (h *Handler) resubmitChosen(ctx context.Context, dlq, target string, seqs [
 			}
 		}
 		if len(chosen) > 0 {
-			if err := h.moveBack(ctx, dlq, target, chosen); err != nil {
+			if err := h.moveBack(ctx, b, dlq, target, chosen); err != nil {
 				for _, m := range chosen {
 					others = append(others, m.LockToken)
 				}
@@ -163,20 +163,20 @@ func (h *Handler) resubmitChosen(ctx context.Context, dlq, target string, seqs [
 
 // moveBack sends copies of locked dead-lettered messages to target, then
 // completes them in the dead-letter subqueue.
-func (h *Handler) moveBack(ctx context.Context, dlq, target string, msgs []*core.Message) error {
+func (h *Handler) moveBack(ctx context.Context, b *core.Broker, dlq, target string, msgs []*core.Message) error {
 	copies := make([]*core.Message, len(msgs))
 	toks := make([]core.LockToken, len(msgs))
 	for i, m := range msgs {
 		copies[i] = resubmitCopy(m)
 		toks[i] = m.LockToken
 	}
-	if _, err := h.broker.Send(ctx, target, copies...); err != nil {
+	if _, err := b.Send(ctx, target, copies...); err != nil {
 		for _, tok := range toks {
-			_ = h.broker.Settle(context.WithoutCancel(ctx), dlq, tok, core.Outcome{Kind: core.Release})
+			_ = b.Settle(context.WithoutCancel(ctx), dlq, tok, core.Outcome{Kind: core.Release})
 		}
 		return err
 	}
-	return errors.Join(h.broker.CompleteMany(dlq, toks, true)...)
+	return errors.Join(b.CompleteMany(dlq, toks, true)...)
 }
 
 // resubmitCopy is what goes back: what the sender set, without what the
@@ -228,7 +228,7 @@ func (h *Handler) purge(w http.ResponseWriter, r *http.Request) {
 	}
 	var out purgeResponse
 	for out.Deleted < maxPurge {
-		n, err := h.broker.DeleteMessages(r.Context(), path, core.DeleteOptions{Max: core.MaxDeleteMessages})
+		n, err := h.broker(r).DeleteMessages(r.Context(), path, core.DeleteOptions{Max: core.MaxDeleteMessages})
 		if err != nil {
 			h.writeCoreError(w, r, err)
 			return

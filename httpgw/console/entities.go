@@ -85,7 +85,7 @@ func (h *Handler) listEntities(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	all, err := h.broker.ListEntities(kind, scope)
+	all, err := h.broker(r).ListEntities(kind, scope)
 	if err != nil {
 		h.writeCoreError(w, r, err)
 		return
@@ -103,8 +103,8 @@ func (h *Handler) listEntities(w http.ResponseWriter, r *http.Request) {
 	lo := min(skip, len(all))
 	hi := lo + min(top, len(all)-lo) // skip+top could overflow
 	for _, e := range all[lo:hi] {
-		c, err := h.broker.Counts(e.Path())
-		item := h.item(e, c)
+		c, err := h.broker(r).Counts(e.Path())
+		item := h.item(h.broker(r), e, c)
 		if err != nil {
 			item.Error = err.Error() // deleted meanwhile
 		}
@@ -124,20 +124,20 @@ func (h *Handler) getEntity(w http.ResponseWriter, r *http.Request) {
 	if !h.authorize(w, r, path, sas.Listen) {
 		return
 	}
-	e, err := h.broker.GetEntity(path)
+	e, err := h.broker(r).GetEntity(path)
 	if err != nil {
 		h.writeCoreError(w, r, err)
 		return
 	}
-	c, err := h.broker.Counts(e.Path())
+	c, err := h.broker(r).Counts(e.Path())
 	if err != nil {
 		h.writeCoreError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.item(e, c))
+	writeJSON(w, http.StatusOK, h.item(h.broker(r), e, c))
 }
 
-func (h *Handler) item(e *core.Entity, c core.Counts) entityItem {
+func (h *Handler) item(b *core.Broker, e *core.Entity, c core.Counts) entityItem {
 	it := entityItem{
 		Path: e.Path(), Name: e.Name, Kind: e.Kind.String(), Topic: e.Topic,
 		Status: string(e.Status), RequiresSession: e.RequiresSession,
@@ -147,8 +147,8 @@ func (h *Handler) item(e *core.Entity, c core.Counts) entityItem {
 			Total: c.Total, SizeBytes: c.SizeBytes, Subscriptions: c.Subscriptions,
 		},
 	}
-	if h.broker.StatsOn() {
-		if st, err := h.broker.EntityStats(e.Path()); err == nil {
+	if b.StatsOn() {
+		if st, err := b.EntityStats(e.Path()); err == nil {
 			it.Stats = &statsJSON{
 				Incoming: st.Incoming, Outgoing: st.Outgoing, Completed: st.Completed,
 				DeadLettered: st.DeadLettered, Expired: st.Expired,

@@ -60,7 +60,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.loginToken(w, r, req.Token)
 		return
 	}
-	rule, err := h.auth.Authenticate(req.KeyName, req.Key)
+	ns, _, err := h.reg.Resolve(r.Host, req.KeyName, "")
+	var rule sas.Rule
+	if err == nil {
+		rule, err = ns.Authenticate(req.KeyName, req.Key)
+	}
 	if err != nil {
 		writeJSONError(w, http.StatusUnauthorized, authText(err))
 		return
@@ -79,7 +83,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) loginToken(w http.ResponseWriter, r *http.Request, token string) {
-	resp, err := h.checkToken(token)
+	resp, err := h.checkToken(r, token)
 	if err != nil {
 		writeJSONError(w, http.StatusUnauthorized, authText(err))
 		return
@@ -89,7 +93,7 @@ func (h *Handler) loginToken(w http.ResponseWriter, r *http.Request, token strin
 }
 
 // checkToken validates a pasted token for its own audience.
-func (h *Handler) checkToken(token string) (loginResponse, error) {
+func (h *Handler) checkToken(r *http.Request, token string) (loginResponse, error) {
 	t, err := sas.Parse(token)
 	if err != nil {
 		return loginResponse{}, err
@@ -98,7 +102,11 @@ func (h *Handler) checkToken(token string) (loginResponse, error) {
 	if err != nil {
 		return loginResponse{}, err
 	}
-	rights, err := h.auth.Validate(token, aud, 0)
+	ns, _, err := h.reg.Resolve(r.Host, t.KeyName, t.Host())
+	if err != nil {
+		return loginResponse{}, err
+	}
+	rights, err := ns.Validate(token, aud, 0)
 	if err != nil {
 		return loginResponse{}, err
 	}

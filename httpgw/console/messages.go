@@ -107,7 +107,7 @@ func (h *Handler) peek(w http.ResponseWriter, r *http.Request) {
 	pg := &page{mem: h.mem}
 	defer pg.release()
 	for pg.scanned < maxPeekScan && len(pg.msgs) < max && !pg.full {
-		got, err := h.broker.Peek(r.Context(), path, core.PeekOptions{From: from, Max: peekChunk, Reserve: pg.reserve})
+		got, err := h.broker(r).Peek(r.Context(), path, core.PeekOptions{From: from, Max: peekChunk, Reserve: pg.reserve})
 		if err != nil {
 			h.writeCoreError(w, r, err)
 			return

@@ -43,7 +43,7 @@ func (h *Handler) sessions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	got, total, err := h.broker.Sessions(path, qs.Get("after"), top)
+	got, total, err := h.broker(r).Sessions(path, qs.Get("after"), top)
 	if err != nil {
 		h.writeCoreError(w, r, err)
 		return

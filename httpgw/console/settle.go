@@ -53,7 +53,7 @@ func (h *Handler) settle(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, "outcome must be complete, abandon, deadletter or defer")
 		return
 	}
-	if err := h.broker.Settle(r.Context(), req.Path, tok, o); err != nil {
+	if err := h.broker(r).Settle(r.Context(), req.Path, tok, o); err != nil {
 		h.writeCoreError(w, r, err)
 		return
 	}

@@ -1,0 +1,123 @@
+package amqpserver
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/namespace"
+)
+
+// Namespaces. A connection serves one namespace (core/namespace). It
+// starts on the default one, unbound; the first of these to name a
+// namespace binds it there for good:
+//
+//   - the host it connects to: the TLS server name, the WebSocket
+//     upgrade's Host, the sasl-init hostname, the open's hostname (a
+//     name whose first label is a namespace's: sales.localhost);
+//   - its first credential: the key name of a SASL PLAIN login or of
+//     the first token put on $cbs ("rule@sales", "sales", a rule only
+//     sales has), or that token's audience host.
+//
+// A credential or a link binds the connection to the namespace it is on
+// even when nothing named one, so that a grant can never be carried into
+// another namespace: a later token or host naming another namespace is
+// refused (401 on $cbs; a SASL failure; amqp:unauthorized-access on the
+// open).
+
+// namespace returns the connection's namespace.
+func (c *conn) namespace() *namespace.Namespace { return c.ns.Load() }
+
+// broker returns the broker of the connection's namespace.
+func (c *conn) broker() *core.Broker { return c.ns.Load().Broker() }
+
+// bindNamespace binds the connection to ns. Owned by serve, then run.
+func (c *conn) bindNamespace(ns *namespace.Namespace, by string) error {
+	if cur := c.ns.Load(); c.nsBound && cur != ns {
+		return fmt.Errorf("the connection is to namespace '%s', but %s names namespace '%s'; "+
+			"open another connection for it", cur.Name(), by, ns.Name())
+	}
+	if !c.nsBound && ns != c.ns.Load() {
+		c.log.Debug("connection reaches namespace", zap.String("namespace", ns.Name()), zap.String("by", by))
+	}
+	c.ns.Store(ns)
+	c.nsBound = true
+	return nil
+}
+
+// bindHost binds the connection to the namespace host names, if it names
+// one.
+func (c *conn) bindHost(host, what string) error {
+	if host == "" {
+		return nil
+	}
+	if ns, ok := c.srv.reg.ForHost(host); ok {
+		return c.bindNamespace(ns, what+" '"+host+"'")
+	}
+	return nil
+}
+
+// transportHosts are the host names the transport carried before AMQP:
+// the TLS server name, the WebSocket upgrade's Host.
+func (c *conn) transportHosts() error {
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		if err := c.bindHost(tc.ConnectionState().ServerName, "the TLS server name"); err != nil {
+			return err
+		}
+	}
+	if h, ok := c.nc.(interface{ Host() string }); ok {
+		return c.bindHost(h.Host(), "the WebSocket Host")
+	}
+	return nil
+}
+
+// credentialNamespace returns the namespace a credential's key name (and
+// a token's audience host, "" for none) names, or the connection's when
+// they name none (namespace.Registry.Resolve).
+func (c *conn) credentialNamespace(keyName, host string) (*namespace.Namespace, error) {
+	ns, named, err := c.srv.reg.Resolve("", keyName, host)
+	if err != nil || !named {
+		return c.namespace(), err
+	}
+	return ns, nil
+}
+
+// namespaceDeleted ends what the server's connections hold in a deleted
+// namespace: every link to one of its entities is detached with
+// amqp:not-found. The connections stay open; their namespace is gone, so
+// new attaches find nothing either.
+func (s *Server) namespaceDeleted(ns *namespace.Namespace) {
+	s.mu.Lock()
+	var conns []*conn
+	for c := range s.mu.conns {
+		if c.namespace() == ns {
+			conns = append(conns, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.post(func() {
+			for _, ss := range c.local {
+				for _, l := range ss.links {
+					if l.kind != nodeCBS && l.attached && !l.detached {
+						l.detach(errorf(frames.CondNotFound,
+							"The messaging entity 'sb://%s/%s' could not be found: its namespace was deleted.", ns.Name(), l.entity))
+					}
+				}
+			}
+		})
+	}
+}
+
+// deleted reports whether the connection's namespace has been deleted.
+func (c *conn) nsDeleted() bool {
+	select {
+	case <-c.namespace().Deleted():
+		return true
+	default:
+		return false
+	}
+}
