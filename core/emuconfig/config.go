@@ -11,23 +11,52 @@ import (
 	"time"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/namespace"
+	"github.com/omnibusmq/omnibus/core/sas"
 )
 
 // Config is a loaded Config.json.
 type Config struct {
+	// Namespace and Entities are the first namespace's (the default one):
+	// Namespaces[0].Name and Namespaces[0].Entities.
 	Namespace string
 	// Entities in creation order: queues, then topics each followed by
 	// their subscriptions (whose Rules are set).
 	Entities []core.Entity
+	// Namespaces are every namespace of the file, in its order; the
+	// first is omnibus's default namespace.
+	Namespaces []Namespace
 	// LoggingType is the Logging.Type value ("File", "Console", ...).
 	LoggingType string
+}
+
+// Namespace is one namespace of a Config.json.
+type Namespace struct {
+	Name string
+	// Entities in creation order, as Config.Entities.
+	Entities []core.Entity
+	// AuthorizationRules are the namespace's own shared access
+	// authorization rules (omnibus's addition to the file format); none:
+	// the root key's rule.
+	AuthorizationRules []core.AuthorizationRule
+}
+
+// fileRule is a shared access authorization rule in the file, as
+// Service Bus's SharedAccessAuthorizationRule: Rights lists "Listen",
+// "Send" and "Manage".
+type fileRule struct {
+	KeyName      string
+	PrimaryKey   string
+	SecondaryKey string
+	Rights       []string
 }
 
 type fileConfig struct {
 	UserConfig struct {
 		Namespaces []struct {
-			Name   string
-			Queues []struct {
+			Name               string
+			AuthorizationRules []fileRule
+			Queues             []struct {
 				Name       string
 				Properties entityProps
 			}
@@ -65,6 +94,7 @@ type entityProps struct {
 	EnableBatchedOperations                   *bool
 	Status                                    string
 	UserMetadata                              string
+	AuthorizationRules                        []fileRule
 }
 
 type ruleProps struct {
@@ -110,48 +140,65 @@ func Load(r io.Reader) (*Config, error) {
 		return nil, fmt.Errorf("emuconfig: %w", err)
 	}
 	ns := f.UserConfig.Namespaces
-	if len(ns) != 1 {
-		return nil, fmt.Errorf("emuconfig: UserConfig.Namespaces must hold exactly one namespace, found %d", len(ns))
+	if len(ns) == 0 {
+		return nil, errors.New("emuconfig: UserConfig.Namespaces must hold at least one namespace")
 	}
 	c := &Config{Namespace: ns[0].Name, LoggingType: f.UserConfig.Logging.Type}
-	var given [][]string // per entity, the properties the file sets
-	for _, q := range ns[0].Queues {
-		e := core.Entity{Kind: core.KindQueue, Name: q.Name}
-		g, err := q.Properties.apply(&e)
-		if err != nil {
+	seen := map[string]bool{}
+	for _, n := range ns {
+		if err := namespace.CheckName(n.Name); err != nil {
+			return nil, fmt.Errorf("emuconfig: %w", err)
+		}
+		if seen[strings.ToLower(n.Name)] {
+			return nil, fmt.Errorf("emuconfig: the namespace %q is defined twice", n.Name)
+		}
+		seen[strings.ToLower(n.Name)] = true
+		out := Namespace{Name: n.Name}
+		var err error
+		if out.AuthorizationRules, err = authorizationRules("namespace '"+n.Name+"'", n.AuthorizationRules); err != nil {
 			return nil, err
 		}
-		c.Entities, given = append(c.Entities, e), append(given, g)
-	}
-	for _, t := range ns[0].Topics {
-		e := core.Entity{Kind: core.KindTopic, Name: t.Name}
-		g, err := t.Properties.apply(&e)
-		if err != nil {
-			return nil, err
-		}
-		c.Entities, given = append(c.Entities, e), append(given, g)
-		for _, s := range t.Subscriptions {
-			se := core.Entity{Kind: core.KindSubscription, Topic: t.Name, Name: s.Name}
-			g, err := s.Properties.apply(&se)
+		var given [][]string // per entity, the properties the file sets
+		for _, q := range n.Queues {
+			e := core.Entity{Kind: core.KindQueue, Name: q.Name}
+			g, err := q.Properties.apply(&e)
 			if err != nil {
 				return nil, err
 			}
-			for _, r := range s.Rules {
-				rule, err := r.Properties.rule(r.Name)
-				if err != nil {
-					return nil, fmt.Errorf("emuconfig: subscription %q rule %q: %w", se.Path(), r.Name, err)
-				}
-				se.Rules = append(se.Rules, rule)
+			out.Entities, given = append(out.Entities, e), append(given, g)
+		}
+		for _, t := range n.Topics {
+			e := core.Entity{Kind: core.KindTopic, Name: t.Name}
+			g, err := t.Properties.apply(&e)
+			if err != nil {
+				return nil, err
 			}
-			c.Entities, given = append(c.Entities, se), append(given, g)
+			out.Entities, given = append(out.Entities, e), append(given, g)
+			for _, s := range t.Subscriptions {
+				se := core.Entity{Kind: core.KindSubscription, Topic: t.Name, Name: s.Name}
+				g, err := s.Properties.apply(&se)
+				if err != nil {
+					return nil, err
+				}
+				for _, r := range s.Rules {
+					rule, err := r.Properties.rule(r.Name)
+					if err != nil {
+						return nil, fmt.Errorf("emuconfig: subscription %q rule %q: %w", se.Path(), r.Name, err)
+					}
+					se.Rules = append(se.Rules, rule)
+				}
+				out.Entities, given = append(out.Entities, se), append(given, g)
+			}
 		}
-	}
-	for i := range c.Entities {
-		e := c.Entities[i]
-		if err := e.ValidateGiven(given[i]...); err != nil {
-			return nil, fmt.Errorf("emuconfig: %w", err)
+		for i := range out.Entities {
+			e := out.Entities[i]
+			if err := e.ValidateGiven(given[i]...); err != nil {
+				return nil, fmt.Errorf("emuconfig: %w", err)
+			}
 		}
+		c.Namespaces = append(c.Namespaces, out)
 	}
+	c.Entities = c.Namespaces[0].Entities
 	return c, nil
 }
 
@@ -220,7 +267,37 @@ func (p *entityProps) apply(e *core.Entity) ([]string, error) {
 	e.ForwardDeadLetteredMessagesTo = p.ForwardDeadLetteredMessagesTo
 	e.Status = core.EntityStatus(p.Status)
 	e.UserMetadata = p.UserMetadata
+	rules, err := authorizationRules(e.Kind.String()+" '"+e.Path()+"'", p.AuthorizationRules)
+	if err != nil {
+		return nil, err
+	}
+	e.AuthorizationRules = rules
 	return given, nil
+}
+
+// authorizationRules reads the rules of a namespace or entity (owner, for
+// errors). A rule in the file must give its PrimaryKey, so that its keys
+// stay the same from one start to the next; a missing SecondaryKey is the
+// PrimaryKey.
+func authorizationRules(owner string, in []fileRule) ([]core.AuthorizationRule, error) {
+	var out []core.AuthorizationRule
+	for _, r := range in {
+		rights, err := sas.ParseRights(r.Rights...)
+		if err != nil {
+			return nil, fmt.Errorf("emuconfig: %s: authorization rule %q: %w", owner, r.KeyName, err)
+		}
+		if r.PrimaryKey == "" {
+			return nil, fmt.Errorf("emuconfig: %s: authorization rule %q needs a PrimaryKey (Config.json's keys must stay the same from one start to the next)", owner, r.KeyName)
+		}
+		if r.SecondaryKey == "" {
+			r.SecondaryKey = r.PrimaryKey
+		}
+		out = append(out, core.AuthorizationRule{KeyName: r.KeyName, PrimaryKey: r.PrimaryKey, SecondaryKey: r.SecondaryKey, Rights: rights})
+	}
+	if err := core.ValidateAuthorizationRules(owner, out); err != nil {
+		return nil, fmt.Errorf("emuconfig: %w", err)
+	}
+	return out, nil
 }
 
 func (p *ruleProps) rule(name string) (core.Rule, error) {

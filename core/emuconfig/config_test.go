@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/sas"
 )
 
 func mustLoad(t *testing.T, path string) *Config {
@@ -81,7 +82,13 @@ func TestLoadRejectsNamingEntityAndProperty(t *testing.T) {
 		{"zero deliveries", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"MaxDeliveryCount":0}}]}],"Logging":{"Type":"Console"}}}`, `queue "q": MaxDeliveryCount`},
 		{"unknown filter", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Subscriptions":[{"Name":"s","Rules":[{"Name":"r","Properties":{"FilterType":"Regex"}}]}]}]}],"Logging":{"Type":"Console"}}}`, `subscription "t/Subscriptions/s" rule "r": FilterType "Regex"`},
 		{"bad sql", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t","Subscriptions":[{"Name":"s","Rules":[{"Name":"r","Properties":{"FilterType":"Sql","SqlFilter":{"SqlExpression":"a = "}}}]}]}]}],"Logging":{"Type":"Console"}}}`, `rule "r"`},
-		{"two namespaces", `{"UserConfig":{"Namespaces":[{"Name":"a"},{"Name":"b"}],"Logging":{"Type":"Console"}}}`, `exactly one namespace`},
+		{"no namespace", `{"UserConfig":{"Namespaces":[],"Logging":{"Type":"Console"}}}`, `at least one namespace`},
+		{"namespace twice", `{"UserConfig":{"Namespaces":[{"Name":"sales"},{"Name":"Sales"}],"Logging":{"Type":"Console"}}}`, `the namespace "Sales" is defined twice`},
+		{"bad namespace name", `{"UserConfig":{"Namespaces":[{"Name":"n"},{"Name":"9lives"}],"Logging":{"Type":"Console"}}}`, `The namespace name '9lives' is invalid: it must start with a letter`},
+		{"short key", `{"UserConfig":{"Namespaces":[{"Name":"n","AuthorizationRules":[{"KeyName":"k","PrimaryKey":"short","Rights":["Send"]}]}],"Logging":{"Type":"Console"}}}`, `namespace 'n': the PrimaryKey of authorization rule 'k' is 5 characters long`},
+		{"key name twice", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"q","Properties":{"AuthorizationRules":[{"KeyName":"k","PrimaryKey":"` + strings.Repeat("k", 44) + `","Rights":["Send"]},{"KeyName":"K","PrimaryKey":"` + strings.Repeat("k", 44) + `","Rights":["Listen"]}]}}]}],"Logging":{"Type":"Console"}}}`, `queue 'q': the authorization rule 'K' is defined twice`},
+		{"rule without key", `{"UserConfig":{"Namespaces":[{"Name":"n","AuthorizationRules":[{"KeyName":"k","Rights":["Send"]}]}],"Logging":{"Type":"Console"}}}`, `authorization rule "k" needs a PrimaryKey`},
+		{"unknown right", `{"UserConfig":{"Namespaces":[{"Name":"n","AuthorizationRules":[{"KeyName":"k","PrimaryKey":"` + strings.Repeat("k", 44) + `","Rights":["Read"]}]}],"Logging":{"Type":"Console"}}}`, `unknown right "Read"`},
 		{"bad name", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"-q"}]}],"Logging":{"Type":"Console"}}}`, `'-q'`},
 		{"dot segment", `{"UserConfig":{"Namespaces":[{"Name":"n","Queues":[{"Name":"a/../orders"}]}],"Logging":{"Type":"Console"}}}`, `The queue name 'a/../orders' has an empty, '.' or '..' segment`},
 		{"bad topic name", `{"UserConfig":{"Namespaces":[{"Name":"n","Topics":[{"Name":"t~1"}]}],"Logging":{"Type":"Console"}}}`, `'t~1' contains character(s) that is not allowed by Service Bus`},
@@ -134,5 +141,33 @@ func TestParseDuration(t *testing.T) {
 		if _, err := ParseDuration(bad); err == nil {
 			t.Errorf("ParseDuration(%q) succeeded", bad)
 		}
+	}
+}
+
+// A file may hold several namespaces, each with its entities and rules;
+// the first is the default one.
+func TestLoadSeveralNamespaces(t *testing.T) {
+	key := strings.Repeat("k", 44)
+	c, err := Load(strings.NewReader(`{"UserConfig":{"Namespaces":[
+		{"Name":"sbemulatorns","Queues":[{"Name":"q"}]},
+		{"Name":"sales","AuthorizationRules":[{"KeyName":"sender","PrimaryKey":"` + key + `","Rights":["Send"]}],
+		 "Queues":[{"Name":"orders","Properties":{"AuthorizationRules":[{"KeyName":"reader","PrimaryKey":"` + key + `","Rights":["Listen"]}]}}],
+		 "Topics":[{"Name":"t","Subscriptions":[{"Name":"s"}]}]}
+	],"Logging":{"Type":"Console"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Namespace != "sbemulatorns" || len(c.Entities) != 1 || len(c.Namespaces) != 2 {
+		t.Fatalf("default %q with %d entities, %d namespaces; want sbemulatorns with 1, and 2", c.Namespace, len(c.Entities), len(c.Namespaces))
+	}
+	sales := c.Namespaces[1]
+	if sales.Name != "sales" || len(sales.Entities) != 3 {
+		t.Fatalf("second namespace %q with %d entities, want sales with 3", sales.Name, len(sales.Entities))
+	}
+	if r := sales.AuthorizationRules; len(r) != 1 || r[0].KeyName != "sender" || r[0].Rights != sas.Send || r[0].SecondaryKey != key {
+		t.Errorf("sales rules %+v, want sender with Send and the primary key as secondary", r)
+	}
+	if r := sales.Entities[0].AuthorizationRules; len(r) != 1 || r[0].KeyName != "reader" || r[0].Rights != sas.Listen {
+		t.Errorf("orders rules %+v, want reader with Listen", r)
 	}
 }
