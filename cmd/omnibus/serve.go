@@ -21,6 +21,7 @@ import (
 	"github.com/omnibusmq/omnibus/cmd/omnibus/metrics"
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/membudget"
+	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw"
 	"github.com/omnibusmq/omnibus/storage/pebblestore"
@@ -74,6 +75,9 @@ func serve(args []string) error {
 		"Checked with the publicly known key, or with a key of your own once given (DNS rebinding protection)")
 	listFlag(fs, &o.AllowedOrigins, "allowed-origins", "comma-separated origins of web pages that may open AMQP over WebSockets, "+
 		"e.g. http://localhost:8080 (*: any). With the publicly known key none may unless listed; with a key of your own any may unless given")
+	// Namespaces (core/namespace).
+	fs.IntVar(&o.MaxNamespaces, "max-namespaces", namespace.DefaultMaxNamespaces, "namespaces, the default one included, that Config.json and PUT /$namespaces/{name} may create")
+	fs.BoolVar(&o.TestClock, "allow-test-clock", false, "let a Manage caller move a namespace's clock forward and deliver scheduled messages now (POST /$namespaces/{name}/clock, /deliver); for tests only")
 	// Debugging the core.
 	fs.BoolVar(&o.CheckConsistency, "check-consistency", false, "after recovery, compare memory with the store and log every difference (reads the whole store; see omnibus check)")
 	// The core's memory bounds (core.Limits).

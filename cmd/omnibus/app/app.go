@@ -22,6 +22,7 @@ import (
 	"github.com/omnibusmq/omnibus/core/emuconfig"
 	"github.com/omnibusmq/omnibus/core/loglimit"
 	"github.com/omnibusmq/omnibus/core/membudget"
+	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw"
 	"github.com/omnibusmq/omnibus/storage"
@@ -128,6 +129,14 @@ type Options struct {
 	// operation (core.Config.TxnTimeout); zero means Service Bus's two
 	// minutes.
 	TxnTimeout time.Duration
+	// TestClock lets a Manage caller move a namespace's clock forward
+	// and deliver scheduled messages now (--allow-test-clock;
+	// core/namespace). Never in production: it breaks time for every
+	// client of that namespace.
+	TestClock bool
+	// MaxNamespaces bounds the namespaces, the default one included; 0
+	// means namespace.DefaultMaxNamespaces.
+	MaxNamespaces int
 
 	// Store, when set, is the store to run on instead of opening one (a
 	// cluster node's Session, see cluster.go); Shutdown closes it.
@@ -184,12 +193,14 @@ func (o *Options) setDefaults() {
 
 // App is a running omnibus.
 type App struct {
-	opts      Options
-	log       *zap.Logger
-	store     storage.Store
-	Broker    *core.Broker
-	Auth      *sas.Validator
-	Namespace string
+	opts  Options
+	log   *zap.Logger
+	store storage.Store
+	// Namespaces are the namespaces the omnibus serves; Broker is the
+	// default one's broker and Namespace its name.
+	Namespaces *namespace.Registry
+	Broker     *core.Broker
+	Namespace  string
 	// CAPath is the local CA's certificate, when the TLS certificate was
 	// generated: the file clients add to their trusted roots.
 	CAPath    string
@@ -244,26 +255,28 @@ func Start(opts Options) (a *App, err error) {
 		a.batches = &metrics.BatchStats{}
 		coreStore = metrics.CountBatches(a.store, a.batches)
 	}
-	a.Broker, err = core.New(core.Config{Store: coreStore, Clock: opts.Clock, Logger: opts.Logger.Named("core"),
-		Namespace: a.Namespace, Faults: opts.Faults, Limits: opts.Limits, Stats: stats, TxnTimeout: opts.TxnTimeout,
-		PartitionCount: opts.PartitionCount})
+	cache := core.NewBodyCache() // one cache budget for every namespace
+	a.Namespaces, err = namespace.Open(namespace.Config{Store: coreStore, Clock: opts.Clock, TestClock: opts.TestClock,
+		DefaultName: a.Namespace, MaxNamespaces: opts.MaxNamespaces, ClockSkew: opts.TokenClockSkew, Logger: opts.Logger.Named("namespace"),
+		RootRules: []sas.Rule{{KeyName: opts.KeyName, Key: opts.Key, Rights: sas.Manage}},
+		NewBroker: func(name string, s storage.Store, clk clock.Clock) (*core.Broker, error) {
+			return core.New(core.Config{Store: s, Clock: clk, Logger: opts.Logger.Named("core").With(zap.String("namespace", name)),
+				Namespace: name, Faults: opts.Faults, Limits: opts.Limits, Stats: stats, TxnTimeout: opts.TxnTimeout, BodyCache: cache,
+				PartitionCount: opts.PartitionCount})
+		}})
 	if err != nil {
 		return a, fmt.Errorf("recovering the broker from %s: %w", a.storeName(), err)
 	}
+	a.Broker, a.Namespace = a.Namespaces.Default().Broker(), a.Namespaces.Default().Name()
 	if opts.CheckConsistency {
 		if err = a.checkConsistency(); err != nil {
 			return a, err
 		}
 	}
 	if cfg != nil {
-		if err = applyConfig(a.Broker, cfg); err != nil {
+		if err = applyNamespaces(a.Namespaces, cfg); err != nil {
 			return a, err
 		}
-	}
-	a.Auth, err = sas.NewValidator(sas.Config{Rules: []sas.Rule{{KeyName: opts.KeyName, Key: opts.Key, Rights: sas.Manage}},
-		ClockSkew: opts.TokenClockSkew})
-	if err != nil {
-		return a, err
 	}
 	if err = a.startFronts(); err != nil {
 		return a, err
@@ -357,15 +370,45 @@ func (a *App) storeName() string {
 	return a.opts.DataDir
 }
 
+// applyNamespaces applies the config file: the first namespace's
+// entities and rules to the default namespace, every other namespace
+// created when it does not exist yet, with its rules and entities. A
+// namespace created at run time and absent from the file is left alone.
+func applyNamespaces(reg *namespace.Registry, c *emuconfig.Config) error {
+	ctx := context.Background()
+	for i, n := range c.Namespaces {
+		ns, err := reg.Get(n.Name)
+		switch {
+		case i == 0:
+			ns = reg.Default()
+		case errors.Is(err, core.ErrNotFound):
+			if ns, err = reg.Create(ctx, n.Name, n.AuthorizationRules); err != nil {
+				return fmt.Errorf("config: namespace %q: %w", n.Name, err)
+			}
+		case err != nil:
+			return err
+		}
+		if len(n.AuthorizationRules) > 0 {
+			if _, err := reg.SetRules(ctx, ns.Name(), n.AuthorizationRules); err != nil {
+				return fmt.Errorf("config: namespace %q: %w", n.Name, err)
+			}
+		}
+		if err := applyConfig(ns.Broker(), n.Entities); err != nil {
+			return fmt.Errorf("config: namespace %q: %w", n.Name, err)
+		}
+	}
+	return nil
+}
+
 // applyConfig creates the config file's entities; existing ones keep
 // their messages and take the file's properties (and rules, when the file
 // lists any), as the emulator's config overrides runtime changes.
-func applyConfig(b *core.Broker, c *emuconfig.Config) error {
+func applyConfig(b *core.Broker, entities []core.Entity) error {
 	ctx := context.Background()
 	// Forwarding targets may come later in the file: create every entity
 	// without its forwarding first, then set forwarding once all exist.
 	var forwarding []core.Entity
-	for _, e := range c.Entities {
+	for _, e := range entities {
 		if e.ForwardTo != "" || e.ForwardDeadLetteredMessagesTo != "" {
 			forwarding = append(forwarding, e)
 			e.ForwardTo, e.ForwardDeadLetteredMessagesTo = "", ""
@@ -485,9 +528,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	a.fronts = nil
 	a.giveUpOnDisk() // the disk may have failed while the fronts drained
-	if a.Broker != nil {
-		errs = append(errs, a.Broker.Close())
-		a.Broker = nil
+	if a.Namespaces != nil {
+		errs = append(errs, a.Namespaces.Close())
+		a.Namespaces, a.Broker = nil, nil
 	}
 	if a.store != nil {
 		errs = append(errs, a.store.Close())

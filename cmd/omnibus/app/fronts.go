@@ -31,6 +31,9 @@ func (a *App) startFronts() error {
 	if err != nil {
 		return err
 	}
+	if hosts != nil {
+		hosts.namespace = func(label string) bool { _, err := a.Namespaces.Get(label); return err == nil }
+	}
 	origins, err := newOriginPolicy(o)
 	if err != nil {
 		return err
@@ -46,8 +49,8 @@ func (a *App) startFronts() error {
 	// The AMQP server serves its own listeners and AMQP over WebSockets on
 	// the HTTP ones.
 	if !disabled(o.AMQPAddr) || !disabled(o.AMQPSAddr) || !disabled(o.HTTPAddr) || !disabled(o.HTTPSAddr) {
-		cfg := amqpserver.Config{Broker: a.Broker, Logger: o.Logger.Named("amqp"),
-			Auth: a.Auth, MaxConnections: o.MaxConnections, MaxPendingConnections: o.MaxPendingConnections,
+		cfg := amqpserver.Config{Namespaces: a.Namespaces, Logger: o.Logger.Named("amqp"),
+			MaxConnections: o.MaxConnections, MaxPendingConnections: o.MaxPendingConnections,
 			AuthTimeout: o.AuthTimeout, Limits: o.AMQPLimits, LogLimiter: a.logLimit, Memory: a.Memory}
 		if protect.on {
 			cfg.Admit = protect.admit
@@ -87,7 +90,7 @@ func (a *App) startFronts() error {
 	if !disabled(o.HTTPSAddr) {
 		httpsHealth = a.listenerHealth("https", &comps)
 	}
-	cfg := httpgw.Config{Broker: a.Broker, Logger: o.Logger.Named("http"), Auth: a.Auth, Namespace: a.Namespace,
+	cfg := httpgw.Config{Namespaces: a.Namespaces, Logger: o.Logger.Named("http"),
 		ReadTimeout: o.HTTPReadTimeout, WriteTimeout: o.HTTPWriteTimeout, IdleTimeout: o.HTTPIdleTimeout,
 		MaxConnections: o.HTTPMaxConnections, Components: append(comps, a.storeComponent()), WebSocket: webSocket,
 		LogLimiter: a.logLimit, Memory: a.Memory}

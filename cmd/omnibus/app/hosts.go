@@ -45,6 +45,10 @@ type hostPolicy struct {
 	suffixes  []string        // ".example.com" from "*.example.com"
 	publicKey bool            // on because of the publicly known key
 	refusals  *refusalLog
+	// namespace reports whether a label names a namespace: a name
+	// omnibus answers to with a namespace's name in front
+	// (sales.myhost when myhost passes) passes too.
+	namespace func(label string) bool
 }
 
 // newHostPolicy returns o's host policy, nil when every Host is served.
@@ -129,6 +133,9 @@ func (p *hostPolicy) allowed(hostport string) bool {
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") || p.names[host] {
 		return true
 	}
+	if label, rest, ok := strings.Cut(host, "."); ok && p.namespace != nil && p.namespace(label) && !isIP(rest) && p.allowed(rest) {
+		return true
+	}
 	for _, s := range p.suffixes {
 		if strings.HasSuffix(host, s) {
 			return true
@@ -136,6 +143,8 @@ func (p *hostPolicy) allowed(hostport string) bool {
 	}
 	return false
 }
+
+func isIP(s string) bool { _, err := netip.ParseAddr(s); return err == nil }
 
 // hostName is the name in a Host header: lower case, without port,
 // brackets or trailing dot.

@@ -50,6 +50,19 @@ func TestHostPolicy(t *testing.T) {
 	if err := p.check("y.test"); err == nil || strings.Contains(err.Error(), "publicly known") {
 		t.Errorf("own key: the refusal blames the public key: %v", err)
 	}
+
+	// A namespace's name in front of a name omnibus answers to passes;
+	// in front of any other name, or an unknown label, it does not.
+	p, _ = newHostPolicy(Options{Key: DefaultKey, Logger: log, TLSHosts: []string{"tls.test"}})
+	p.namespace = func(label string) bool { return label == "sales" }
+	for host, want := range map[string]bool{
+		"sales.tls.test:5300": true, "sales.localhost": true, "sales.127.0.0.1": false,
+		"sales.rebound.example": false, "billing.tls.test": false, "sales.sales.tls.test": true,
+	} {
+		if err := p.check(host); (err == nil) != want {
+			t.Errorf("Host %q with namespace sales: %v, want allowed=%v", host, err, want)
+		}
+	}
 }
 
 // TestOriginPolicy: origins compare as browsers send them (scheme, host,
