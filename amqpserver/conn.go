@@ -43,6 +43,8 @@ type conn struct {
 	ns      atomic.Pointer[namespace.Namespace]
 	nsBound bool
 
+	props propsDecoder // application properties of the messages sent on the connection (run's)
+
 	// Negotiated at open; fixed afterwards.
 	peerMaxFrame uint32        // largest frame we may send
 	peerIdle     time.Duration // the peer's idle-time-out (0 = none)

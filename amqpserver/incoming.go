@@ -296,7 +296,7 @@ func (l *link) send(p *partial) {
 		return
 	}
 	in := l.in
-	msgs, err := appendMessages(in.batch.msgs, p.buf, p.format)
+	msgs, err := appendMessages(in.batch.msgs, p.buf, p.format, &l.s.c.props)
 	if err != nil {
 		l.s.c.received(len(p.buf))
 		l.settleIncoming(p, &frames.Rejected{Error: &frames.Error{Condition: frames.CondDecodeError, Description: err.Error()}})

@@ -67,19 +67,21 @@ var errUnsupportedValue = errors.New("amqpserver: unsupported property value")
 // Errors describe why the message cannot be accepted (the transfer should
 // be rejected with amqp:decode-error).
 func decodeMessage(raw []byte, format uint32) ([]*core.Message, error) {
-	return appendMessages(nil, raw, format)
+	return appendMessages(nil, raw, format, &propsDecoder{})
 }
 
 // appendMessages is decodeMessage appending to dst, so that a link
-// collecting a batch of sends allocates no slice per delivery. On error
-// it returns nil, and dst's elements are as they were.
-func appendMessages(dst []*core.Message, raw []byte, format uint32) ([]*core.Message, error) {
+// collecting a batch of sends allocates no slice per delivery, with pd
+// decoding the application properties (a connection's own, whose key
+// cache serves all its sends). On error it returns nil, and dst's
+// elements are as they were.
+func appendMessages(dst []*core.Message, raw []byte, format uint32, pd *propsDecoder) ([]*core.Message, error) {
 	am, err := frames.UnmarshalMessageSharing(raw)
 	if err != nil {
 		return nil, err
 	}
 	if format != frames.MessageFormatBatch {
-		m, err := toCoreMessage(am)
+		m, err := toCoreMessage(am, pd)
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +93,7 @@ func appendMessages(dst []*core.Message, raw []byte, format uint32) ([]*core.Mes
 	}
 	n := len(dst)
 	for i, im := range inner {
-		m, err := toCoreMessage(im)
+		m, err := toCoreMessage(im, pd)
 		if err != nil {
 			clear(dst[n:])
 			return nil, fmt.Errorf("batch message %d: %w", i, err)
@@ -101,8 +103,9 @@ func appendMessages(dst []*core.Message, raw []byte, format uint32) ([]*core.Mes
 	return dst, nil
 }
 
-// toCoreMessage maps one decoded AMQP message.
-func toCoreMessage(am *frames.Message) (*core.Message, error) {
+// toCoreMessage maps one decoded AMQP message, its application
+// properties decoded by pd.
+func toCoreMessage(am *frames.Message, pd *propsDecoder) (*core.Message, error) {
 	m := &core.Message{Priority: frames.DefaultPriority}
 	if h := am.Header; h != nil {
 		m.Durable = h.Durable
@@ -130,20 +133,11 @@ func toCoreMessage(am *frames.Message) (*core.Message, error) {
 	if err := annotationsFromAMQP(m, am.MessageAnnotations); err != nil {
 		return nil, err
 	}
-	if len(am.ApplicationProperties) > 0 {
-		m.ApplicationProperties = make(map[string]any, len(am.ApplicationProperties))
-		for _, kv := range am.ApplicationProperties {
-			k, ok := kv.Key.(string)
-			if !ok {
-				return nil, fmt.Errorf("application property key %v: %w (keys must be strings)", kv.Key, errUnsupportedValue)
-			}
-			v, err := valueFromAMQP(kv.Value)
-			if err != nil {
-				return nil, fmt.Errorf("application property %q: %w", k, err)
-			}
-			m.ApplicationProperties[k] = v
-		}
+	props, err := pd.decode(am)
+	if err != nil {
+		return nil, err
 	}
+	m.ApplicationProperties = props
 	if am.BodyKind == frames.BodyData && len(am.Data) == 1 {
 		m.BodyType = core.BodyBinary
 		m.Body = slices.Clip(am.Data[0])
@@ -152,6 +146,90 @@ func toCoreMessage(am *frames.Message) (*core.Message, error) {
 		m.Body = am.RawBody
 	}
 	return m, nil
+}
+
+// propsDecoder decodes the application properties of the messages a
+// connection's senders send straight into core's map
+// ([frames.Message.DecodeApplicationProperties]), with no [encoding.Map]
+// between, and keeps the keys it has seen so that a key every message
+// carries is allocated once per connection rather than once per message.
+// It is used by one goroutine at a time (a connection's, or a request's
+// own decoder).
+type propsDecoder struct {
+	props map[string]any // the map being filled
+	keys  map[string]string
+}
+
+// Bounds of a propsDecoder's key cache: at most maxCachedKeys keys of at
+// most maxCachedKeyLen bytes, a few KB per connection whatever the
+// client sends; keys beyond them are allocated per message as before.
+const (
+	maxCachedKeys   = 64
+	maxCachedKeyLen = 64
+)
+
+// decode returns am's application properties in core's form: nil for
+// none (or an empty map). The error says which property the broker
+// cannot keep, or that the section is malformed.
+func (pd *propsDecoder) decode(am *frames.Message) (map[string]any, error) {
+	if am.ApplicationProperties != nil { // decoded whole (not the store's decode)
+		pd.Len(len(am.ApplicationProperties))
+		for _, kv := range am.ApplicationProperties {
+			var err error
+			if k, ok := kv.Key.(string); ok {
+				err = pd.Put(k, kv.Value)
+			} else {
+				err = pd.PutOther(kv.Key, kv.Value)
+			}
+			if err != nil {
+				pd.props = nil
+				return nil, err
+			}
+		}
+	} else if err := am.DecodeApplicationProperties(pd); err != nil {
+		pd.props = nil
+		return nil, err
+	}
+	props := pd.props
+	pd.props = nil
+	return props, nil
+}
+
+// Len implements [encoding.MapSink].
+func (pd *propsDecoder) Len(n int) {
+	if n > 0 {
+		pd.props = make(map[string]any, n)
+	}
+}
+
+// StringKey implements [encoding.MapSink].
+func (pd *propsDecoder) StringKey(p []byte) string {
+	if k, ok := pd.keys[string(p)]; ok {
+		return k
+	}
+	k := string(p)
+	if len(p) <= maxCachedKeyLen && len(pd.keys) < maxCachedKeys {
+		if pd.keys == nil {
+			pd.keys = make(map[string]string)
+		}
+		pd.keys[k] = k
+	}
+	return k
+}
+
+// Put implements [encoding.MapSink].
+func (pd *propsDecoder) Put(k string, v any) error {
+	cv, err := valueFromAMQP(v)
+	if err != nil {
+		return fmt.Errorf("application property %q: %w", k, err)
+	}
+	pd.props[k] = cv
+	return nil
+}
+
+// PutOther implements [encoding.MapSink]: core keeps string keys only.
+func (pd *propsDecoder) PutOther(k, _ any) error {
+	return fmt.Errorf("application property key %v: %w (keys must be strings)", k, errUnsupportedValue)
 }
 
 // annotationsFromAMQP takes the Service Bus annotations a sender may set

@@ -3,8 +3,11 @@ package amqpserver
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -218,6 +221,65 @@ func TestDecodeRejectsUnstorableProperty(t *testing.T) {
 		am := &frames.Message{ApplicationProperties: encoding.Map{{Key: "p", Value: v}}, Data: [][]byte{nil}}
 		if _, err := decodeMessage(mustMarshalMessage(t, am), 0); !errors.Is(err, errUnsupportedValue) {
 			t.Errorf("%s property: err = %v, want errUnsupportedValue", name, err)
+		}
+	}
+}
+
+// A non-string key is refused as before the properties were decoded
+// straight into core's map, and so is a section that is not a map.
+func TestDecodeRejectsBadPropertySections(t *testing.T) {
+	am := &frames.Message{ApplicationProperties: encoding.Map{{Key: uint64(1), Value: "x"}}, Data: [][]byte{nil}}
+	if _, err := decodeMessage(mustMarshalMessage(t, am), 0); !errors.Is(err, errUnsupportedValue) ||
+		!strings.Contains(err.Error(), "keys must be strings") {
+		t.Errorf("ulong key: err = %v, want errUnsupportedValue (keys must be strings)", err)
+	}
+	// application-properties (0x74) holding a string instead of a map.
+	raw := append([]byte{0x00, 0x53, 0x74, 0xa1, 0x01, 'x'}, 0x00, 0x53, 0x75, 0xa0, 0x00)
+	if _, err := decodeMessage(raw, 0); !errors.Is(err, encoding.ErrMalformed) {
+		t.Errorf("section not a map: err = %v, want ErrMalformed", err)
+	}
+}
+
+// A connection decodes every message's application properties with one
+// propsDecoder, which allocates a key the connection's senders repeat
+// once, not per message, and keeps a bounded number of such keys.
+func TestPropertyKeysAllocatedOncePerConnection(t *testing.T) {
+	enc := func(props encoding.Map) []byte {
+		return mustMarshalMessage(t, &frames.Message{ApplicationProperties: props, Data: [][]byte{[]byte("b")}})
+	}
+	var pd propsDecoder
+	first, err := appendMessages(nil, enc(encoding.Map{{Key: "bench-seq", Value: int64(1)}}), 0, &pd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := appendMessages(nil, enc(encoding.Map{{Key: "bench-seq", Value: int64(2)}}), 0, &pd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[0].ApplicationProperties["bench-seq"] != int64(1) || second[0].ApplicationProperties["bench-seq"] != int64(2) {
+		t.Fatalf("properties %v, %v", first[0].ApplicationProperties, second[0].ApplicationProperties)
+	}
+	key := func(m map[string]any) *byte {
+		for k := range m {
+			return unsafe.StringData(k)
+		}
+		return nil
+	}
+	if key(first[0].ApplicationProperties) != key(second[0].ApplicationProperties) {
+		t.Error("the second message's key is a new string: the connection's key cache did not serve it")
+	}
+	for i := range 3 * maxCachedKeys {
+		long := strings.Repeat("k", maxCachedKeyLen+1)
+		if _, err := appendMessages(nil, enc(encoding.Map{{Key: fmt.Sprintf("key-%d", i), Value: nil}, {Key: long, Value: nil}}), 0, &pd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(pd.keys) > maxCachedKeys {
+		t.Errorf("the key cache holds %d keys, more than its bound of %d", len(pd.keys), maxCachedKeys)
+	}
+	for k := range pd.keys {
+		if len(k) > maxCachedKeyLen {
+			t.Errorf("the key cache holds a %d-byte key, longer than its bound of %d", len(k), maxCachedKeyLen)
 		}
 	}
 }

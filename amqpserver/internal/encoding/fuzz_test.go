@@ -3,6 +3,7 @@ package encoding
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -52,6 +53,7 @@ func FuzzDecode(f *testing.F) {
 		SymbolArray("PLAIN", "ANONYMOUS"),
 		Described{Descriptor: uint64(0x137000000C), Value: "session"},
 		Array{Type: TypeCodeList32, Elems: []any{[]any{int32(1)}}},
+		Map{{Key: "bench-seq", Value: int64(7)}, {Key: Symbol("sym-key"), Value: "v"}, {Key: "nested", Value: Map{{Key: "a", Value: nil}}}},
 	} {
 		var w buffer.Buffer
 		if err := Marshal(&w, v); err != nil {
@@ -63,13 +65,16 @@ func FuzzDecode(f *testing.F) {
 		// One measurement for all the decoders (ReadMemStats stops the
 		// world, so each costs tens of microseconds) of the nine decodes.
 		var v any
-		var err, skipErr, validErr error
+		var err, skipErr, validErr, mapErr, intoErr error
 		var n, skipped, validated int
-		checkBudget(t, "the decoders together", 9, len(in), func() {
+		var m Map
+		var into mapCollector
+		checkBudget(t, "the decoders together", 10, len(in), func() {
 			r := buffer.New(in)
 			v, err = Unmarshal(r)
 			n = len(in) - r.Len()
-			ReadMap(buffer.New(in))
+			m, mapErr = ReadMap(buffer.New(in))
+			intoErr = ReadMapInto(buffer.New(in), &into)
 			ReadList(buffer.New(in))
 			ReadArray(buffer.New(in))
 			ReadSymbols(buffer.New(in))
@@ -82,6 +87,14 @@ func FuzzDecode(f *testing.F) {
 			validErr = Validate(vr)
 			validated = len(in) - vr.Len()
 		})
+		// ReadMapInto is ReadMap without the Map: the same entries, the
+		// same verdict.
+		if (mapErr == nil) != (intoErr == nil) {
+			t.Fatalf("ReadMap said %v, ReadMapInto %v for % x", mapErr, intoErr, in)
+		}
+		if mapErr == nil && !reflect.DeepEqual(m, into.m) && (len(m) > 0 || len(into.m) > 0) {
+			t.Fatalf("ReadMap gave %v, ReadMapInto %v", m, into.m)
+		}
 		switch {
 		case err == nil && (skipErr != nil || validErr != nil):
 			t.Fatalf("Unmarshal accepted % x but Skip said %v and Validate %v", in, skipErr, validErr)
@@ -154,4 +167,15 @@ func walkList(r *buffer.Buffer) {
 		}
 	}
 	_ = l.End()
+}
+
+// mapCollector gathers what ReadMapInto decodes as a Map.
+type mapCollector struct{ m Map }
+
+func (c *mapCollector) Len(n int)                 { c.m = make(Map, 0, n) }
+func (c *mapCollector) StringKey(p []byte) string { return string(p) }
+func (c *mapCollector) Put(k string, v any) error { return c.PutOther(k, v) }
+func (c *mapCollector) PutOther(k, v any) error {
+	c.m = append(c.m, KeyValue{Key: k, Value: v})
+	return nil
 }

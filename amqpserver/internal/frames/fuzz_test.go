@@ -168,6 +168,10 @@ func FuzzMessage(f *testing.F) {
 		checkBudget(t, "UnmarshalMessage", encoding.AllocFactor, len(in), func() { m, err = UnmarshalMessage(in) })
 		checkBudget(t, "UnmarshalMessageSharing and SplitBatch", 2*encoding.AllocFactor+BatchFactor, len(in), func() {
 			stored, storedErr = UnmarshalMessageSharing(in)
+			if storedErr == nil {
+				// The broker decodes the application properties apart.
+				storedErr = stored.DecodeApplicationProperties(&mapSink{})
+			}
 			if stored != nil && stored.BodyKind == BodyData {
 				_, _ = SplitBatch(stored)
 			}
@@ -200,4 +204,16 @@ func FuzzMessage(f *testing.F) {
 			t.Fatalf("encoding not stable")
 		}
 	})
+}
+
+// mapSink collects what DecodeApplicationProperties decodes, string keys
+// and others alike, as a Map.
+type mapSink struct{ m encoding.Map }
+
+func (s *mapSink) Len(n int)                 { s.m = make(encoding.Map, 0, n) }
+func (s *mapSink) StringKey(p []byte) string { return string(p) }
+func (s *mapSink) Put(k string, v any) error { return s.PutOther(k, v) }
+func (s *mapSink) PutOther(k, v any) error {
+	s.m = append(s.m, encoding.KeyValue{Key: k, Value: v})
+	return nil
 }

@@ -37,6 +37,15 @@ type Message struct {
 	MessageAnnotations    encoding.Map // symbol (or ulong) keys, x-opt-…
 	Properties            *MessageProperties
 	ApplicationProperties encoding.Map // string keys, in wire order
+	// RawApplicationProperties is, in a message decoded for storing
+	// ([UnmarshalMessageSharing], [SplitBatch]), the encoded value of its
+	// application-properties section (a map, or null) aliasing the input,
+	// and ApplicationProperties is then nil: the broker decodes it once,
+	// into its own form ([Message.DecodeApplicationProperties]), rather
+	// than into a Map first. Structure and lengths are checked here, the
+	// values by that decode. [Message.MarshalAMQP] writes it verbatim
+	// when ApplicationProperties is nil.
+	RawApplicationProperties []byte
 
 	// BodyKind selects the body sections that [Message.MarshalAMQP] writes
 	// when RawBody is nil. BodyNone with a non-nil Data, Sequence or Value
@@ -134,6 +143,10 @@ func (m *Message) unmarshal(p []byte, store bool) error {
 			m.Properties = new(MessageProperties)
 			err = m.Properties.unmarshal(r)
 		case codeApplicationProperties:
+			if store {
+				m.RawApplicationProperties, err = encoding.SkipRaw(r)
+				break
+			}
 			m.ApplicationProperties, err = readSectionMap(r)
 		case codeData, codeAMQPSequence, codeAMQPValue:
 			if bodyStart < 0 {
@@ -156,6 +169,20 @@ func (m *Message) unmarshal(p []byte, store bool) error {
 		if err := m.decodeBody(!store); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// DecodeApplicationProperties decodes RawApplicationProperties into sink
+// (see [encoding.ReadMapInto]): the same checks, errors and allocation
+// budget as the application properties of [UnmarshalMessage]. A message
+// without the section tells sink nothing.
+func (m *Message) DecodeApplicationProperties(sink encoding.MapSink) error {
+	if m.RawApplicationProperties == nil {
+		return nil
+	}
+	if err := encoding.ReadMapInto(buffer.New(m.RawApplicationProperties), sink); err != nil {
+		return fmt.Errorf("message section 0x%x: %w", codeApplicationProperties, err)
 	}
 	return nil
 }
@@ -279,7 +306,10 @@ func (m *Message) MarshalAMQP(w *buffer.Buffer) error {
 			return err
 		}
 	}
-	if err := writeSectionMap(w, codeApplicationProperties, m.ApplicationProperties); err != nil {
+	if m.ApplicationProperties == nil && m.RawApplicationProperties != nil {
+		encoding.WriteDescriptor(w, codeApplicationProperties)
+		w.Append(m.RawApplicationProperties)
+	} else if err := writeSectionMap(w, codeApplicationProperties, m.ApplicationProperties); err != nil {
 		return err
 	}
 	if err := m.marshalBody(w); err != nil {

@@ -3,6 +3,7 @@ package frames
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -102,13 +103,31 @@ func TestMessageRawBodyIsVerbatim(t *testing.T) {
 // does, but its body is the input's memory, not a copy.
 func TestUnmarshalMessageSharing(t *testing.T) {
 	in := mustMarshalMessage(t, &Message{
-		Properties: &MessageProperties{MessageID: "m1"},
-		BodyKind:   BodyData,
-		Data:       [][]byte{[]byte("payload")},
+		Properties:            &MessageProperties{MessageID: "m1"},
+		ApplicationProperties: encoding.Map{{Key: "k", Value: int64(-7)}, {Key: uint64(3), Value: "v"}},
+		BodyKind:              BodyData,
+		Data:                  [][]byte{[]byte("payload")},
 	})
 	m, err := UnmarshalMessageSharing(in)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The application properties are kept encoded, and decode to what
+	// the full decode gives.
+	full, err := UnmarshalMessage(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink mapSink
+	if m.ApplicationProperties != nil || m.RawApplicationProperties == nil {
+		t.Fatalf("stored decode: properties %v, raw % x", m.ApplicationProperties, m.RawApplicationProperties)
+	}
+	if err := m.DecodeApplicationProperties(&sink); err != nil || !reflect.DeepEqual(sink.m, full.ApplicationProperties) {
+		t.Fatalf("DecodeApplicationProperties: %v, %v; the full decode has %v", sink.m, err, full.ApplicationProperties)
+	}
+	var w buffer.Buffer
+	if err := m.MarshalAMQP(&w); err != nil || !bytes.Equal(w.Bytes(), in) {
+		t.Fatalf("re-encoding the stored decode: %v\n% x\nwant\n% x", err, w.Bytes(), in)
 	}
 	if m.BodyKind != BodyData || len(m.Data) != 1 || string(m.Data[0]) != "payload" || m.Properties.MessageID != "m1" {
 		t.Fatalf("decoded %+v", m)
