@@ -397,7 +397,7 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 		TTL:           ttlMillis(m),
 		DeliveryCount: uint32(max(m.DeliveryCount-1, 0)),
 	}
-	sc.props = frames.MessageProperties{
+	sc.sys = frames.MessageProperties{
 		MessageID:          idToAMQP(m.MessageID),
 		UserID:             m.UserID,
 		To:                 m.To,
@@ -412,15 +412,28 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 		ReplyToGroupID:     m.ReplyToSessionID,
 	}
 	am := &sc.am
-	am.Header, am.Properties = &sc.hdr, &sc.props
+	am.Header, am.Properties = &sc.hdr, &sc.sys
 	am.MessageAnnotations = appendDeliveryAnnotations(sc.anns[:0], m, peekLock)
 	if peekLock && m.LockToken != (core.LockToken{}) {
 		sc.dann[0] = encoding.KeyValue{Key: annLockToken, Value: encoding.UUID(m.LockToken)}
 		am.DeliveryAnnotations = sc.dann[:]
 	}
 	if len(m.ApplicationProperties) > 0 {
-		ap := valueToAMQP(m.ApplicationProperties).(encoding.Map)
-		am.ApplicationProperties = ap
+		// Written straight from core's map in key order, as Marshal
+		// writes the equivalent sorted Map, but without building that Map
+		// and boxing every key for each delivery.
+		keys := sc.keys[:0]
+		for k := range m.ApplicationProperties {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		sc.props.Reset()
+		if err := encoding.WriteStringKeyedMap(&sc.props, keys, func(k string) any {
+			return valueToAMQP(m.ApplicationProperties[k])
+		}); err != nil {
+			return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
+		}
+		am.RawApplicationProperties = sc.props.Bytes()
 	}
 	switch m.BodyType {
 	case core.BodyBinary:
@@ -451,18 +464,30 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 type deliveryScratch struct {
 	am    frames.Message
 	hdr   frames.MessageHeader
-	props frames.MessageProperties
+	sys   frames.MessageProperties
 	anns  [12]encoding.KeyValue
 	dann  [1]encoding.KeyValue
 	data  [1][]byte
+	keys  []string      // application property keys, sorted
+	props buffer.Buffer // the application properties, encoded
 }
+
+// maxKeptScratch bounds what a pooled deliveryScratch keeps of its key
+// slice and property buffer for the next delivery.
+const maxKeptScratch = 4 << 10
 
 var deliveryScratches = sync.Pool{New: func() any { return new(deliveryScratch) }}
 
 // release drops what sc refers to (message bodies among it) and returns
 // it to the pool.
 func (sc *deliveryScratch) release() {
+	keys, props := sc.keys[:0], sc.props
 	*sc = deliveryScratch{}
+	if cap(keys) <= maxKeptScratch/16 && cap(props.Raw()) <= maxKeptScratch {
+		clear(keys[:cap(keys)]) // the keys of the last message: let them go
+		props.Reset()
+		sc.keys, sc.props = keys, props
+	}
 	deliveryScratches.Put(sc)
 }
 

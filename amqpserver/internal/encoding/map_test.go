@@ -1,10 +1,14 @@
 package encoding
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 )
 
 func TestMapHelpers(t *testing.T) {
@@ -64,5 +68,30 @@ func TestMapKeyedConversions(t *testing.T) {
 	}
 	if err := str.CheckKeys(IsString); err != nil {
 		t.Errorf("CheckKeys(IsString) = %v", err)
+	}
+}
+
+// WriteStringKeyedMap writes exactly what Marshal writes for the same
+// entries as a Map, small and large (map8 and map32).
+func TestWriteStringKeyedMapIsMarshalOfTheMap(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 40} {
+		var keys []string
+		var m Map
+		for i := range n {
+			k := fmt.Sprintf("key-%02d", i)
+			keys = append(keys, k)
+			m = append(m, KeyValue{Key: k, Value: int64(i) << 40})
+		}
+		var want, got buffer.Buffer
+		if err := Marshal(&want, m); err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		if err := WriteStringKeyedMap(&got, keys, func(string) any { v := m[i].Value; i++; return v }); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("%d entries: % x, want % x", n, got.Bytes(), want.Bytes())
+		}
 	}
 }

@@ -90,3 +90,19 @@ func ReadMapInto(r *buffer.Buffer, sink MapSink) error {
 	}
 	return nil
 }
+
+// WriteStringKeyedMap appends a map whose keys are strings, in the order
+// of keys, the value of key k being value(k): what [Marshal] writes for
+// the equivalent [Map], without building one (and boxing every key) for
+// each message the broker delivers.
+func WriteStringKeyedMap(w *buffer.Buffer, keys []string, value func(k string) any) error {
+	start := beginCompound(w, smallest)
+	for _, k := range keys {
+		WriteString(w, k)
+		if err := Marshal(w, value(k)); err != nil {
+			return err
+		}
+	}
+	endCompound(w, start, 2*len(keys), TypeCodeMap8, TypeCodeMap32, smallest)
+	return nil
+}
