@@ -42,6 +42,7 @@ func (q *queue) loadBodies(got []taken) {
 			want[got[i].seq] = i
 		}
 		found := 0
+		keys := make(keyCache) // the run's messages mostly share their property keys
 		err := q.b.store.Scan(idKey(tabBody, owner), seqKey(tabBody, owner, lo), func(k, v []byte) (bool, error) {
 			seq := seqFromKey(k)
 			if seq > hi {
@@ -51,7 +52,7 @@ func (q *queue) loadBodies(got []taken) {
 			if !ok {
 				return true, nil
 			}
-			m, err := decodeBody(v)
+			m, err := decodeBodyKeys(v, keys)
 			if err != nil {
 				return true, nil // message() reads it again and reports it
 			}

@@ -75,8 +75,11 @@ func bodyRecordSize(m *Message) int { return measure(m).record }
 
 // decodeBody decodes a body record. Broker fields that live in the state
 // record (sequence number, state, delivery count, expiry) are left zero.
-func decodeBody(b []byte) (*Message, error) {
-	r := reader{b: b}
+func decodeBody(b []byte) (*Message, error) { return decodeBodyKeys(b, nil) }
+
+// decodeBodyKeys is decodeBody taking property keys from keys.
+func decodeBodyKeys(b []byte, keys keyCache) (*Message, error) {
+	r := reader{b: b, keys: keys}
 	if r.byte() != bodyVersion {
 		return nil, errCorrupt
 	}

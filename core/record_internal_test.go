@@ -1,8 +1,12 @@
 package core
 
 import (
+	"bytes"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // checkAllocs fails t if f allocates other than want times per run. Not
@@ -112,4 +116,53 @@ func TestMeasureAgreesWithEachSize(t *testing.T) {
 		}
 	}
 	checkAllocs(t, "measure", 0, func() { measure(full) })
+}
+
+// A read-ahead decodes its run of bodies with one keyCache: the property
+// keys the messages share are allocated once for the run, not per
+// message, and the cache stays within its bounds.
+func TestDecodeShareKeysWithinARun(t *testing.T) {
+	b, err := encodeBody(nil, recordTestMessage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make(keyCache)
+	first, err := decodeBodyKeys(b, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := decodeBodyKeys(b, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range first.ApplicationProperties {
+		for k2 := range second.ApplicationProperties {
+			if k == k2 && unsafe.StringData(k) != unsafe.StringData(k2) {
+				t.Errorf("key %q decoded twice into two strings", k)
+			}
+		}
+	}
+	if !reflect.DeepEqual(first.ApplicationProperties, recordTestMessage().ApplicationProperties) {
+		t.Errorf("properties %v", first.ApplicationProperties)
+	}
+	var without, with float64
+	if !raceEnabled {
+		without = testing.AllocsPerRun(50, func() { _, _ = decodeBody(b) })
+		with = testing.AllocsPerRun(50, func() { _, _ = decodeBodyKeys(b, keys) })
+		if with > without-3 {
+			t.Errorf("decoding with the run's keys: %v allocations, without: %v; want 3 fewer (the three property keys)", with, without)
+		}
+	}
+	for i := range 3 * maxCachedKeys {
+		keys.key([]byte(fmt.Sprintf("key-%d", i)))
+		keys.key(bytes.Repeat([]byte("k"), maxCachedKeyLen+1+i))
+	}
+	if len(keys) > maxCachedKeys {
+		t.Errorf("the cache holds %d keys, more than its bound %d", len(keys), maxCachedKeys)
+	}
+	for k := range keys {
+		if len(k) > maxCachedKeyLen {
+			t.Errorf("the cache holds a %d-byte key, longer than its bound %d", len(k), maxCachedKeyLen)
+		}
+	}
 }

@@ -149,6 +149,32 @@ type reader struct {
 	b     []byte
 	err   error
 	depth int // lists and maps being decoded (maxValueDepth)
+	keys  keyCache
+}
+
+// keyCache hands out one copy of each property key a run of decodes
+// meets, so that the keys every message of a queue repeats are allocated
+// once per run (a read-ahead of up to 256 bodies) rather than once per
+// message. Its zero value caches nothing; it holds at most maxCachedKeys
+// keys of at most maxCachedKeyLen bytes.
+type keyCache map[string]string
+
+// Bounds of a keyCache.
+const (
+	maxCachedKeys   = 64
+	maxCachedKeyLen = 64
+)
+
+// key returns p as a string, the cached copy if there is one.
+func (c keyCache) key(p []byte) string {
+	if k, ok := c[string(p)]; ok {
+		return k
+	}
+	k := string(p)
+	if c != nil && len(p) <= maxCachedKeyLen && len(c) < maxCachedKeys {
+		c[k] = k
+	}
+	return k
 }
 
 func (r *reader) fail() { r.err = errCorrupt; r.b = nil }
@@ -292,7 +318,7 @@ func (r *reader) mapValue() map[string]any {
 	}
 	m := make(map[string]any, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {
-		k := r.string()
+		k := r.keys.key(r.bytes())
 		m[k] = r.value()
 	}
 	return m
