@@ -76,16 +76,23 @@ func decodeMessage(raw []byte, format uint32) ([]*core.Message, error) {
 // cache serves all its sends). On error it returns nil, and dst's
 // elements are as they were.
 func appendMessages(dst []*core.Message, raw []byte, format uint32, pd *propsDecoder) ([]*core.Message, error) {
-	am, err := frames.UnmarshalMessageSharing(raw)
-	if err != nil {
-		return nil, err
-	}
 	if format != frames.MessageFormatBatch {
+		// One message: decoded into the decoder's reused structures,
+		// whose fields the core message copies or shares with raw.
+		am, err := pd.msg.Decode(raw)
+		if err != nil {
+			return nil, err
+		}
 		m, err := toCoreMessage(am, pd)
+		pd.msg.Clear()
 		if err != nil {
 			return nil, err
 		}
 		return append(dst, m), nil
+	}
+	am, err := frames.UnmarshalMessageSharing(raw)
+	if err != nil {
+		return nil, err
 	}
 	inner, err := frames.SplitBatch(am)
 	if err != nil {
@@ -148,15 +155,17 @@ func toCoreMessage(am *frames.Message, pd *propsDecoder) (*core.Message, error) 
 	return m, nil
 }
 
-// propsDecoder decodes the application properties of the messages a
-// connection's senders send straight into core's map
+// propsDecoder decodes the messages a connection's senders send: each
+// into reused structures ([frames.StoreDecoder]) and its application
+// properties straight into core's map
 // ([frames.Message.DecodeApplicationProperties]), with no [encoding.Map]
 // between, and keeps the keys it has seen so that a key every message
 // carries is allocated once per connection rather than once per message.
 // It is used by one goroutine at a time (a connection's, or a request's
 // own decoder).
 type propsDecoder struct {
-	props map[string]any // the map being filled
+	msg   frames.StoreDecoder // the message being decoded, in reused structures
+	props map[string]any      // the map being filled
 	keys  map[string]string
 }
 

@@ -50,7 +50,7 @@ func SplitBatch(batch *Message) ([]*Message, error) {
 	out := make([]*Message, len(batch.Data))
 	for i, d := range batch.Data {
 		m := &msgs[i]
-		if err := m.unmarshal(d, true); err != nil {
+		if err := m.unmarshal(d, true, nil); err != nil {
 			return nil, fmt.Errorf("batch message %d: %w", i, err)
 		}
 		if budget -= structCost(m); budget < 0 {

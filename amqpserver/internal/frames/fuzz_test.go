@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"runtime"
 	"testing"
 
@@ -176,6 +178,18 @@ func FuzzMessage(f *testing.F) {
 				_, _ = SplitBatch(stored)
 			}
 		})
+		// A StoreDecoder decodes as UnmarshalMessageSharing does.
+		var sd StoreDecoder
+		reused, reusedErr := sd.Decode(in)
+		reused2, reusedErr2 := sd.Decode(in) // the second time into the room the first used
+		if stored0, err0 := UnmarshalMessageSharing(in); (err0 == nil) != (reusedErr == nil) || (err0 == nil) != (reusedErr2 == nil) {
+			t.Fatalf("UnmarshalMessageSharing said %v, StoreDecoder %v then %v", err0, reusedErr, reusedErr2)
+		} else if err0 == nil {
+			if d := cmp.Diff(stored0, reused, cmpopts.EquateEmpty()); d != "" {
+				t.Fatalf("StoreDecoder's message differs (-sharing +decoder):\n%s", d)
+			}
+			_ = reused2
+		}
 		if storedErr != nil && err == nil {
 			t.Fatalf("UnmarshalMessageSharing refused what UnmarshalMessage accepted: %v", storedErr)
 		}

@@ -106,14 +106,45 @@ func UnmarshalMessageSharing(p []byte) (*Message, error) { return unmarshalMessa
 // only validates amqp-value and amqp-sequence sections.
 func unmarshalMessage(p []byte, store bool) (*Message, error) {
 	m := new(Message)
-	if err := m.unmarshal(p, store); err != nil {
+	if err := m.unmarshal(p, store, nil); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// unmarshal decodes p into the zero Message m.
-func (m *Message) unmarshal(p []byte, store bool) error {
+// StoreDecoder decodes the messages a broker stores as
+// [UnmarshalMessageSharing] does, one at a time into one Message whose
+// header, properties and first data section it keeps room for: a send
+// then allocates none of those structures (four allocations of each
+// message a client sends). The zero value is ready to use; it is not
+// safe for concurrent use.
+type StoreDecoder struct {
+	m     Message
+	hdr   MessageHeader
+	props MessageProperties
+	data  [1][]byte
+}
+
+// Decode decodes p into the decoder's Message, which is valid (and
+// aliases p, as UnmarshalMessageSharing's does) until the next Decode or
+// Clear.
+func (d *StoreDecoder) Decode(p []byte) (*Message, error) {
+	d.Clear()
+	if err := d.m.unmarshal(p, true, d); err != nil {
+		d.Clear()
+		return nil, err
+	}
+	return &d.m, nil
+}
+
+// Clear lets go of the last message decoded (and the input it aliases).
+func (d *StoreDecoder) Clear() {
+	d.m, d.hdr, d.props, d.data = Message{}, MessageHeader{}, MessageProperties{}, [1][]byte{}
+}
+
+// unmarshal decodes p into the zero Message m, its header, properties and
+// first data section into room's when room is not nil.
+func (m *Message) unmarshal(p []byte, store bool, room *StoreDecoder) error {
 	r := buffer.New(p)
 	last := -1
 	bodyStart, bodyEnd := -1, -1
@@ -133,14 +164,22 @@ func (m *Message) unmarshal(p []byte, store bool) error {
 		last = rank
 		switch code {
 		case codeMessageHeader:
-			m.Header = new(MessageHeader)
+			if room != nil {
+				m.Header = &room.hdr
+			} else {
+				m.Header = new(MessageHeader)
+			}
 			err = m.Header.unmarshal(r)
 		case codeDeliveryAnnotations:
 			m.DeliveryAnnotations, err = readSectionMap(r)
 		case codeMessageAnnotations:
 			m.MessageAnnotations, err = readSectionMap(r)
 		case codeMessageProperties:
-			m.Properties = new(MessageProperties)
+			if room != nil {
+				m.Properties = &room.props
+			} else {
+				m.Properties = new(MessageProperties)
+			}
 			err = m.Properties.unmarshal(r)
 		case codeApplicationProperties:
 			if store {
@@ -166,8 +205,14 @@ func (m *Message) unmarshal(p []byte, store bool) error {
 		if !store {
 			m.RawBody = append([]byte(nil), m.RawBody...)
 		}
+		if room != nil {
+			m.Data = room.data[:0]
+		}
 		if err := m.decodeBody(!store); err != nil {
 			return err
+		}
+		if len(m.Data) == 0 {
+			m.Data = nil // no data section: as without room
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 )
@@ -210,5 +211,43 @@ func TestMessageAsMarshaler(t *testing.T) {
 	}
 	if diff := cmp.Diff([]byte{0x00, 0x53, 0x75, 0xa0, 0x01, 0x01}, w.Bytes()); diff != "" {
 		t.Errorf("encoding (-want +got):\n%s", diff)
+	}
+}
+
+// A StoreDecoder gives what UnmarshalMessageSharing gives, message after
+// message, without allocating the message, its header, its properties or
+// its data slice.
+func TestStoreDecoderReusesItsMessage(t *testing.T) {
+	var sd StoreDecoder
+	for _, m := range []*Message{
+		fullMessage(),
+		{Header: &MessageHeader{Durable: true}, Properties: &MessageProperties{GroupID: "g"}, Data: [][]byte{[]byte("a"), []byte("b")}},
+		{BodyKind: BodyValue, Value: "v"},
+		{Properties: &MessageProperties{To: "q"}},
+	} {
+		in := mustMarshalMessage(t, m)
+		want, err := UnmarshalMessageSharing(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sd.Decode(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+			t.Fatalf("StoreDecoder differs (-sharing +decoder):\n%s", d)
+		}
+	}
+	in := mustMarshalMessage(t, &Message{Header: &MessageHeader{Durable: true}, Properties: &MessageProperties{To: "q"}, Data: [][]byte{[]byte("body")}})
+	if !raceEnabled {
+		sharing := testing.AllocsPerRun(50, func() { _, _ = UnmarshalMessageSharing(in) })
+		reused := testing.AllocsPerRun(50, func() { _, _ = sd.Decode(in) })
+		if reused > sharing-4 {
+			t.Errorf("StoreDecoder.Decode: %v allocations, UnmarshalMessageSharing %v; want 4 fewer", reused, sharing)
+		}
+	}
+	sd.Clear()
+	if sd.m.RawBody != nil || sd.data[0] != nil {
+		t.Error("Clear kept the last message's input")
 	}
 }
