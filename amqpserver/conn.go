@@ -50,6 +50,7 @@ type conn struct {
 	peerIdle     time.Duration // the peer's idle-time-out (0 = none)
 	channelMax   uint16        // highest channel the peer may begin
 	containerID  string        // the peer's: a JMS client's client id (jms.go)
+	jmsProvider  *jmsProvider  // a Service Bus JMS client's settings, nil for others (jmsauto.go)
 
 	ctx    context.Context    // cancelled when the connection ends
 	cancel context.CancelFunc // cancels ctx

@@ -139,6 +139,7 @@ func (c *conn) stateOpen() (stateFunc, error) {
 	}
 	c.peerMaxFrame = open.MaxFrameSize
 	c.containerID = open.ContainerID
+	c.jmsProvider = jmsProviderOf(open.Properties)
 	c.channelMax = min(open.ChannelMax, c.srv.cfg.Limits.channelMax())
 	c.peerIdle = time.Duration(open.IdleTimeOut) * time.Millisecond
 	// Counted as open before the peer sees our open, so that Shutdown

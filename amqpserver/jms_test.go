@@ -251,3 +251,41 @@ func TestSelectorSQL(t *testing.T) {
 		}
 	}
 }
+
+// TestJMSAutoCreate: a connection marked com.microsoft:is-client-provider
+// (Microsoft's JMS connection factory) that sends to a queue that does
+// not exist, with the capability "queue", gets it made with the
+// auto-delete-on-idle its open asked for (raised to Service Bus's 5
+// minutes); a consumer with "topic" gets the topic. Without the mark, or
+// without Manage, the attach is refused as before.
+func TestJMSAutoCreate(t *testing.T) {
+	ts := newTestServer(t, nil)
+	props := map[string]any{"com.microsoft:is-client-provider": true,
+		"com.microsoft:queue-auto-delete-on-idle-duration-in-seconds": int64(600),
+		"com.microsoft:topic-auto-delete-on-idle-duration-in-seconds": int64(60)}
+	s := mustSession(t, ts.dialWith(t, &amqp.ConnOptions{SASLType: amqp.SASLTypePlain(testKeyName, testKey), Properties: props}))
+	if _, err := s.NewSender(t.Context(), "made", &amqp.SenderOptions{TargetCapabilities: []string{"queue"}}); err != nil {
+		t.Fatalf("sender to a missing queue: %v", err)
+	}
+	if e, err := ts.Broker.GetEntity("made"); err != nil || e.Kind != core.KindQueue || e.AutoDeleteOnIdle != 10*time.Minute {
+		t.Fatalf("made: %+v %v, want a queue deleted after 10 idle minutes", e, err)
+	}
+	jmsReceiver(t, s, "made-topic", "sub", true, "")
+	if e, err := ts.Broker.GetEntity("made-topic"); err != nil || e.Kind != core.KindTopic || e.AutoDeleteOnIdle != core.MinAutoDeleteOnIdle {
+		t.Fatalf("made-topic: %+v %v, want a topic with the minimum auto-delete", e, err)
+	}
+
+	var ae *amqp.Error
+	_, err := ts.session(t).NewSender(t.Context(), "not-made", &amqp.SenderOptions{TargetCapabilities: []string{"queue"}})
+	if !errors.As(err, &ae) || ae.Condition != amqp.ErrCondNotFound {
+		t.Errorf("a client without the mark: %v, want amqp:not-found", err)
+	}
+	listen := mustSession(t, ts.dialWith(t, &amqp.ConnOptions{SASLType: amqp.SASLTypePlain("listen-only", "listen-key"), Properties: props}))
+	_, err = listen.NewReceiver(t.Context(), "not-made", &amqp.ReceiverOptions{SourceCapabilities: []string{"queue"}})
+	if !errors.As(err, &ae) || ae.Condition != amqp.ErrCondUnauthorizedAccess {
+		t.Errorf("Listen only: %v, want amqp:unauthorized-access", err)
+	}
+	if _, err := ts.Broker.GetEntity("not-made"); core.CodeOf(err) != core.CodeNotFound {
+		t.Errorf("not-made: %v, want not found", err)
+	}
+}

@@ -144,28 +144,38 @@ func (s *session) handleAttach(a *frames.Attach) error {
 		l.attach(a, nil)
 	default:
 		if e := s.c.checkEntity(l.entity); e != nil {
+			if kind, ok := s.c.jmsAutoCreate(l, a, e); ok {
+				l.autoCreate(a, kind)
+				return nil
+			}
 			l.refuse(a, e)
 			return nil
 		}
-		if l.out != nil && isJMSTopic(a.Source.Capabilities) && s.c.isTopic(l.entity) {
-			l.attachJMSConsumer(a)
-			return nil
-		}
-		if e := s.c.checkDirection(l.entity, l.in != nil); e != nil {
-			l.refuse(a, e)
-			return nil
-		}
-		if e := l.joinTxnGroup(); e != nil {
-			l.refuse(a, e)
-			return nil
-		}
-		if l.in != nil {
-			l.attachSender(a)
-		} else {
-			l.attachReceiver(a)
-		}
+		l.attachEntity(a)
 	}
 	return nil
+}
+
+// attachEntity completes the attach of a link to an entity that exists.
+func (l *link) attachEntity(a *frames.Attach) {
+	s := l.s
+	if l.out != nil && isJMSTopic(a.Source.Capabilities) && s.c.isTopic(l.entity) {
+		l.attachJMSConsumer(a)
+		return
+	}
+	if e := s.c.checkDirection(l.entity, l.in != nil); e != nil {
+		l.refuse(a, e)
+		return
+	}
+	if e := l.joinTxnGroup(); e != nil {
+		l.refuse(a, e)
+		return
+	}
+	if l.in != nil {
+		l.attachSender(a)
+	} else {
+		l.attachReceiver(a)
+	}
 }
 
 // linkPath is the node a link address names. An address given as a URL,

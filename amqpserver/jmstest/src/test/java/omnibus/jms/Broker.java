@@ -127,6 +127,14 @@ public final class Broker {
         return factory("amqp://" + host + ":" + amqpPort + "?jms.prefetchPolicy.all=0");
     }
 
+    /**
+     * A plain Qpid JMS connection factory: SASL PLAIN with the key, without
+     * what azure-servicebus-jms adds (so no entity is made on the fly).
+     */
+    public JmsConnectionFactory plainFactory() {
+        return new JmsConnectionFactory(KEY_NAME, KEY, "amqp://" + host + ":" + amqpPort);
+    }
+
     /** The same on any URI (amqps://, query options). */
     public static JmsConnectionFactory factory(String uri) {
         JmsConnectionFactory f = new JmsConnectionFactory(KEY_NAME, KEY, uri);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import javax.jms.InvalidDestinationRuntimeException;
 import javax.jms.JMSContext;
 import javax.jms.JMSRuntimeException;
 import javax.jms.TemporaryTopic;
@@ -12,7 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** Temporary topics, and what omnibus refuses where Service Bus Premium differs (amqpserver/README.md, JMS). */
+/** Temporary topics, entities made on the fly, and what omnibus refuses where Service Bus Premium differs (amqpserver/README.md, JMS). */
 @Timeout(60)
 class LimitsTest {
     @RegisterExtension
@@ -38,9 +39,17 @@ class LimitsTest {
     }
 
     @Test
-    void missingQueueIsNotMadeOnTheFly() throws Exception {
+    void missingQueueIsMadeForAServiceBusJmsClient() throws Exception {
+        // The factory marks its connections com.microsoft:is-client-provider,
+        // as Microsoft's ServiceBusJmsConnectionFactory does.
         try (JMSContext ctx = omnibus.broker().factory().createContext()) {
-            assertThrows(JMSRuntimeException.class, () -> ctx.createProducer().send(ctx.createQueue("jms-no-such-queue"), "x"));
+            ctx.createProducer().send(ctx.createQueue("jms-made-on-the-fly"), "first");
+            assertEquals("first", ((TextMessage) ctx.createConsumer(ctx.createQueue("jms-made-on-the-fly")).receive(10_000)).getText());
+        }
+        // A plain Qpid JMS connection gets InvalidDestination instead.
+        try (JMSContext ctx = omnibus.broker().plainFactory().createContext()) {
+            assertThrows(InvalidDestinationRuntimeException.class,
+                () -> ctx.createProducer().send(ctx.createQueue("jms-not-made"), "x"));
         }
     }
 }
