@@ -157,6 +157,7 @@ func decodeConfChange(e *pb.Entry) (pb.ConfChangeI, error) {
 func (n *Node) applyConfChange(cc pb.ConfChangeI) {
 	l := &n.loop
 	l.confState = *l.rn.ApplyConfChange(cc)
+	n.publishVoters(l.confState)
 	addr := peerAddrOf(cc)
 	for _, c := range cc.AsV2().Changes {
 		switch c.Type {
@@ -230,6 +231,7 @@ func (n *Node) installSnapshot(snap pb.Snapshot) error {
 	}
 	n.inbox.push(func() {
 		n.loop.confState = cs
+		n.publishVoters(cs)
 		for _, id := range n.learnPeers(book, cs) {
 			n.tr.setPeer(id, n.loop.peers[id])
 		}

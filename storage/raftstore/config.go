@@ -39,6 +39,9 @@ const (
 	DefaultProxyWait = 10 * time.Second
 )
 
+// MaxGroups bounds Config.Groups.
+const MaxGroups = 64
+
 // MaxBatchBytes is the largest batch (encoded) a [Session] applies: a
 // 100 MiB message, Service Bus's largest, with its keys. A larger batch (a
 // transaction of several large messages) is refused before it is
@@ -75,6 +78,10 @@ type Config struct {
 	// Join starts a node that is not an initial member: it does not
 	// bootstrap and waits for the leader to add it.
 	Join bool
+	// Groups is how many data groups a new cluster has besides the meta
+	// group (groups.go): 0 keeps everything in the meta group. It is
+	// recorded at the first start; later starts keep what was recorded.
+	Groups int
 	// Dir holds the node's Raft log (segment files) and state database.
 	Dir string
 	// ListenAddr is where the peer transport listens; "" means
@@ -145,6 +152,9 @@ func (c *Config) setDefaults() error {
 		if id == 0 {
 			return errors.New("raftstore: peer id 0")
 		}
+	}
+	if c.Groups < 0 || c.Groups > MaxGroups {
+		return fmt.Errorf("raftstore: %d data groups: 0 to %d", c.Groups, MaxGroups)
 	}
 	if c.ListenAddr == "" {
 		c.ListenAddr = c.Peers[c.ID]

@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -65,6 +66,7 @@ const (
 	pathJoin     = "/join"
 	headerFrom   = "Omnibus-Raft-From"
 	headerTo     = "Omnibus-Raft-To"
+	headerGroup  = "Omnibus-Raft-Group"
 )
 
 // peerSecurity is how the peer port authenticates.
@@ -92,15 +94,15 @@ type httpTransport struct {
 	peers   map[uint64]*peer
 	inbound map[inboundKey]*inStream // streams peers opened to us, one per peer and lane
 	closed  bool
-	snapOut map[uint64]bool // peers with a snapshot being sent
-	snapIn  bool            // a snapshot is being received
-	wg      sync.WaitGroup  // peer senders, snapshot senders, inbound streams
+	snapOut map[snapKey]bool // peers with a snapshot of a group being sent
+	snapIn  map[uint64]bool  // groups with a snapshot being received
+	wg      sync.WaitGroup   // peer senders, snapshot senders, inbound streams
 }
 
 func newHTTPTransport(id uint64, listen string, ln net.Listener, sec peerSecurity, log *zap.Logger) *httpTransport {
 	return &httpTransport{id: id, listenAddr: listen, ln: ln, log: log, sec: sec,
 		dialer: net.Dialer{Timeout: dialTimeout, KeepAlive: 10 * time.Second}, tokens: newTokenBook(), now: time.Now,
-		peers: map[uint64]*peer{}, inbound: map[inboundKey]*inStream{}, snapOut: map[uint64]bool{}}
+		peers: map[uint64]*peer{}, inbound: map[inboundKey]*inStream{}, snapOut: map[snapKey]bool{}, snapIn: map[uint64]bool{}}
 }
 
 // scheme is the peer API's URL scheme.
@@ -180,39 +182,45 @@ func (t *httpTransport) addr() string {
 	return t.ln.Addr().String()
 }
 
-func (t *httpTransport) setPeer(id uint64, addr string) {
+func (t *httpTransport) setPeer(group, id uint64, addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return
 	}
 	if p, ok := t.peers[id]; ok {
+		p.groups[group] = true
 		p.setAddr(addr)
 		return
 	}
-	p := &peer{t: t, id: id, addr: addr, stop: make(chan struct{}), client: t.sec.newSnapshotClient(id)}
+	p := &peer{t: t, id: id, addr: addr, stop: make(chan struct{}), client: t.sec.newSnapshotClient(id),
+		groups: map[uint64]bool{group: true}}
 	if t.sec.creds != nil {
 		p.tls = t.sec.creds.ClientConfig(id)
 		p.tls.NextProtos = []string{"http/1.1"} // a stream is an HTTP/1.1 upgrade
 	}
-	p.app = &lane{p: p, name: laneApp, q: make(chan pb.Message, sendQueueLen)}
-	p.ctl = &lane{p: p, name: laneCtl, q: make(chan pb.Message, sendQueueLen)}
+	p.app = &lane{p: p, name: laneApp, q: make(chan groupMsg, sendQueueLen)}
+	p.ctl = &lane{p: p, name: laneCtl, q: make(chan groupMsg, sendQueueLen)}
 	t.peers[id] = p
 	t.wg.Go(p.app.run)
 	t.wg.Go(p.ctl.run)
 }
 
-func (t *httpTransport) removePeer(id uint64) {
+func (t *httpTransport) removePeer(group, id uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if p, ok := t.peers[id]; ok {
+		delete(p.groups, group)
+		if len(p.groups) > 0 {
+			return // still a member of another group of this node's
+		}
 		close(p.stop)
 		p.client.CloseIdleConnections()
 		delete(t.peers, id)
 	}
 }
 
-func (t *httpTransport) send(to uint64, msgs []pb.Message) {
+func (t *httpTransport) send(group, to uint64, msgs []pb.Message) {
 	t.mu.Lock()
 	p := t.peers[to]
 	t.mu.Unlock()
@@ -225,7 +233,7 @@ func (t *httpTransport) send(to uint64, msgs []pb.Message) {
 			l = p.app
 		}
 		select {
-		case l.q <- m:
+		case l.q <- groupMsg{group: group, m: m}:
 		default:
 			t.h.unreachable(to) // raft re-sends
 		}
@@ -263,9 +271,39 @@ func (t *httpTransport) close() error {
 	return err
 }
 
-func (t *httpTransport) serveStatus(w http.ResponseWriter, _ *http.Request) {
+// serveStatus answers a group's status: ?group=N, the meta group (0)
+// without.
+func (t *httpTransport) serveStatus(w http.ResponseWriter, r *http.Request) {
+	group, ok := groupParam(w, r)
+	if !ok {
+		return
+	}
+	st, ok := t.h.status(group)
+	if !ok {
+		http.Error(w, fmt.Sprintf("this node runs no group %d", group), http.StatusNotFound)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(t.h.status())
+	_ = json.NewEncoder(w).Encode(st)
+}
+
+// groupParam reads the group a peer request is about: the query's group
+// or the Omnibus-Raft-Group header, 0 (the meta group) when neither is
+// given.
+func groupParam(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	v := r.URL.Query().Get("group")
+	if v == "" {
+		v = r.Header.Get(headerGroup)
+	}
+	if v == "" {
+		return 0, true
+	}
+	g, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		http.Error(w, "group must be a number", http.StatusBadRequest)
+		return 0, false
+	}
+	return g, true
 }
 
 // peer sends frames to one peer, over two lanes.
@@ -274,8 +312,9 @@ type peer struct {
 	id       uint64
 	app, ctl *lane
 	stop     chan struct{}
-	client   *http.Client // snapshots
-	tls      *tls.Config  // streams; nil: plain TCP
+	client   *http.Client    // snapshots
+	tls      *tls.Config     // streams; nil: plain TCP
+	groups   map[uint64]bool // the groups it is a member of with this node; guarded by httpTransport.mu
 
 	mu   sync.Mutex // guards addr
 	addr string
@@ -286,7 +325,7 @@ type peer struct {
 type lane struct {
 	p       *peer
 	name    string
-	q       chan pb.Message
+	q       chan groupMsg
 	refusal string // the peer's last refusal to open a stream, logged once
 }
 

@@ -146,7 +146,8 @@ func (t *httpTransport) serveTokens(w http.ResponseWriter, r *http.Request) {
 // its own in the membership (what its peers dial), else the one the
 // request came to.
 func (t *httpTransport) advertisedAddr(r *http.Request) string {
-	for _, m := range t.h.status().Members {
+	st, _ := t.h.status(0)
+	for _, m := range st.Members {
 		if m.ID == t.id && m.Addr != "" {
 			return m.Addr
 		}

@@ -63,6 +63,7 @@ func (n *Node) initLoop(fresh bool) error {
 		return err
 	}
 	l.confState = cs
+	n.publishVoters(cs)
 	book, err := n.state.peerBook()
 	if err != nil {
 		return err

@@ -17,6 +17,9 @@ type MemberChange struct {
 	Op   string `json:"op"`
 	ID   uint64 `json:"id"`
 	Addr string `json:"addr,omitempty"` // the new member's peer address (add)
+	// Group is the Raft group to change (groups.go); 0, the meta group,
+	// is the one `omnibus cluster add` and `remove` change.
+	Group uint64 `json:"group,omitempty"`
 }
 
 // memberAnswer is the peer API's answer to a MemberChange.

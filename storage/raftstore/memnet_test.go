@@ -85,8 +85,8 @@ func (m *memNet) reachable(from, to uint64) bool {
 	return m.nodes[to] != nil && !m.cut[from] && !m.cut[to]
 }
 
-func (t *memTransport) send(to uint64, msgs []pb.Message) {
-	f := &frame{from: t.id, to: to, msgs: append([]pb.Message(nil), msgs...)}
+func (t *memTransport) send(group, to uint64, msgs []pb.Message) {
+	f := &frame{group: group, from: t.id, to: to, msgs: append([]pb.Message(nil), msgs...)}
 	t.net.mu.Lock()
 	h := t.net.nodes[t.id]
 	t.net.mu.Unlock()
@@ -102,7 +102,7 @@ func (t *memTransport) send(to uint64, msgs []pb.Message) {
 	}
 }
 
-func (t *memTransport) sendSnapshot(m pb.Message, checkpoint func(dir string) error, done func(ok bool)) {
+func (t *memTransport) sendSnapshot(group uint64, m pb.Message, checkpoint func(dir string) error, done func(ok bool)) {
 	go func() {
 		t.net.mu.Lock()
 		to := t.net.nodes[m.To]
@@ -111,7 +111,7 @@ func (t *memTransport) sendSnapshot(m pb.Message, checkpoint func(dir string) er
 			done(false)
 			return
 		}
-		dir, err := to.newScratch("in")
+		dir, err := to.newScratch(group, "in")
 		if err == nil {
 			err = os.Remove(dir)
 		}
@@ -119,7 +119,7 @@ func (t *memTransport) sendSnapshot(m pb.Message, checkpoint func(dir string) er
 			err = checkpoint(dir)
 		}
 		if err == nil {
-			err = to.receiveSnapshot(m, dir)
+			err = to.receiveSnapshot(group, m, dir)
 		}
 		if err != nil {
 			os.RemoveAll(dir)
@@ -128,9 +128,9 @@ func (t *memTransport) sendSnapshot(m pb.Message, checkpoint func(dir string) er
 	}()
 }
 
-func (t *memTransport) setPeer(uint64, string) {}
-func (t *memTransport) removePeer(uint64)      {}
-func (t *memTransport) addr() string           { return filepath.Join("mem", string(rune('0'+t.id))) }
+func (t *memTransport) setPeer(uint64, uint64, string) {}
+func (t *memTransport) removePeer(uint64, uint64)      {}
+func (t *memTransport) addr() string                   { return filepath.Join("mem", string(rune('0'+t.id))) }
 
 func (t *memTransport) close() error {
 	t.net.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,8 @@ type Node struct {
 	cfg   Config
 	log   *zap.Logger
 	id    uint64
+	group uint64    // the Raft group (groups.go); 0: the meta group
+	host  *host     // what the node's groups share
 	nonce uint64    // drawn at each start: tells this process's entries apart
 	base  time.Time // origin of the node's monotonic clock (mono)
 	// voteHold: until then (mono), vote requests are dropped (see
@@ -32,7 +35,7 @@ type Node struct {
 	// loop reads and changes it once the node runs.
 	voteHold int64
 
-	tr     transport
+	tr     groupLink   // the node's transport, for this group
 	client *Client     // to ask peers for their status
 	logs   *logStore   // written by the appender; its memory storage is safe for all
 	state  *stateStore // written by the applier
@@ -61,6 +64,9 @@ type Node struct {
 	// once, so that the snapshot a new member gets names it.
 	compactNow atomic.Bool
 	stalled    atomic.Bool // a write of this node's disk is failing
+	// votersPub is the group's voters as the loop last saw them, for
+	// other goroutines (status, the balancer).
+	votersPub atomic.Pointer[[]uint64]
 
 	appliedMu               sync.Mutex // guards appliedIdx and appliedTerm
 	appliedIdx, appliedTerm uint64
@@ -102,8 +108,11 @@ type snapIn struct {
 }
 
 // Open opens (creating if needed) the node's directory, starts its
-// transport and its loop. A new directory bootstraps the group from
-// cfg.Peers, unless cfg.Join.
+// transport and the loops of its groups (groups.go), and returns its
+// member of the meta group, through which the others are reached
+// (Groups, GroupNode) and which closes them all. A new directory
+// bootstraps the meta group from cfg.Peers, unless cfg.Join, and, with
+// cfg.Groups, the data groups this node holds.
 func Open(cfg Config) (*Node, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -111,7 +120,79 @@ func Open(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftstore: %w: %v", storage.ErrUnavailable, err)
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, id: cfg.ID, base: time.Now(),
+	rec, err := loadGroups(cfg.Dir, cfg.Groups, cfg.Peers, cfg.Join)
+	if err != nil {
+		return nil, err
+	}
+	h := &host{id: cfg.ID, nodes: map[uint64]*Node{}, record: rec}
+	h.tr = cfg.transport
+	if h.tr == nil {
+		h.tr = newHTTPTransport(cfg.ID, cfg.ListenAddr, cfg.Listener, peerSecurity{creds: cfg.TLS, admin: cfg.Admin}, cfg.Logger.Named("transport"))
+	}
+	var opened []*Node
+	closeOpened := func() {
+		for _, n := range opened {
+			n.logs.close()
+			n.state.close()
+		}
+	}
+	meta, err := openGroup(cfg, h, 0)
+	if err != nil {
+		return nil, err
+	}
+	opened = append(opened, meta)
+	for g := uint64(1); g <= uint64(rec.Groups); g++ {
+		members := groupMembers(rec.Members, g)
+		if !slices.Contains(members, cfg.ID) {
+			continue
+		}
+		gc := cfg
+		gc.Dir = groupDir(cfg.Dir, g)
+		gc.Peers = map[uint64]string{}
+		for _, id := range members {
+			gc.Peers[id] = cfg.Peers[id]
+		}
+		if err := os.MkdirAll(gc.Dir, 0o755); err != nil {
+			closeOpened()
+			return nil, fmt.Errorf("raftstore: %w: %v", storage.ErrUnavailable, err)
+		}
+		n, err := openGroup(gc, h, g)
+		if err != nil {
+			closeOpened()
+			return nil, fmt.Errorf("raftstore: group %d: %w", g, err)
+		}
+		opened = append(opened, n)
+	}
+	for _, n := range opened {
+		h.nodes[n.group] = n
+		for id, addr := range n.loop.peers {
+			if id != n.id {
+				n.tr.setPeer(id, addr)
+			}
+		}
+	}
+	if err := h.tr.start(h); err != nil {
+		closeOpened()
+		return nil, err
+	}
+	for _, n := range opened {
+		go n.run()
+		go n.runAppender()
+		go n.runApplier()
+		go n.watchLease()
+	}
+	return meta, nil
+}
+
+// openGroup opens this node's member of group g in cfg.Dir, bootstrapping
+// it from cfg.Peers if the directory is new (unless cfg.Join). It starts
+// no goroutine.
+func openGroup(cfg Config, h *host, g uint64) (*Node, error) {
+	log := cfg.Logger
+	if g != 0 {
+		log = log.With(zap.Uint64("group", g))
+	}
+	n := &Node{cfg: cfg, log: log, id: cfg.ID, group: g, host: h, tr: groupLink{tr: h.tr, group: g}, base: time.Now(),
 		recvc: make(chan *frame, 256), snapc: make(chan snapIn), propc: make(chan struct{}, 1),
 		inbox: newWorkQueue[func()](), appendQ: newWorkQueue[appendWork](), applyQ: newWorkQueue[applyWork](),
 		stopc: make(chan struct{}), loopDone: make(chan struct{}), appendDone: make(chan struct{}),
@@ -123,13 +204,13 @@ func Open(cfg Config) (*Node, error) {
 	n.voteHold = int64(time.Duration(cfg.ElectionTicks) * cfg.TickInterval)
 
 	sopts := cfg.Store
-	sopts.Logger = cfg.Logger.Named("pebble")
+	sopts.Logger = log.Named("pebble")
 	// The Raft log is the durable copy of what the state database holds:
 	// after a crash the node replays the log from the database's last
 	// flush, so the database writes no write-ahead log of its own.
 	sopts.NoWAL = true
 	logs, fresh, err := openLogStore(filepath.Join(cfg.Dir, "raftlog"), cfg.ID, logOptions{fs: cfg.logFS,
-		repair: cfg.Store.Repair, log: cfg.Logger.Named("log"), segmentBytes: cfg.segmentBytes})
+		repair: cfg.Store.Repair, log: log.Named("log"), segmentBytes: cfg.segmentBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -157,24 +238,6 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.client = NewClient(cfg.TLS, nil)
-	n.tr = cfg.transport
-	if n.tr == nil {
-		n.tr = newHTTPTransport(cfg.ID, cfg.ListenAddr, cfg.Listener, peerSecurity{creds: cfg.TLS, admin: cfg.Admin}, n.log.Named("transport"))
-	}
-	for id, addr := range n.loop.peers {
-		if id != n.id {
-			n.tr.setPeer(id, addr)
-		}
-	}
-	if err := n.tr.start(n); err != nil {
-		logs.close()
-		n.state.close()
-		return nil, err
-	}
-	go n.run()
-	go n.runAppender()
-	go n.runApplier()
-	go n.watchLease()
 	return n, nil
 }
 
@@ -253,9 +316,33 @@ func (n *Node) clientInfoCopy() map[string]string {
 }
 
 // Close ends the node's Session (its calls then fail with
-// storage.ErrClosed), stops the loop and the transport and closes both
-// databases. A second Close returns storage.ErrClosed.
+// storage.ErrClosed), stops the loop and closes both databases; the meta
+// group's member (what Open returns) closes every other group first, and
+// the transport last. A second Close returns storage.ErrClosed.
 func (n *Node) Close() error {
+	if n.group != 0 {
+		return n.closeGroup()
+	}
+	var errs []error
+	for _, g := range n.host.all() {
+		if g.group != 0 {
+			n.host.mu.Lock()
+			delete(n.host.nodes, g.group) // its frames are dropped from now on
+			n.host.mu.Unlock()
+			if err := g.closeGroup(); err != nil && !errors.Is(err, storage.ErrClosed) {
+				errs = append(errs, fmt.Errorf("group %d: %w", g.group, err))
+			}
+		}
+	}
+	err := n.closeGroup()
+	if errors.Is(err, storage.ErrClosed) {
+		return err
+	}
+	return errors.Join(append(errs, err, n.host.tr.close())...)
+}
+
+// closeGroup is Close of one group's member, the transport left alone.
+func (n *Node) closeGroup() error {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
@@ -273,7 +360,7 @@ func (n *Node) Close() error {
 	<-n.appendDone
 	<-n.applyDone
 	n.client.CloseIdleConnections()
-	return errors.Join(n.tr.close(), n.state.close(), n.logs.close())
+	return errors.Join(n.state.close(), n.logs.close())
 }
 
 // fail stops the node after an error it cannot survive (raft's

@@ -258,7 +258,7 @@ func TestJoinTokenExpiredOrReusedIsRefused(t *testing.T) {
 			t.Fatal("a token for node 6 got node 7 a certificate")
 		}
 	})
-	tr := g.n.tr.(*httpTransport)
+	tr := g.n.host.tr.(*httpTransport)
 	tr.now = func() time.Time { return time.Now().Add(2 * time.Minute) } // set before any request reads it
 	g.refused(t, "refused a peer request", "expired", func() {
 		if _, err := Enroll(t.Context(), tok, 6); err == nil || !strings.Contains(err.Error(), "expired") {

@@ -24,7 +24,7 @@ func meshTalks(t *testing.T, stage string, creds map[uint64]*peertls.Creds) map[
 	for from, tr := range trs {
 		for to, peer := range trs {
 			if from != to {
-				tr.setPeer(to, peer.addr())
+				tr.setPeer(0, to, peer.addr())
 			}
 		}
 	}

@@ -22,33 +22,37 @@ import (
 
 const maxSnapMsgBytes = 16 << 20
 
-func (t *httpTransport) sendSnapshot(m pb.Message, checkpoint func(dir string) error, done func(ok bool)) {
+// snapKey names a snapshot being sent: one per peer and group at a time.
+type snapKey struct{ group, peer uint64 }
+
+func (t *httpTransport) sendSnapshot(group uint64, m pb.Message, checkpoint func(dir string) error, done func(ok bool)) {
+	key := snapKey{group, m.To}
 	t.mu.Lock()
 	p := t.peers[m.To]
-	if t.closed || p == nil || t.snapOut[m.To] {
+	if t.closed || p == nil || t.snapOut[key] {
 		t.mu.Unlock()
 		go done(false) // never from the caller's goroutine: it is the loop
 		return
 	}
-	t.snapOut[m.To] = true
+	t.snapOut[key] = true
 	t.mu.Unlock()
 	t.wg.Go(func() {
-		err := t.postSnapshot(p, m, checkpoint)
+		err := t.postSnapshot(group, p, m, checkpoint)
 		if err != nil {
-			t.log.Warn("sending a snapshot failed", zap.Uint64("peer", m.To), zap.Error(err))
+			t.log.Warn("sending a snapshot failed", zap.Uint64("group", group), zap.Uint64("peer", m.To), zap.Error(err))
 		} else {
-			t.log.Info("sent a snapshot", zap.Uint64("peer", m.To), zap.Uint64("index", m.Snapshot.Metadata.Index))
+			t.log.Info("sent a snapshot", zap.Uint64("group", group), zap.Uint64("peer", m.To), zap.Uint64("index", m.Snapshot.Metadata.Index))
 		}
 		t.mu.Lock()
-		delete(t.snapOut, m.To)
+		delete(t.snapOut, key)
 		t.mu.Unlock()
 		done(err == nil)
 	})
 }
 
-// postSnapshot checkpoints the state database and streams it to p.
-func (t *httpTransport) postSnapshot(p *peer, m pb.Message, checkpoint func(dir string) error) error {
-	scratch, err := t.h.newScratch("out")
+// postSnapshot checkpoints group's state database and streams it to p.
+func (t *httpTransport) postSnapshot(group uint64, p *peer, m pb.Message, checkpoint func(dir string) error) error {
+	scratch, err := t.h.newScratch(group, "out")
 	if err != nil {
 		return err
 	}
@@ -66,6 +70,7 @@ func (t *httpTransport) postSnapshot(p *peer, m pb.Message, checkpoint func(dir 
 	}
 	req.Header.Set(headerFrom, strconv.FormatUint(t.id, 10))
 	req.Header.Set(headerTo, strconv.FormatUint(m.To, 10))
+	req.Header.Set(headerGroup, strconv.FormatUint(group, 10))
 	resp, err := p.client.Do(req)
 	pr.CloseWithError(errors.New("request done"))
 	if err != nil {
@@ -136,33 +141,37 @@ func (t *httpTransport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	group, ok := groupParam(w, r)
+	if !ok {
+		return
+	}
 	// Only a leader sends snapshots, and this node hears from its leader
 	// (an append it could not take) before the leader decides to send one:
 	// anything else is refused before a byte of it reaches the disk.
-	if lead := t.h.following(); lead != from {
-		t.refuse(w, r, http.StatusConflict, fmt.Sprintf("node %d is not the leader this node follows (%d); snapshots come from the leader", from, lead))
+	if lead := t.h.following(group); lead != from {
+		t.refuse(w, r, http.StatusConflict, fmt.Sprintf("node %d is not the leader this node follows in group %d (%d); snapshots come from the leader", from, group, lead))
 		return
 	}
 	t.mu.Lock()
-	if t.snapIn || t.closed {
+	if t.snapIn[group] || t.closed {
 		t.mu.Unlock()
 		http.Error(w, "a snapshot is already being received", http.StatusServiceUnavailable)
 		return
 	}
-	t.snapIn = true
+	t.snapIn[group] = true
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
-		t.snapIn = false
+		delete(t.snapIn, group)
 		t.mu.Unlock()
 	}()
-	m, dir, err := t.readSnapshot(r.Body, from)
+	m, dir, err := t.readSnapshot(r.Body, group, from)
 	if err != nil {
-		t.log.Warn("receiving a snapshot failed", zap.Uint64("peer", from), zap.Error(err))
+		t.log.Warn("receiving a snapshot failed", zap.Uint64("group", group), zap.Uint64("peer", from), zap.Error(err))
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if err := t.h.receiveSnapshot(m, dir); err != nil {
+	if err := t.h.receiveSnapshot(group, m, dir); err != nil {
 		os.RemoveAll(dir)
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
@@ -172,7 +181,7 @@ func (t *httpTransport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 // readSnapshot reads the message and the files into a new directory.
-func (t *httpTransport) readSnapshot(body io.Reader, from uint64) (pb.Message, string, error) {
+func (t *httpTransport) readSnapshot(body io.Reader, group, from uint64) (pb.Message, string, error) {
 	var m pb.Message
 	br := bufio.NewReaderSize(body, 256<<10)
 	var n uint32
@@ -192,7 +201,7 @@ func (t *httpTransport) readSnapshot(body io.Reader, from uint64) (pb.Message, s
 	if m.Type != pb.MsgSnap || m.From != from || m.To != t.id {
 		return m, "", fmt.Errorf("not a snapshot for node %d: %s from %d to %d", t.id, m.Type, m.From, m.To)
 	}
-	dir, err := t.h.newScratch("in")
+	dir, err := t.h.newScratch(group, "in")
 	if err != nil {
 		return m, "", err
 	}

@@ -36,6 +36,11 @@ type Status struct {
 	Members []Member          `json:"members"`
 	Client  map[string]string `json:"client,omitempty"` // client listener addresses
 	Error   string            `json:"error,omitempty"`  // why the node stopped, if it did
+	// Group is the Raft group this status is of (0: the meta group).
+	Group uint64 `json:"group,omitempty"`
+	// Groups summarizes, in the meta group's status, the data groups
+	// this node holds (groups.go).
+	Groups []GroupSummary `json:"groups,omitempty"`
 }
 
 // Member is one member of the group as this node sees it.
@@ -68,7 +73,7 @@ func (n *Node) Status() Status {
 	case <-time.After(time.Second):
 	}
 	return n.withShared(Status{ID: n.id, State: "unknown (the node's loop is busy)", Term: n.term.Load(),
-		Leader: n.leader.Load(), Commit: n.commit.Load(), Applied: n.applied.Load()})
+		Leader: n.leader.Load(), Commit: n.commit.Load(), Applied: n.applied.Load(), Group: n.group})
 }
 
 // status implements handler.
@@ -101,7 +106,7 @@ func (n *Node) loopStatus() Status {
 	l := &n.loop
 	rs := l.rn.Status()
 	st := Status{ID: n.id, State: rs.RaftState.String(), Term: rs.Term, Leader: rs.Lead,
-		Commit: rs.Commit, Snapshot: n.snapshotIndex.Load()}
+		Commit: rs.Commit, Snapshot: n.snapshotIndex.Load(), Group: n.group}
 	st.Applied, _ = n.appliedPos()
 	st.LastIndex, _ = n.logs.mem.LastIndex()
 	now := n.mono()

@@ -26,15 +26,19 @@ import (
 //
 //	GET /raft/stream?lane=app HTTP/1.1
 //	Connection: Upgrade
-//	Upgrade: omnibus-raft/1
+//	Upgrade: omnibus-raft/2
 //	Omnibus-Raft-From: 1
 //	Omnibus-Raft-To: 2
 //
 // which net/http parses and routes, and answers with 101 Switching
 // Protocols before handing over the connection. From then on the sender
-// writes frames, each a 4-byte big-endian length and a frame (appendFrame),
-// one write per frame; a length of 0 is a ping, written when nothing else
-// was for pingAfter. The receiver writes one byte back every pingAfter.
+// writes frames, each a 4-byte big-endian length and a frame (appendFrame):
+// each frame carries one Raft group's messages, and what the lane holds
+// for several groups goes out in one write, frame after frame (so a peer
+// gets every group's messages over the same two connections, batched). A
+// length of 0 is a ping, written when nothing else was for pingAfter.
+// Version 2 of the protocol added the group to the frame; version 1 peers
+// are refused at the upgrade. The receiver writes one byte back every pingAfter.
 // Each end reads with a deadline of stallTimeout and closes the connection
 // when it passes.
 //
@@ -48,7 +52,7 @@ import (
 
 // Constants of the stream protocol.
 const (
-	streamProtocol    = "omnibus-raft/1"
+	streamProtocol    = "omnibus-raft/2"
 	laneApp, laneCtl  = "app", "ctl"
 	maxInboundStreams = 64      // streams peers may hold open to a node
 	keepBufBytes      = 1 << 20 // frame buffers up to this size are reused
@@ -78,14 +82,14 @@ func (l *lane) run() {
 	wrote := false // since the last tick
 	backoff := redialAfter
 	var buf []byte
-	var msgs []pb.Message
+	var msgs []groupMsg
 	ok := true
 	for {
 		var dead <-chan struct{}
 		if s != nil {
 			dead = s.dead
 		}
-		var first pb.Message
+		var first groupMsg
 		select {
 		case <-p.stop:
 			return
@@ -109,13 +113,13 @@ func (l *lane) run() {
 		case first = <-l.q:
 		}
 		msgs = append(msgs[:0], first)
-		size := first.Size()
+		size := first.m.Size()
 	more:
 		for len(msgs) < 1024 && size < laneFrameBytes {
 			select {
 			case m := <-l.q:
 				msgs = append(msgs, m)
-				size += m.Size()
+				size += m.m.Size()
 			default:
 				break more
 			}
@@ -128,16 +132,13 @@ func (l *lane) run() {
 				continue
 			}
 		}
-		f := &frame{from: p.t.id, to: p.id, msgs: msgs}
-		p.t.h.stamp(f)
 		var err error
-		buf, err = appendFrame(append(buf[:0], 0, 0, 0, 0), f)
+		buf, err = l.appendFrames(buf[:0], msgs)
 		clear(msgs) // do not keep their entries alive
 		if err != nil {
 			p.t.log.Error("cannot encode a frame", zap.Error(err))
 			continue
 		}
-		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 		if err := s.write(buf); err != nil {
 			if s, ok = l.reconnect(s, &backoff); !ok {
 				return
@@ -149,6 +150,38 @@ func (l *lane) run() {
 			buf = nil // do not keep a big one
 		}
 	}
+}
+
+// groupMsg is a raft message of one group, queued for a peer.
+type groupMsg struct {
+	group uint64
+	m     pb.Message
+}
+
+// appendFrames encodes msgs as one length-prefixed frame per group, in
+// the order of each group's first message (a group's own messages keep
+// their order), each frame stamped with its group's lease fields.
+func (l *lane) appendFrames(buf []byte, msgs []groupMsg) ([]byte, error) {
+	p := l.p
+	var groups []uint64
+	by := map[uint64][]pb.Message{}
+	for _, gm := range msgs {
+		if _, ok := by[gm.group]; !ok {
+			groups = append(groups, gm.group)
+		}
+		by[gm.group] = append(by[gm.group], gm.m)
+	}
+	for _, g := range groups {
+		f := &frame{group: g, from: p.t.id, to: p.id, msgs: by[g]}
+		p.t.h.stamp(f)
+		start := len(buf)
+		var err error
+		if buf, err = appendFrame(append(buf, 0, 0, 0, 0), f); err != nil {
+			return buf[:start], err
+		}
+		binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
+	}
+	return buf, nil
 }
 
 // reconnect replaces the broken stream s. Raft hears that the peer is

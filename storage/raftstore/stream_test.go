@@ -38,7 +38,7 @@ func sendUntil(tb testing.TB, tr *httpTransport, to uint64, m pb.Message, what s
 		if cond() {
 			return true
 		}
-		tr.send(to, []pb.Message{m})
+		tr.send(0, to, []pb.Message{m})
 		return false
 	})
 }
@@ -58,11 +58,11 @@ func TestStreamStuckAppendsDoNotDelayHeartbeats(t *testing.T) {
 			close(hold) // before the transports close, which waits for the reader
 		}
 	})
-	t1.setPeer(2, t2.addr())
+	t1.setPeer(0, 2, t2.addr())
 
 	// 100 appends of 256 KiB: 25 MiB, more than the sockets' buffers take.
 	for range 100 {
-		t1.send(2, []pb.Message{bigAppend(1, 2, 256<<10)})
+		t1.send(0, 2, []pb.Message{bigAppend(1, 2, 256<<10)})
 	}
 	waitFor(t, "the appends writer to time out", func() bool { return h1.unreachables.Load() > 0 })
 	if h2.apps.Load() != 0 {
@@ -117,8 +117,8 @@ func TestStreamSilentPeerIsLeft(t *testing.T) {
 	})
 	h1 := newCountingHandler(0)
 	t1 := startTestTransport(t, 1, h1, nil)
-	t1.setPeer(2, ln.Addr().String())
-	t1.send(2, []pb.Message{heartbeat(1, 2)})
+	t1.setPeer(0, 2, ln.Addr().String())
+	t1.send(0, 2, []pb.Message{heartbeat(1, 2)})
 	waitFor(t, "a stream", func() bool { return accepted.Load() >= 1 })
 	waitFor(t, "the silent stream to be dropped and dialled again", func() bool { return accepted.Load() >= 2 })
 	if h1.unreachables.Load() == 0 {
@@ -135,7 +135,7 @@ func TestStreamReconnectsAfterThePeerRestarts(t *testing.T) {
 	h1, h2 := newCountingHandler(0), newCountingHandler(0)
 	t1, t2 := startTestTransport(t, 1, h1, nil), startTestTransport(t, 2, h2, nil)
 	addr := t2.addr()
-	t1.setPeer(2, addr)
+	t1.setPeer(0, 2, addr)
 	sendUntil(t, t1, 2, heartbeat(1, 2), "a first heartbeat", func() bool { return h2.received.Load() > 0 })
 
 	if err := t2.close(); err != nil {
@@ -157,7 +157,7 @@ func TestStreamReconnectsAfterThePeerRestarts(t *testing.T) {
 func TestStreamBadFrameClosesOnlyThatStream(t *testing.T) {
 	h1, h2 := newCountingHandler(0), newCountingHandler(0)
 	t1, t2 := startTestTransport(t, 1, h1, nil), startTestTransport(t, 2, h2, nil)
-	t1.setPeer(2, t2.addr())
+	t1.setPeer(0, 2, t2.addr())
 	sendUntil(t, t1, 2, heartbeat(1, 2), "a first heartbeat", func() bool { return h2.received.Load() > 0 })
 
 	oversized := binary.BigEndian.AppendUint32(nil, maxFrameBytes+1)
@@ -280,7 +280,7 @@ func TestStreamRefusedByAnOlderNode(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
 	h1 := newCountingHandler(0)
 	t1 := startTransportWith(t, 1, h1, peerSecurity{}, zap.New(core)) // the older node had no TLS
-	t1.setPeer(2, ln.Addr().String())
+	t1.setPeer(0, 2, ln.Addr().String())
 	sendUntil(t, t1, 2, heartbeat(1, 2), "three refusals", func() bool { return h1.unreachables.Load() >= 3 })
 	if h1.gones.Load() != 0 {
 		t.Fatal("a refusal was taken for a dead process")

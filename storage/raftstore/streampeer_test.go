@@ -135,21 +135,21 @@ func (h *countingHandler) receive(f *frame) bool {
 	return true
 }
 
-func (h *countingHandler) receiveSnapshot(_ pb.Message, dir string) error {
+func (h *countingHandler) receiveSnapshot(_ uint64, _ pb.Message, dir string) error {
 	h.snapshots.Add(1)
 	return os.RemoveAll(dir)
 }
-func (h *countingHandler) newScratch(kind string) (string, error) {
+func (h *countingHandler) newScratch(_ uint64, kind string) (string, error) {
 	if h.scratch == "" {
 		return "", errors.New("no scratch")
 	}
 	return os.MkdirTemp(h.scratch, snapScratchPrefix+kind+"-")
 }
-func (h *countingHandler) following() uint64  { return h.lead.Load() }
-func (h *countingHandler) stamp(f *frame)     { f.sent = time.Now().UnixNano() }
-func (h *countingHandler) unreachable(uint64) { h.unreachables.Add(1) }
-func (h *countingHandler) gone(uint64)        { h.gones.Add(1) }
-func (h *countingHandler) status() Status     { return Status{ID: 2} }
+func (h *countingHandler) following(uint64) uint64      { return h.lead.Load() }
+func (h *countingHandler) stamp(f *frame)               { f.sent = time.Now().UnixNano() }
+func (h *countingHandler) unreachable(uint64)           { h.unreachables.Add(1) }
+func (h *countingHandler) gone(uint64)                  { h.gones.Add(1) }
+func (h *countingHandler) status(uint64) (Status, bool) { return Status{ID: 2}, true }
 func (h *countingHandler) changeMembers(context.Context, MemberChange) error {
 	return errors.New("no members here")
 }

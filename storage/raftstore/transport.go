@@ -10,56 +10,65 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// transport carries a node's frames to its peers and delivers theirs.
-// Sends never block the loop: a full queue drops messages, which raft
-// tolerates (it re-sends), and the peer is reported unreachable.
+// transport carries a node's frames to its peers and delivers theirs, for
+// every Raft group the node is a member of (groups.go): one set of
+// streams per peer carries them all. Sends never block the loop: a full
+// queue drops messages, which raft tolerates (it re-sends), and the peer
+// is reported unreachable.
 type transport interface {
 	// start begins delivering what peers send to h.
 	start(h handler) error
-	// send queues msgs (all for peer to, none a MsgSnap).
-	send(to uint64, msgs []pb.Message)
-	// sendSnapshot sends the MsgSnap m with a checkpoint of the state
-	// database made by checkpoint into a fresh directory, in the
-	// background, then calls done with the outcome.
-	sendSnapshot(m pb.Message, checkpoint func(dir string) error, done func(ok bool))
-	// setPeer adds or updates a peer's address; removePeer drops it.
-	setPeer(id uint64, addr string)
-	removePeer(id uint64)
+	// send queues msgs of group (all for peer to, none a MsgSnap).
+	send(group, to uint64, msgs []pb.Message)
+	// sendSnapshot sends group's MsgSnap m with a checkpoint of the
+	// group's state database made by checkpoint into a fresh directory,
+	// in the background, then calls done with the outcome.
+	sendSnapshot(group uint64, m pb.Message, checkpoint func(dir string) error, done func(ok bool))
+	// setPeer adds or updates a peer's address for group; removePeer
+	// drops it from group. A peer no group names any more is dropped.
+	setPeer(group, id uint64, addr string)
+	removePeer(group, id uint64)
 	// addr is the address the transport listens on.
 	addr() string
 	close() error
 }
 
-// handler is the node as its transport sees it.
+// handler is the node, all its groups, as its transport sees it.
 type handler interface {
-	// receive delivers a frame from a peer; it may block (back-pressure
-	// on that peer's stream) and returns false once the node is closed.
+	// receive delivers a frame from a peer to the group it names; it may
+	// block (back-pressure on that peer's stream) and returns false once
+	// the node is closed. A frame of a group the node does not run is
+	// dropped (true).
 	receive(f *frame) bool
-	// receiveSnapshot delivers a MsgSnap whose checkpoint was written
-	// into dir (which the node takes over), from newScratch.
-	receiveSnapshot(m pb.Message, dir string) error
-	// newScratch returns a new empty directory for a snapshot in transit.
-	newScratch(kind string) (string, error)
+	// receiveSnapshot delivers group's MsgSnap whose checkpoint was
+	// written into dir (which the node takes over), from newScratch.
+	receiveSnapshot(group uint64, m pb.Message, dir string) error
+	// newScratch returns a new empty directory for a snapshot of group
+	// in transit.
+	newScratch(group uint64, kind string) (string, error)
 	// stamp fills the lease fields of a frame about to be written to
-	// peer to: the send time and the echo of to's latest frame.
+	// peer f.to for group f.group: the send time and the echo of to's
+	// latest frame.
 	stamp(f *frame)
 	// unreachable reports that messages to id could not be sent.
 	unreachable(id uint64)
 	// gone reports that nothing listens at id's address any more (the
 	// connection was refused): its process is not running.
 	gone(id uint64)
-	// status is the node's status (served to `omnibus cluster status`).
-	status() Status
-	// following is the leader the node knows of (0: none).
-	following() uint64
-	// changeMembers adds or removes a member (`omnibus cluster add`,
-	// `remove`).
+	// status is a group's status (served to `omnibus cluster status`);
+	// ok is false for a group the node does not run.
+	status(group uint64) (st Status, ok bool)
+	// following is the leader of group the node knows of (0: none).
+	following(group uint64) uint64
+	// changeMembers adds or removes a member of c.Group (`omnibus
+	// cluster add`, `remove`).
 	changeMembers(ctx context.Context, c MemberChange) error
 }
 
-// frame is what goes over a peer stream: raft messages plus the fields the
-// lease needs (see DESIGN.md, "The lease").
+// frame is what goes over a peer stream: one group's raft messages plus
+// the fields that group's lease needs (see DESIGN.md, "The lease").
 type frame struct {
+	group    uint64 // the Raft group (groups.go); 0 is the meta group
 	from, to uint64
 	// sent is the sender's monotonic clock when the frame was written.
 	sent int64
@@ -75,11 +84,12 @@ var errBadFrame = errors.New("raftstore: malformed frame")
 
 // appendFrame encodes f, growing dst at most once.
 func appendFrame(dst []byte, f *frame) ([]byte, error) {
-	need := 6 * binary.MaxVarintLen64
+	need := 7 * binary.MaxVarintLen64
 	for i := range f.msgs {
 		need += binary.MaxVarintLen64 + f.msgs[i].Size()
 	}
 	dst = slices.Grow(dst, need)
+	dst = binary.AppendUvarint(dst, f.group)
 	dst = binary.AppendUvarint(dst, f.from)
 	dst = binary.AppendUvarint(dst, f.to)
 	dst = binary.AppendVarint(dst, f.sent)
@@ -102,7 +112,8 @@ func appendFrame(dst []byte, f *frame) ([]byte, error) {
 // (gogoproto's Unmarshal copies bytes fields), so data can be reused.
 func parseFrame(data []byte) (*frame, error) {
 	r := reader{b: data}
-	f := &frame{from: r.uvarint(), to: r.uvarint()}
+	f := &frame{group: r.uvarint()}
+	f.from, f.to = r.uvarint(), r.uvarint()
 	f.sent = r.varint()
 	f.echoTerm = r.uvarint()
 	f.echoSent = r.varint()

@@ -50,12 +50,12 @@ func benchTransport(b *testing.B, m pb.Message, window int, secure bool) {
 		sec1, sec2 = tlsSecurity(b, 1), tlsSecurity(b, 2)
 	}
 	t1, t2 := startTransportWith(b, 1, h1, sec1, nil), startTransportWith(b, 2, h2, sec2, nil)
-	t1.setPeer(2, t2.addr())
-	t2.setPeer(1, t1.addr())
+	t1.setPeer(0, 2, t2.addr())
+	t2.setPeer(0, 1, t1.addr())
 	// Warm up: the streams are open and have carried a window's worth.
 	for range window {
 		h2.await(b)
-		t1.send(2, []pb.Message{m})
+		t1.send(0, 2, []pb.Message{m})
 	}
 	h2.drain(b, window)
 	b.ReportAllocs()
@@ -64,7 +64,7 @@ func benchTransport(b *testing.B, m pb.Message, window int, secure bool) {
 	b.ResetTimer()
 	for range b.N {
 		h2.await(b)
-		t1.send(2, []pb.Message{m})
+		t1.send(0, 2, []pb.Message{m})
 	}
 	h2.drain(b, window)
 	b.StopTimer()

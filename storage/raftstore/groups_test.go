@@ -1,0 +1,161 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// groupSession waits (up to a minute) for the member of group g on any
+// node but those excluded to hand out a Session, and returns it with its
+// node's id.
+func (c *testCluster) groupSession(g uint64, exclude ...uint64) (*Session, uint64) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type got struct {
+		s  *Session
+		id uint64
+	}
+	ch := make(chan got, len(c.nodes))
+	n := 0
+	for id, node := range c.nodes {
+		gn := node.GroupNode(g)
+		if gn == nil || slices.Contains(exclude, id) {
+			continue
+		}
+		n++
+		go func() {
+			s, err := gn.Session(ctx)
+			if err != nil {
+				ch <- got{}
+				return
+			}
+			ch <- got{s, id}
+		}()
+	}
+	var first got
+	for range n {
+		x := <-ch
+		if x.s == nil {
+			continue
+		}
+		if first.s == nil {
+			first = x
+			cancel()
+			continue
+		}
+		x.s.Close()
+	}
+	if first.s == nil {
+		c.t.Fatalf("no member of group %d served within a minute", g)
+	}
+	return first.s, first.id
+}
+
+func TestGroupMembersSpreadOverFounders(t *testing.T) {
+	for _, tc := range []struct {
+		founders []uint64
+		g        uint64
+		want     []uint64
+	}{
+		{[]uint64{1, 2, 3}, 1, []uint64{1, 2, 3}},
+		{[]uint64{3, 1, 2}, 5, []uint64{1, 2, 3}},
+		{[]uint64{1, 2}, 1, []uint64{1, 2}},
+		{[]uint64{1, 2, 3, 4, 5}, 1, []uint64{1, 2, 3}},
+		{[]uint64{1, 2, 3, 4, 5}, 4, []uint64{1, 4, 5}},
+		{[]uint64{1, 2, 3, 4, 5}, 5, []uint64{1, 2, 5}},
+		{[]uint64{1, 2, 3, 4, 5}, 6, []uint64{1, 2, 3}},
+	} {
+		if got := groupMembers(tc.founders, tc.g); !slices.Equal(got, tc.want) {
+			t.Errorf("groupMembers(%v, %d) = %v, want %v", tc.founders, tc.g, got, tc.want)
+		}
+	}
+}
+
+// TestGroupsReplicateApart runs three data groups on three nodes over the
+// real peer transport (their frames share each pair's streams): each
+// group elects its own leader and replicates its own writes, and stopping
+// a node moves only the groups it led.
+func TestGroupsReplicateApart(t *testing.T) {
+	c := newTestCluster(t, 3, false, func(cfg *Config) { cfg.Groups = 3 })
+	for id, n := range c.nodes {
+		if got := len(n.Groups()); got != 4 {
+			t.Fatalf("node %d runs %d groups, want the meta group and 3 data groups", id, got)
+		}
+	}
+	leaders := map[uint64]uint64{}
+	for g := uint64(0); g <= 3; g++ {
+		s, id := c.groupSession(g)
+		leaders[g] = id
+		mustPut(t, s, "k", fmt.Sprint("group ", g))
+		s.Close()
+	}
+	// Each group's writes are in its own state database on every member,
+	// and in no other group's.
+	for g := uint64(0); g <= 3; g++ {
+		for id, n := range c.nodes {
+			gn := n.GroupNode(g)
+			waitFor(t, fmt.Sprintf("group %d's write on node %d", g, id), func() bool {
+				v, err := stateGet(gn, "k")
+				return err == nil && v == fmt.Sprint("group ", g)
+			})
+		}
+	}
+	st, ok := c.nodes[1].host.status(0)
+	if !ok || len(st.Groups) != 3 {
+		t.Fatalf("the meta group's status lists %d data groups: %+v", len(st.Groups), st.Groups)
+	}
+	for _, gs := range st.Groups {
+		if !slices.Equal(gs.Voters, []uint64{1, 2, 3}) || gs.Leader == 0 {
+			t.Errorf("group %d: voters %v, leader %d", gs.Group, gs.Voters, gs.Leader)
+		}
+	}
+	// Stop the leader of group 1: group 1 fails over, with its data.
+	gone := leaders[1]
+	c.stop(gone)
+	s, id := c.groupSession(1, gone)
+	if id == gone {
+		t.Fatalf("the stopped node serves")
+	}
+	if v, err := s.Get([]byte("k")); err != nil || string(v) != "group 1" {
+		t.Fatalf("group 1 after failover: %q, %v", v, err)
+	}
+	mustPut(t, s, "k2", "after")
+	s.Close()
+	// The stopped node comes back with all its groups and catches up.
+	c.start(gone)
+	waitFor(t, "the restarted node's group 1 to catch up", func() bool {
+		gn := c.nodes[gone].GroupNode(1)
+		v, err := stateGet(gn, "k2")
+		return gn != nil && err == nil && v == "after"
+	})
+}
+
+// TestGroupsOnFiveNodes places each data group on three of five nodes,
+// so each node holds only some of them.
+func TestGroupsOnFiveNodes(t *testing.T) {
+	c := newTestCluster(t, 5, true, func(cfg *Config) { cfg.Groups = 5 })
+	held := map[uint64][]uint64{}
+	for id, n := range c.nodes {
+		for _, gn := range n.Groups() {
+			if gn.Group() != 0 {
+				held[gn.Group()] = append(held[gn.Group()], id)
+			}
+		}
+	}
+	for g := uint64(1); g <= 5; g++ {
+		slices.Sort(held[g])
+		if want := groupMembers([]uint64{1, 2, 3, 4, 5}, g); !slices.Equal(held[g], want) {
+			t.Errorf("group %d runs on %v, want %v", g, held[g], want)
+		}
+		s, id := c.groupSession(g)
+		if !slices.Contains(held[g], id) {
+			t.Errorf("group %d is led by node %d, not one of its members %v", g, id, held[g])
+		}
+		mustPut(t, s, "g", fmt.Sprint(g))
+		s.Close()
+	}
+}
