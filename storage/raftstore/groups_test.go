@@ -159,3 +159,37 @@ func TestGroupsOnFiveNodes(t *testing.T) {
 		s.Close()
 	}
 }
+
+// ledBy counts the data groups each node leads, as node id sees them.
+func (c *testCluster) ledBy(id uint64) map[uint64]int {
+	out := map[uint64]int{}
+	for _, gn := range c.nodes[id].Groups() {
+		if gn.Group() != 0 {
+			out[gn.Leader()]++
+		}
+	}
+	return out
+}
+
+// TestGroupLeadershipBalances: six data groups on three nodes end up led
+// two by each, and again after a node stopped (its groups moved to the
+// other two) and came back (it is handed its share again).
+func TestGroupLeadershipBalances(t *testing.T) {
+	c := newTestCluster(t, 3, true, func(cfg *Config) { cfg.Groups = 6 })
+	even := func(ids ...uint64) func() bool {
+		return func() bool {
+			led := c.ledBy(ids[0])
+			for _, id := range ids {
+				if led[id] != 6/len(ids) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitFor(t, "two data groups led by each node", even(1, 2, 3))
+	c.stop(3)
+	waitFor(t, "three data groups led by each of the two left", even(1, 2))
+	c.start(3)
+	waitFor(t, "two data groups led by each node once node 3 is back", even(1, 2, 3))
+}

@@ -181,6 +181,9 @@ func Open(cfg Config) (*Node, error) {
 		go n.runApplier()
 		go n.watchLease()
 	}
+	if rec.Groups > 0 {
+		go h.balance(meta.stopc, balanceEvery)
+	}
 	return meta, nil
 }
 
