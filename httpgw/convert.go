@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw/internal/atom"
 )
 
 // Conversions between the ATOM descriptions (package atom) and the core's
-// entities and rules. Properties the core does not model (authorization
-// rules, express, anonymous access) are accepted and not kept.
+// entities and rules. Properties the core does not model (express,
+// anonymous access) are accepted and not kept.
 
 // atomGiven names, per kind, the properties the ATOM description of that
 // kind always carries: package atom starts from Service Bus's defaults,
@@ -51,8 +52,38 @@ func queueEntity(name string, q *atom.QueueDescription) core.Entity {
 	}
 }
 
+// coreAuthorizationRules converts a description's AuthorizationRules; a
+// right Service Bus does not know is a bad request (the core checks the
+// rest: keys, names, duplicates).
+func coreAuthorizationRules(in []atom.AuthorizationRule) ([]core.AuthorizationRule, error) {
+	var out []core.AuthorizationRule
+	for _, r := range in {
+		if r.Type != "SharedAccessAuthorizationRule" {
+			return nil, &core.Error{Code: core.CodeBadRequest, Msg: fmt.Sprintf("authorization rule '%s': only SharedAccessAuthorizationRule rules are supported, not %s", r.KeyName, r.Type)}
+		}
+		rights, err := sas.ParseRights(r.Rights...)
+		if err != nil {
+			return nil, &core.Error{Code: core.CodeBadRequest, Msg: fmt.Sprintf("authorization rule '%s': %s", r.KeyName, strings.TrimPrefix(err.Error(), "sas: "))}
+		}
+		out = append(out, core.AuthorizationRule{KeyName: r.KeyName, PrimaryKey: r.PrimaryKey, SecondaryKey: r.SecondaryKey, Rights: rights})
+	}
+	return out, nil
+}
+
+// atomAuthorizationRules is the AuthorizationRules element of e's
+// description, keys included (the caller has Manage, as on Service Bus).
+func atomAuthorizationRules(e *core.Entity) []atom.AuthorizationRule {
+	var out []atom.AuthorizationRule
+	for _, r := range e.AuthorizationRules {
+		out = append(out, atom.AuthorizationRule{Rights: strings.Split(r.Rights.String(), ","), KeyName: r.KeyName,
+			CreatedTime: e.CreatedAt, ModifiedTime: e.UpdatedAt, PrimaryKey: r.PrimaryKey, SecondaryKey: r.SecondaryKey})
+	}
+	return out
+}
+
 func queueDescription(e *core.Entity, c core.Counts) *atom.QueueDescription {
 	return &atom.QueueDescription{
+		AuthorizationRules:                  atomAuthorizationRules(e),
 		LockDuration:                        e.LockDuration,
 		MaxSizeInMegabytes:                  e.MaxSizeInMegabytes,
 		RequiresDuplicateDetection:          e.RequiresDuplicateDetection,
@@ -98,6 +129,7 @@ func topicEntity(name string, t *atom.TopicDescription) core.Entity {
 
 func topicDescription(e *core.Entity, c core.Counts, sqlFilters, correlationFilters int32) *atom.TopicDescription {
 	return &atom.TopicDescription{
+		AuthorizationRules:                  atomAuthorizationRules(e),
 		DefaultMessageTimeToLive:            e.DefaultMessageTimeToLive,
 		MaxSizeInMegabytes:                  e.MaxSizeInMegabytes,
 		RequiresDuplicateDetection:          e.RequiresDuplicateDetection,

@@ -45,13 +45,19 @@ func (g *Gateway) putEntity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ent core.Entity
+	var rules []atom.AuthorizationRule
 	switch d := desc.(type) {
 	case *atom.QueueDescription:
-		ent = queueEntity(path, d)
+		ent, rules = queueEntity(path, d), d.AuthorizationRules
 	case *atom.TopicDescription:
-		ent = topicEntity(path, d)
+		ent, rules = topicEntity(path, d), d.AuthorizationRules
 	default:
 		g.badRequest(w, r, "The request body holds a %T; a queue or topic path takes a QueueDescription or TopicDescription", desc)
+		return
+	}
+	var err error
+	if ent.AuthorizationRules, err = coreAuthorizationRules(rules); err != nil {
+		g.writeCoreError(w, r, managementAPI, err)
 		return
 	}
 	got, err := g.saveEntity(r, ent)
