@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
+	"github.com/Azure/go-amqp"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/omnibusmq/omnibus/core"
@@ -52,6 +54,11 @@ func nsCall(t testing.TB, a *App, method, path, keyName, key, body string) (int,
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// rootToken is a token of the root key for the whole server.
+func rootToken() string {
+	return sas.Sign("http://localhost/", DefaultKeyName, DefaultKey, time.Now().Add(time.Hour))
 }
 
 // rootCall calls the namespaces API with the root key.
@@ -190,5 +197,127 @@ func TestFiftyNamespacesInParallel(t *testing.T) {
 	}
 	if c, err := a.Broker.Counts("q"); err != nil || c.Total != 0 {
 		t.Errorf("the default namespace's queue holds %+v (%v): another namespace's message reached it", c, err)
+	}
+}
+
+// TestDeleteNamespaceEndsItsLinks: a receiver of the Go SDK waits on a
+// namespace's queue when the namespace is deleted: it gets
+// amqp:not-found (the SDK's CodeNotFound), while a receiver of another
+// namespace keeps working and keeps its messages.
+func TestDeleteNamespaceEndsItsLinks(t *testing.T) {
+	a := startNamespaces(t, false)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for _, ns := range []string{"doomed", "kept"} {
+		if st, body := rootCall(t, a, http.MethodPut, "/$namespaces/"+ns, ""); st != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", ns, st, body)
+		}
+		for _, q := range []string{"q", "q2"} {
+			if _, err := adminFor(t, a, DefaultKeyName+"@"+ns, DefaultKey).CreateQueue(ctx, q, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// No retries: the first error the receiver sees must be not-found
+	// (a retry would attach again and find the namespace gone anyway).
+	_, port, _ := net.SplitHostPort(a.AMQPAddr().String())
+	doomed, err := azservicebus.NewClientFromConnectionString("Endpoint=sb://doomed.localhost:"+port+";SharedAccessKeyName="+DefaultKeyName+
+		";SharedAccessKey="+DefaultKey+";UseDevelopmentEmulator=true", &azservicebus.ClientOptions{CustomEndpoint: a.AMQPAddr().String(),
+		RetryOptions: azservicebus.RetryOptions{MaxRetries: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer doomed.Close(ctx)
+	r, err := doomed.NewReceiverForQueue("q", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PeekMessages(ctx, 1, nil); err != nil { // the link is attached
+		t.Fatal(err)
+	}
+	ds, err := doomed.NewSender("q2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.SendMessage(ctx, &azservicebus.Message{Body: []byte("lost with its namespace")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	kept := clientByHost(t, a, "kept", DefaultKeyName, DefaultKey)
+	s, _ := kept.NewSender("q", nil)
+	if err := s.SendMessage(ctx, &azservicebus.Message{Body: []byte("kept")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.ReceiveMessages(ctx, 1, nil)
+		errc <- err
+	}()
+	if st, body := rootCall(t, a, http.MethodDelete, "/$namespaces/doomed", ""); st != http.StatusOK {
+		t.Fatalf("delete: %d %s", st, body)
+	}
+	var sbErr *azservicebus.Error
+	var amqpErr *amqp.Error
+	if err := <-errc; !(errors.As(err, &sbErr) && sbErr.Code == azservicebus.CodeNotFound) &&
+		!(errors.As(err, &amqpErr) && amqpErr.Condition == amqp.ErrCondNotFound) {
+		t.Errorf("a receiver of the deleted namespace: %v, want amqp:not-found", err)
+	}
+	// An idle sender's link was detached too: its next send fails the
+	// same way, not with an internal error.
+	if err := ds.SendMessage(ctx, &azservicebus.Message{Body: []byte("too late")}, nil); !(errors.As(err, &sbErr) && sbErr.Code == azservicebus.CodeNotFound) &&
+		!(errors.As(err, &amqpErr) && amqpErr.Condition == amqp.ErrCondNotFound) {
+		t.Errorf("a sender of the deleted namespace: %v, want amqp:not-found", err)
+	}
+	if st, body := rootCall(t, a, http.MethodDelete, "/$namespaces/doomed", ""); st != http.StatusNotFound {
+		t.Errorf("deleting it again: %d %s, want 404", st, body)
+	}
+	kr, _ := kept.NewReceiverForQueue("q", nil)
+	if msgs, err := kr.ReceiveMessages(ctx, 1, nil); err != nil || len(msgs) != 1 || string(msgs[0].Body) != "kept" {
+		t.Errorf("the other namespace's message: %v, %v", msgs, err)
+	}
+}
+
+// TestNamespacesBadInput: each bad request gets a clear error and
+// changes nothing.
+func TestNamespacesBadInput(t *testing.T) {
+	a := startNamespaces(t, false)
+	if st, body := rootCall(t, a, http.MethodPut, "/$namespaces/sales", ""); st != http.StatusCreated {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	for _, tc := range []struct {
+		method, path, key, body string
+		status                  int
+		want                    string
+	}{
+		{http.MethodPut, "/$namespaces/sales", DefaultKey, "", http.StatusConflict, "already exists"},
+		{http.MethodPut, "/$namespaces/9lives", DefaultKey, "", http.StatusBadRequest, "must start with a letter"},
+		{http.MethodPut, "/$namespaces/sa_les", DefaultKey, "", http.StatusBadRequest, "only letters, digits and hyphens"},
+		{http.MethodPut, "/$namespaces/short", DefaultKey, `{"AuthorizationRules":[{"KeyName":"k","PrimaryKey":"short","Rights":["Send"]}]}`, http.StatusBadRequest, "is 5 characters long"},
+		{http.MethodPut, "/$namespaces/twice", DefaultKey, `{"AuthorizationRules":[{"KeyName":"k","Rights":["Send"]},{"KeyName":"k","Rights":["Listen"]}]}`, http.StatusBadRequest, "defined twice"},
+		{http.MethodPut, "/$namespaces/typo", DefaultKey, `{"Rules":[]}`, http.StatusBadRequest, "not valid JSON"},
+		{http.MethodPut, "/$namespaces/wrongkey", "not the key", "", http.StatusUnauthorized, "InvalidSignature"},
+		{http.MethodDelete, "/$namespaces/" + a.Namespace, DefaultKey, "", http.StatusBadRequest, "cannot be deleted"},
+		{http.MethodDelete, "/$namespaces/nope", DefaultKey, "", http.StatusNotFound, "could not be found"},
+	} {
+		st, body := nsCall(t, a, tc.method, tc.path, DefaultKeyName, tc.key, tc.body)
+		if st != tc.status || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %s: %d %s, want %d saying %q", tc.method, tc.path, st, body, tc.status, tc.want)
+		}
+	}
+	if n := a.Namespaces.Len(); n != 2 {
+		t.Errorf("%d namespaces after the refusals, want 2", n)
+	}
+	// A key of namespace sales on the HTTP API of another namespace (by
+	// host) is refused.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+a.HTTPAddr().String()+"/$Resources/Queues", nil)
+	req.Host = a.Namespace + ".localhost"
+	req.Header.Set("Authorization", sas.Sign("http://localhost/", DefaultKeyName+"@sales", DefaultKey, time.Now().Add(time.Hour)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "InvalidAudience") {
+		t.Errorf("a token for sales on the default namespace's host: %d %s, want 401 InvalidAudience", resp.StatusCode, b)
 	}
 }
