@@ -60,7 +60,7 @@ const (
 // NewFlagSet returns the flags of `omnibus-tools cluster-soak`, bound to c.
 func NewFlagSet(c *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("omnibus-tools cluster-soak", flag.ContinueOnError)
-	fs.StringVar(&c.Binary, "binary", "", "omnibus executable the nodes run (default: this one)")
+	fs.StringVar(&c.Binary, "binary", "", "omnibus executable the nodes run (default: the omnibus beside omnibus-tools, else on PATH)")
 	fs.StringVar(&c.Dir, "dir", "", "directory for the nodes' data, Config.json and logs (default: a temporary one)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory after a passing run (a failing run always keeps it)")
 	fs.IntVar(&c.Failovers, "failovers", DefaultFailovers, "leaders to depose")

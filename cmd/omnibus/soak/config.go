@@ -61,7 +61,7 @@ const (
 // NewFlagSet returns the soak flags bound to c.
 func NewFlagSet(c *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("omnibus-tools soak", flag.ContinueOnError)
-	fs.StringVar(&c.Binary, "binary", "", "omnibus executable to run as the broker (default: this one)")
+	fs.StringVar(&c.Binary, "binary", "", "omnibus executable to run as the broker (default: the omnibus beside omnibus-tools, else on PATH)")
 	fs.StringVar(&c.Dir, "dir", "", "directory for the broker's data, Config.json and log (default: a temporary one)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary directory after a passing run (a failing run always keeps it)")
 	fs.IntVar(&c.Kills, "kills", DefaultKills, "SIGKILLs, each followed by a restart on the same data directory")
