@@ -406,5 +406,5 @@ func writeSectionMap(w *buffer.Buffer, code uint64, m encoding.Map) error {
 		return nil
 	}
 	encoding.WriteDescriptor(w, code)
-	return encoding.Marshal(w, m)
+	return encoding.WriteMap(w, m)
 }
