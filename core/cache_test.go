@@ -88,3 +88,38 @@ func TestBodyCacheBudget(t *testing.T) {
 		t.Errorf("after deleting the queue holding them the cache counts %d bytes", got)
 	}
 }
+
+// A queue's cached message is handed to its receiver without a copy; a
+// later delivery of the same message (abandoned with properties to add)
+// is another object, and the first receiver's message keeps its own
+// lock, count and properties. A topic's message, which its
+// subscriptions' copies share in the cache, is copied for each, so that
+// neither receiver sees the other's lock.
+func TestCachedMessagesAreNeverSharedByTwoDeliveries(t *testing.T) {
+	env := coretest.New(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	env.MustSend(t, "q", &core.Message{Body: []byte("b"), ApplicationProperties: map[string]any{"k": "v"}})
+	first := env.MustReceive(t, "q", core.PeekLock, 1)[0]
+	tok := first.LockToken
+	if err := env.Broker.Settle(t.Context(), "q", tok, core.Outcome{Kind: core.Abandon, Properties: map[string]any{"k": "changed"}}); err != nil {
+		t.Fatal(err)
+	}
+	second := env.MustReceive(t, "q", core.PeekLock, 1)[0]
+	if second == first || first.LockToken != tok || first.DeliveryCount != 1 || first.ApplicationProperties["k"] != "v" {
+		t.Errorf("the first delivery's message changed with the second: %p %p, lock %v (was %v), count %d, k=%v",
+			first, second, first.LockToken, tok, first.DeliveryCount, first.ApplicationProperties["k"])
+	}
+	if second.DeliveryCount != 2 || second.ApplicationProperties["k"] != "changed" {
+		t.Errorf("second delivery: count %d, k=%v", second.DeliveryCount, second.ApplicationProperties["k"])
+	}
+
+	env.MustCreate(t, core.Entity{Kind: core.KindTopic, Name: "t"})
+	env.MustCreate(t, core.Entity{Kind: core.KindSubscription, Topic: "t", Name: "s1"})
+	env.MustCreate(t, core.Entity{Kind: core.KindSubscription, Topic: "t", Name: "s2"})
+	env.MustSend(t, "t", &core.Message{Body: []byte("b")})
+	a := env.MustReceive(t, "t/subscriptions/s1", core.PeekLock, 1)[0]
+	b := env.MustReceive(t, "t/subscriptions/s2", core.PeekLock, 1)[0]
+	if a == b || a.LockToken == b.LockToken {
+		t.Errorf("two subscriptions' receivers share one message (%p, %p) or lock (%v, %v)", a, b, a.LockToken, b.LockToken)
+	}
+}

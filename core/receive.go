@@ -331,8 +331,13 @@ func (q *queue) message(t *taken) (*Message, error) {
 	switch {
 	case t.loaded != nil:
 		m = t.loaded
+	case t.msg != nil && t.shared:
+		m = t.msg.Clone() // a topic's message: its subscriptions' copies share it
 	case t.msg != nil:
-		m = t.msg.Clone()
+		// The receiver's alone: deliverLocked took it out of the cache,
+		// and nothing else keeps a queue's cached message (cloning its
+		// maps was 8 % of a delivery's allocations).
+		m = t.msg
 	default:
 		var err error
 		if m, _, err = q.loadBody(t.st.owner, t.seq); err != nil {
