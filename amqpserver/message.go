@@ -422,7 +422,11 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 	}
 	am := &sc.am
 	am.Header, am.Properties = &sc.hdr, &sc.sys
-	am.MessageAnnotations = appendDeliveryAnnotations(sc.anns[:0], m, peekLock)
+	sc.ann.Reset()
+	if err := writeDeliveryAnnotations(&sc.ann, m, peekLock, sc); err != nil {
+		return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
+	}
+	am.RawMessageAnnotations = sc.ann.Bytes()
 	if peekLock && m.LockToken != (core.LockToken{}) {
 		sc.dann[0] = encoding.KeyValue{Key: annLockToken, Value: encoding.UUID(m.LockToken)}
 		am.DeliveryAnnotations = sc.dann[:]
@@ -477,8 +481,9 @@ type deliveryScratch struct {
 	anns  [12]encoding.KeyValue
 	dann  [1]encoding.KeyValue
 	data  [1][]byte
-	keys  []string      // application property keys, sorted
+	keys  []string      // application property keys, sorted (then annotation keys)
 	props buffer.Buffer // the application properties, encoded
+	ann   buffer.Buffer // the message annotations, encoded
 }
 
 // maxKeptScratch bounds what a pooled deliveryScratch keeps of its key
@@ -490,12 +495,13 @@ var deliveryScratches = sync.Pool{New: func() any { return new(deliveryScratch) 
 // release drops what sc refers to (message bodies among it) and returns
 // it to the pool.
 func (sc *deliveryScratch) release() {
-	keys, props := sc.keys[:0], sc.props
+	keys, props, ann := sc.keys[:0], sc.props, sc.ann
 	*sc = deliveryScratch{}
-	if cap(keys) <= maxKeptScratch/16 && cap(props.Raw()) <= maxKeptScratch {
+	if cap(keys) <= maxKeptScratch/16 && cap(props.Raw()) <= maxKeptScratch && cap(ann.Raw()) <= maxKeptScratch {
 		clear(keys[:cap(keys)]) // the keys of the last message: let them go
 		props.Reset()
-		sc.keys, sc.props = keys, props
+		ann.Reset()
+		sc.keys, sc.props, sc.ann = keys, props, ann
 	}
 	deliveryScratches.Put(sc)
 }
@@ -529,43 +535,65 @@ func ttlMillis(m *core.Message) uint32 {
 	return uint32(ms)
 }
 
-// appendDeliveryAnnotations appends to anns the message annotations of a
-// delivered message, each with the exact AMQP type amqp.md §4.2 requires,
-// followed by the sender's own annotations in key order.
-func appendDeliveryAnnotations(anns encoding.Map, m *core.Message, peekLock bool) encoding.Map {
-	anns = append(anns,
-		encoding.KeyValue{Key: annSequenceNumber, Value: m.SequenceNumber},
-		encoding.KeyValue{Key: annEnqueuedTime, Value: m.EnqueuedTime})
-	if peekLock && !m.LockedUntil.IsZero() {
-		anns = append(anns, encoding.KeyValue{Key: annLockedUntil, Value: m.LockedUntil})
-	}
-	if m.EnqueuedSequenceNumber != 0 {
-		anns = append(anns, encoding.KeyValue{Key: annEnqueueSequenceNumber, Value: m.EnqueuedSequenceNumber})
-	}
-	anns = append(anns, encoding.KeyValue{Key: annMessageState, Value: int32(m.State)})
-	if !m.ScheduledEnqueueTime.IsZero() {
-		anns = append(anns, encoding.KeyValue{Key: annScheduledEnqueueTime, Value: m.ScheduledEnqueueTime})
-	}
-	if m.PartitionKey != "" {
-		anns = append(anns, encoding.KeyValue{Key: annPartitionKey, Value: m.PartitionKey})
-	}
-	if m.ViaPartitionKey != "" {
-		anns = append(anns, encoding.KeyValue{Key: annViaPartitionKey, Value: m.ViaPartitionKey})
-	}
-	if m.DeadLetterSource != "" {
-		anns = append(anns, encoding.KeyValue{Key: annDeadLetterSource, Value: m.DeadLetterSource})
-	}
-	keys := make([]string, 0, len(m.Annotations))
-	for k := range m.Annotations {
-		if !brokerOwned(encoding.Symbol(k)) && !isMappedAnnotation(encoding.Symbol(k)) {
-			keys = append(keys, k)
+// writeDeliveryAnnotations writes the message annotations of a delivered
+// message as a map, each broker annotation with the exact AMQP type
+// amqp.md §4.2 requires, followed by the sender's own annotations in key
+// order: what marshalling appendDeliveryAnnotations' Map writes
+// (TestDeliveryAnnotationsWrittenAsTheirMap), with the values written by
+// type instead of boxed into a Map. sc lends its key slice.
+func writeDeliveryAnnotations(w *buffer.Buffer, m *core.Message, peekLock bool, sc *deliveryScratch) error {
+	return encoding.WriteMapWith(w, func() (int, error) {
+		n := 0
+		sym := func(k encoding.Symbol) { encoding.WriteSymbol(w, k); n++ }
+		sym(annSequenceNumber)
+		encoding.WriteLong(w, m.SequenceNumber)
+		sym(annEnqueuedTime)
+		encoding.WriteTimestamp(w, m.EnqueuedTime)
+		if peekLock && !m.LockedUntil.IsZero() {
+			sym(annLockedUntil)
+			encoding.WriteTimestamp(w, m.LockedUntil)
 		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		anns = append(anns, encoding.KeyValue{Key: encoding.Symbol(k), Value: valueToAMQP(m.Annotations[k])})
-	}
-	return anns
+		if m.EnqueuedSequenceNumber != 0 {
+			sym(annEnqueueSequenceNumber)
+			encoding.WriteLong(w, m.EnqueuedSequenceNumber)
+		}
+		sym(annMessageState)
+		encoding.WriteInt(w, int32(m.State))
+		if !m.ScheduledEnqueueTime.IsZero() {
+			sym(annScheduledEnqueueTime)
+			encoding.WriteTimestamp(w, m.ScheduledEnqueueTime)
+		}
+		if m.PartitionKey != "" {
+			sym(annPartitionKey)
+			encoding.WriteString(w, m.PartitionKey)
+		}
+		if m.ViaPartitionKey != "" {
+			sym(annViaPartitionKey)
+			encoding.WriteString(w, m.ViaPartitionKey)
+		}
+		if m.DeadLetterSource != "" {
+			sym(annDeadLetterSource)
+			encoding.WriteString(w, m.DeadLetterSource)
+		}
+		if len(m.Annotations) == 0 {
+			return n, nil
+		}
+		keys := sc.keys[:0]
+		for k := range m.Annotations {
+			if !brokerOwned(encoding.Symbol(k)) && !isMappedAnnotation(encoding.Symbol(k)) {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		sc.keys = keys
+		for _, k := range keys {
+			sym(encoding.Symbol(k))
+			if err := encoding.Marshal(w, valueToAMQP(m.Annotations[k])); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	})
 }
 
 func isMappedAnnotation(k encoding.Symbol) bool {

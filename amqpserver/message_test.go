@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -523,6 +524,75 @@ func TestDeliveredPropertiesAreTheMapsEncoding(t *testing.T) {
 		am := mustEncodeDelivery(t, m, false)
 		if len(am.ApplicationProperties) != len(props) {
 			t.Fatalf("delivered %d properties, want %d", len(am.ApplicationProperties), len(props))
+		}
+	}
+}
+
+// appendDeliveryAnnotations is how the broker built a delivered message's
+// annotations until writeDeliveryAnnotations wrote them by type: a Map of
+// boxed values, kept as the reference the writer must match byte for byte.
+func appendDeliveryAnnotations(anns encoding.Map, m *core.Message, peekLock bool) encoding.Map {
+	anns = append(anns,
+		encoding.KeyValue{Key: annSequenceNumber, Value: m.SequenceNumber},
+		encoding.KeyValue{Key: annEnqueuedTime, Value: m.EnqueuedTime})
+	if peekLock && !m.LockedUntil.IsZero() {
+		anns = append(anns, encoding.KeyValue{Key: annLockedUntil, Value: m.LockedUntil})
+	}
+	if m.EnqueuedSequenceNumber != 0 {
+		anns = append(anns, encoding.KeyValue{Key: annEnqueueSequenceNumber, Value: m.EnqueuedSequenceNumber})
+	}
+	anns = append(anns, encoding.KeyValue{Key: annMessageState, Value: int32(m.State)})
+	if !m.ScheduledEnqueueTime.IsZero() {
+		anns = append(anns, encoding.KeyValue{Key: annScheduledEnqueueTime, Value: m.ScheduledEnqueueTime})
+	}
+	if m.PartitionKey != "" {
+		anns = append(anns, encoding.KeyValue{Key: annPartitionKey, Value: m.PartitionKey})
+	}
+	if m.ViaPartitionKey != "" {
+		anns = append(anns, encoding.KeyValue{Key: annViaPartitionKey, Value: m.ViaPartitionKey})
+	}
+	if m.DeadLetterSource != "" {
+		anns = append(anns, encoding.KeyValue{Key: annDeadLetterSource, Value: m.DeadLetterSource})
+	}
+	keys := make([]string, 0, len(m.Annotations))
+	for k := range m.Annotations {
+		if !brokerOwned(encoding.Symbol(k)) && !isMappedAnnotation(encoding.Symbol(k)) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		anns = append(anns, encoding.KeyValue{Key: encoding.Symbol(k), Value: valueToAMQP(m.Annotations[k])})
+	}
+	return anns
+}
+
+// The message annotations a delivery carries are written by type exactly
+// as marshalling their Map wrote them: every broker annotation, present
+// or not, and the sender's own in key order, broker-owned and mapped keys
+// among them left out.
+func TestDeliveryAnnotationsWrittenAsTheirMap(t *testing.T) {
+	at := time.Unix(1700000000, 123e6).UTC()
+	for name, m := range map[string]*core.Message{
+		"bare": {SequenceNumber: 1, EnqueuedTime: at},
+		"everything": {SequenceNumber: 1 << 40, EnqueuedSequenceNumber: 7, EnqueuedTime: at, LockedUntil: at.Add(time.Minute),
+			State: core.StateDeferred, ScheduledEnqueueTime: at.Add(time.Hour), PartitionKey: "p", ViaPartitionKey: "v",
+			DeadLetterSource: "q", Annotations: map[string]any{
+				"x-custom": int64(-3), "a-first": "s", "x-opt-sequence-number": int64(9), "x-opt-partition-key": "skip",
+				"list": []any{core.Symbol("s"), core.UUID{1}}, "span": 2 * time.Second,
+			}},
+	} {
+		for _, peekLock := range []bool{false, true} {
+			var want, got buffer.Buffer
+			if err := encoding.Marshal(&want, appendDeliveryAnnotations(nil, m, peekLock)); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeDeliveryAnnotations(&got, m, peekLock, new(deliveryScratch)); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Errorf("%s, peek-lock %v:\n% x\nwant\n% x", name, peekLock, got.Bytes(), want.Bytes())
+			}
 		}
 	}
 }

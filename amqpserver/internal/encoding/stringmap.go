@@ -111,3 +111,18 @@ func WriteStringKeyedMap(w *buffer.Buffer, keys []string, value func(k string) a
 // interface first (which allocates a copy of its slice header: two
 // allocations of every message delivered, for its two annotation maps).
 func WriteMap(w *buffer.Buffer, m Map) error { return writeMap(w, m, smallest) }
+
+// WriteMapWith appends a map whose entries write appends, key and value
+// after key and value, returning how many entries it wrote: the map's
+// header is filled in afterwards, as Marshal sizes a Map's. A caller
+// that knows its keys' and values' types writes them with WriteSymbol,
+// WriteLong and the like, boxing none of them.
+func WriteMapWith(w *buffer.Buffer, write func() (entries int, err error)) error {
+	start := beginCompound(w, smallest)
+	n, err := write()
+	if err != nil {
+		return err
+	}
+	endCompound(w, start, 2*n, TypeCodeMap8, TypeCodeMap32, smallest)
+	return nil
+}

@@ -35,6 +35,11 @@ type Message struct {
 	Header                *MessageHeader
 	DeliveryAnnotations   encoding.Map // symbol (or ulong) keys
 	MessageAnnotations    encoding.Map // symbol (or ulong) keys, x-opt-…
+	// RawMessageAnnotations, when MessageAnnotations is nil, is the
+	// encoded map of the message-annotations section, which
+	// [Message.MarshalAMQP] writes verbatim (a broker writes its
+	// annotations' typed values straight into it, boxing none).
+	RawMessageAnnotations []byte
 	Properties            *MessageProperties
 	ApplicationProperties encoding.Map // string keys, in wire order
 	// RawApplicationProperties is, in a message decoded for storing
@@ -343,7 +348,10 @@ func (m *Message) MarshalAMQP(w *buffer.Buffer) error {
 	if err := writeSectionMap(w, codeDeliveryAnnotations, m.DeliveryAnnotations); err != nil {
 		return err
 	}
-	if err := writeSectionMap(w, codeMessageAnnotations, m.MessageAnnotations); err != nil {
+	if m.MessageAnnotations == nil && m.RawMessageAnnotations != nil {
+		encoding.WriteDescriptor(w, codeMessageAnnotations)
+		w.Append(m.RawMessageAnnotations)
+	} else if err := writeSectionMap(w, codeMessageAnnotations, m.MessageAnnotations); err != nil {
 		return err
 	}
 	if m.Properties != nil {
