@@ -150,6 +150,21 @@ func (j *jmsSubscription) rule() core.Rule {
 	return core.Rule{Name: "jms-selector", Filter: core.Filter{Kind: core.FilterSQL, SQL: selectorSQL(j.selector)}}
 }
 
+// errJMSSelectorInUse refuses a JMS consumer whose selector differs from
+// that of the subscription other consumers use.
+var errJMSSelectorInUse = errors.New("amqpserver: the JMS subscription is in use with another selector")
+
+// sameRule reports whether the existing subscription's rules are j's one
+// rule (same filter; a subscription made by management may differ).
+func (j *jmsSubscription) sameRule(b *core.Broker) bool {
+	rules, err := b.ListRules(j.path())
+	if err != nil || len(rules) != 1 {
+		return err != nil // unknown: keep it
+	}
+	want := j.rule()
+	return rules[0].Filter.Kind == want.Filter.Kind && rules[0].Filter.SQL == want.Filter.SQL
+}
+
 // jmsHeaders are the JMS header fields a selector may name that Qpid JMS
 // carries in the message's AMQP properties, with the system property of
 // Service Bus's SQL filters that reads them.
@@ -225,7 +240,11 @@ func (l *link) attachJMSConsumer(a *frames.Attach) {
 		posted := c.post(func() {
 			if err != nil {
 				if !l.detached && l.s.live() {
-					l.refuse(a, amqpError(err))
+					e := amqpError(err)
+					if errors.Is(err, errJMSSelectorInUse) {
+						e = errorf(frames.CondNotAllowed, "The JMS subscription '%s' is in use with another selector.", j.name)
+					}
+					l.refuse(a, e)
 				}
 				return
 			}
@@ -262,7 +281,20 @@ func (r *jmsRegistry) ensure(ctx context.Context, ns *namespace.Namespace, j *jm
 	b := ns.Broker()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, err := b.GetEntity(j.path()); err != nil {
+	_, err := b.GetEntity(j.path())
+	if err == nil && !j.sameRule(b) {
+		// JMS 2.0 (6.11.1, 6.11.2): a durable subscription asked for with
+		// another selector is the old one deleted and a new one made;
+		// refused while consumers use it.
+		if r.links[jmsKey{ns, j.path()}] > 0 {
+			return errJMSSelectorInUse
+		}
+		if err := b.DeleteEntity(ctx, j.path()); err != nil && core.CodeOf(err) != core.CodeNotFound {
+			return err
+		}
+		_, err = b.GetEntity(j.path())
+	}
+	if err != nil {
 		if core.CodeOf(err) != core.CodeNotFound {
 			return err
 		}

@@ -289,3 +289,29 @@ func TestJMSAutoCreate(t *testing.T) {
 		t.Errorf("not-made: %v, want not found", err)
 	}
 }
+
+// TestJMSSelectorChange: asking for a durable subscription with another
+// selector replaces it (JMS 2.0 6.11.1: the old one is deleted and a new
+// one made, messages and all), unless a consumer is using it, when the
+// attach is refused with amqp:not-allowed.
+func TestJMSSelectorChange(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustCreate(t, core.Entity{Kind: core.KindTopic, Name: "t"})
+	s := mustSession(t, ts.dialWith(t, &amqp.ConnOptions{SASLType: amqp.SASLTypePlain(testKeyName, testKey), ContainerID: "c"}))
+	first := jmsReceiver(t, s, "t", "orders", true, "color = 'red'")
+	opts := &amqp.ReceiverOptions{Name: "orders|2", SourceCapabilities: []string{"topic", "shared"}, SourceDurability: amqp.DurabilityUnsettledState,
+		Filters: []amqp.LinkFilter{amqp.NewSelectorFilter("color = 'blue'")}}
+	_, err := s.NewReceiver(t.Context(), "t", opts)
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Condition != amqp.ErrCondNotAllowed {
+		t.Fatalf("another selector while in use: %v, want amqp:not-allowed", err)
+	}
+	if err := first.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	jmsReceiver(t, s, "t", "orders", true, "color = 'blue'")
+	rules, err := ts.Broker.ListRules("t/Subscriptions/orders$c$D")
+	if err != nil || len(rules) != 1 || rules[0].Filter.SQL != "color = 'blue'" {
+		t.Fatalf("rules after the change: %+v %v, want the blue selector", rules, err)
+	}
+}
