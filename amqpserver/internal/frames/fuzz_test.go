@@ -185,7 +185,7 @@ func FuzzMessage(f *testing.F) {
 		if stored0, err0 := UnmarshalMessageSharing(in); (err0 == nil) != (reusedErr == nil) || (err0 == nil) != (reusedErr2 == nil) {
 			t.Fatalf("UnmarshalMessageSharing said %v, StoreDecoder %v then %v", err0, reusedErr, reusedErr2)
 		} else if err0 == nil {
-			if d := cmp.Diff(stored0, reused, cmpopts.EquateEmpty()); d != "" {
+			if d := cmp.Diff(stored0, reused, cmpopts.EquateEmpty(), cmpopts.EquateNaNs()); d != "" {
 				t.Fatalf("StoreDecoder's message differs (-sharing +decoder):\n%s", d)
 			}
 			_ = reused2
