@@ -40,7 +40,13 @@ func startNamespaces(t *testing.T, testClock bool) *App {
 // key, returning the status and body.
 func nsCall(t testing.TB, a *App, method, path, keyName, key, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+a.HTTPAddr().String()+path, strings.NewReader(body))
+	return nsCallAt(t, a.HTTPAddr(), method, path, keyName, key, body)
+}
+
+// nsCallAt is nsCall on the HTTP listener at addr.
+func nsCallAt(t testing.TB, addr net.Addr, method, path, keyName, key, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+addr.String()+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
