@@ -604,12 +604,16 @@ func isMappedAnnotation(k encoding.Symbol) bool {
 // 16 bytes of the token in .NET Guid.ToByteArray order, i.e. with the
 // first three groups little-endian (amqp.md §4.2). Both SDKs reverse this.
 func lockTokenToDeliveryTag(tok core.LockToken) []byte {
-	return []byte{
+	return appendDeliveryTag(make([]byte, 0, len(tok)), tok)
+}
+
+// appendDeliveryTag appends the delivery tag that carries tok to b.
+func appendDeliveryTag(b []byte, tok core.LockToken) []byte {
+	return append(b,
 		tok[3], tok[2], tok[1], tok[0],
 		tok[5], tok[4],
 		tok[7], tok[6],
-		tok[8], tok[9], tok[10], tok[11], tok[12], tok[13], tok[14], tok[15],
-	}
+		tok[8], tok[9], tok[10], tok[11], tok[12], tok[13], tok[14], tok[15])
 }
 
 // deliveryTagToLockToken is the inverse of [lockTokenToDeliveryTag]. It

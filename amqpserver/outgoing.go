@@ -448,10 +448,26 @@ func (l *link) deliver(pm *pulledMsg) {
 	s := l.s
 	id := s.nextDeliveryID
 	s.nextDeliveryID++
-	od := &outDelivery{l: l, entity: l.entity, token: pm.token, sess: l.out.sess}
-	s.unsettled[id] = od
+	// One allocation for the transfer, its unsettled entry and its tag,
+	// three before. The entry outlives the transfer (until the client
+	// settles); the payload does not (pump lets it go once written).
+	ld := &lockedDelivery{
+		od: outDelivery{l: l, entity: l.entity, token: pm.token, sess: l.out.sess},
+		tr: outTransfer{l: l, id: id, payload: pm.payload},
+	}
+	ld.tr.od = &ld.od
+	ld.tr.tag = appendDeliveryTag(ld.tag[:0], pm.token)
+	s.unsettled[id] = &ld.od
 	l.out.unsettled++
-	s.queueTransfer(&outTransfer{l: l, id: id, tag: lockTokenToDeliveryTag(pm.token), payload: pm.payload, od: od})
+	s.queueTransfer(&ld.tr)
+}
+
+// lockedDelivery is a peek-locked delivery: its unsettled entry, its
+// transfer and the bytes of its tag.
+type lockedDelivery struct {
+	od  outDelivery
+	tr  outTransfer
+	tag [16]byte
 }
 
 // sendSettled sends one received-and-deleted message; its credit is

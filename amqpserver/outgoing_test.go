@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/Azure/go-amqp"
 
@@ -286,5 +287,49 @@ func TestCompleteRangeAnswersEachDelivery(t *testing.T) {
 	}
 	if c := ts.MustCounts(t, "q"); c.Active != 0 {
 		t.Errorf("%d messages left, want 0", c.Active)
+	}
+}
+
+// A peek-locked delivery's entry, which stays until the client settles,
+// lets the transfer's payload go once it is written: a receiver sitting
+// on unsettled messages holds their locks, not their bytes.
+func TestUnsettledDeliveriesKeepNoPayload(t *testing.T) {
+	ts := newTestServer(t, nil)
+	s := ts.session(t)
+	snd := mustSender(t, s, "q")
+	r := mustReceiver(t, s, "q", amqp.ReceiverSettleModeSecond)
+	for range 3 {
+		mustSend(t, snd, "a message the client never settles")
+		mustReceive(t, r)
+	}
+	ts.srv.mu.Lock()
+	var conns []*conn
+	for c := range ts.srv.mu.conns {
+		conns = append(conns, c)
+	}
+	ts.srv.mu.Unlock()
+	entries, held := 0, 0
+	for _, c := range conns {
+		done := make(chan struct{})
+		if !c.post(func() { // on the connection's goroutine, which owns its sessions
+			defer close(done)
+			for _, sess := range c.local {
+				for _, od := range sess.unsettled {
+					entries++
+					ld := (*lockedDelivery)(unsafe.Pointer(od)) // od is ld's first field
+					if ld.tr.od != od {
+						t.Errorf("unsettled entry %p is not a lockedDelivery's", od)
+						continue
+					}
+					held += len(ld.tr.payload)
+				}
+			}
+		}) {
+			close(done)
+		}
+		<-done
+	}
+	if entries != 3 || held != 0 {
+		t.Errorf("%d unsettled entries hold %d payload bytes, want 3 holding none", entries, held)
 	}
 }

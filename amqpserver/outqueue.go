@@ -91,6 +91,7 @@ func (s *session) pump() {
 		d := s.out[0]
 		s.writeFrame(d)
 		if d.frames == 0 {
+			d.payload = nil // written: a peek-locked delivery's entry keeps d until settled
 			s.out[0] = nil
 			s.out = s.out[1:]
 			if d.reply {
@@ -108,13 +109,18 @@ func (s *session) pump() {
 func (s *session) writeFrame(d *outTransfer) {
 	c := s.c
 	n := min(len(d.payload)-d.sent, c.chunk())
-	t := &frames.Transfer{Handle: d.l.handle, Settled: d.settled, More: d.frames > 1,
+	// The session's own Transfer, and its id and format: c.write encodes
+	// the frame at once and keeps none of them (three allocations a frame
+	// before).
+	t := &s.tx
+	*t = frames.Transfer{Handle: d.l.handle, Settled: d.settled, More: d.frames > 1,
 		Payload: d.payload[d.sent : d.sent+n]}
 	if d.sent == 0 {
-		id, format := d.id, uint32(0)
-		t.DeliveryID, t.DeliveryTag, t.MessageFormat = &id, d.tag, &format
+		s.txID, s.txFormat = d.id, 0
+		t.DeliveryID, t.DeliveryTag, t.MessageFormat = &s.txID, d.tag, &s.txFormat
 	}
 	c.write(s.ch, t)
+	*t = frames.Transfer{} // holds no payload until the next frame
 	d.sent += n
 	d.frames--
 	c.holdOut(-n)

@@ -47,6 +47,11 @@ type session struct {
 	// unsettled holds deliveries sent in peek-lock mode, by delivery-id,
 	// until the client settles them.
 	unsettled map[uint32]*outDelivery
+
+	// tx, txID and txFormat are the transfer writeFrame encodes (run's).
+	tx       frames.Transfer
+	txID     uint32
+	txFormat uint32
 }
 
 // handleBegin opens a session on channel ch.
