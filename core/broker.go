@@ -21,6 +21,11 @@ type Config struct {
 	Logger    *zap.Logger   // default zap.NewNop()
 	Namespace string        // namespace name, for messages and management
 	Limits    Limits        // memory bounds; zero values mean the defaults
+	// Router makes a broker that holds no entities: every operation on
+	// one goes to the backend the router names (route.go), for a node of
+	// a cluster whose entities live in its data groups. Store is then
+	// not used (and may be nil).
+	Router Router
 	// PartitionCount is how many partitions a queue or topic created with
 	// EnablePartitioning gets (partition.go); zero means
 	// [DefaultPartitionCount], at most [MaxPartitionCount]. An entity
@@ -73,7 +78,7 @@ type Faults struct {
 }
 
 func (c *Config) validate() error {
-	if c.Store == nil {
+	if c.Store == nil && c.Router == nil {
 		return errf(CodeInternal, "Config.Store is required")
 	}
 	if c.Clock == nil {
@@ -174,6 +179,9 @@ func New(cfg Config) (*Broker, error) {
 		b.cache = &cfg.BodyCache.c
 	}
 	b.mu.entities = make(map[string]*entity)
+	if cfg.Router != nil {
+		return b, nil // its entities live in its backends (route.go)
+	}
 	if err := b.recover(); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,17 @@ package core
 // makes the messages available again, the at-least-once delivery such a
 // client chose; a message is never lost.
 func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs []error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			errs = make([]error, len(toks))
+			for i := range errs {
+				errs[i] = err
+			}
+			return errs
+		}
+		return be.CompleteMany(path, toks, durable)
+	}
 	errs = make([]error, len(toks))
 	qs, err := b.queuesFor(path)
 	if err != nil {

@@ -17,6 +17,13 @@ type Counts struct {
 // Counts returns the runtime counts of a queue, topic or subscription.
 // A topic's size is the sum of its subscriptions'.
 func (b *Broker) Counts(path string) (Counts, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return Counts{}, err
+		}
+		return be.Counts(path)
+	}
 	e, err := b.lookup(ParseAddress(path))
 	if err != nil {
 		return Counts{}, err

@@ -40,6 +40,13 @@ const SessionStatePrefix = 1024
 // id: at most max of them (1 to 1000) with ids after the id after, and the
 // number of such sessions in all.
 func (b *Broker) Sessions(path, after string, max int) ([]SessionInfo, int, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return nil, 0, err
+		}
+		return be.Sessions(path, after, max)
+	}
 	if max < 1 || max > 1000 {
 		return nil, 0, errf(CodeBadRequest, "list at most 1 to 1000 sessions, not %d", max)
 	}
@@ -89,4 +96,23 @@ func (b *Broker) Sessions(path, after string, max int) ([]SessionInfo, int, erro
 		out = append(out, info)
 	}
 	return out, total, nil
+}
+
+// Waiting reports whether a receiver (or an AcceptSession) waits on the
+// queue, subscription or dead-letter subqueue at path now.
+func (b *Broker) Waiting(path string) bool {
+	a := ParseAddress(path)
+	e, err := b.lookup(a)
+	if err != nil {
+		return false
+	}
+	for _, q := range e.mainQueues(a.DeadLetter) {
+		q.mu.Lock()
+		n := len(q.mu.waiters) + len(q.mu.sessions.waiters)
+		q.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+	}
+	return false
 }

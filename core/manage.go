@@ -27,6 +27,13 @@ type entityRecord struct {
 // CreateEntity creates a queue, topic or subscription. A subscription
 // created without rules gets the $Default rule.
 func (b *Broker) CreateEntity(ctx context.Context, e Entity) (*Entity, error) {
+	if b.routed() {
+		be, err := b.routeEntity(ctx, e, true)
+		if err != nil {
+			return nil, err
+		}
+		return be.CreateEntity(ctx, e)
+	}
 	b.manage.Lock()
 	defer b.manage.Unlock()
 	d, err := b.createLocked(e)
@@ -281,6 +288,13 @@ func (e *entity) setSubs(change func([]*entity) []*entity) {
 // UpdateEntity replaces the properties of an existing entity. Kind,
 // RequiresSession and (for subscriptions) rules cannot change here.
 func (b *Broker) UpdateEntity(ctx context.Context, e Entity) (*Entity, error) {
+	if b.routed() {
+		be, err := b.routeEntity(ctx, e, false)
+		if err != nil {
+			return nil, err
+		}
+		return be.UpdateEntity(ctx, e)
+	}
 	b.manage.Lock()
 	defer b.manage.Unlock()
 	d, err := b.updateLocked(e)
@@ -334,6 +348,13 @@ func (b *Broker) updateLocked(e Entity) (*Entity, error) {
 // DeleteEntity deletes an entity with all its messages, subqueues, rules
 // and session state; deleting a topic deletes its subscriptions.
 func (b *Broker) DeleteEntity(ctx context.Context, path string) error {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return err
+		}
+		return be.DeleteEntity(ctx, path)
+	}
 	b.manage.Lock()
 	defer b.manage.Unlock()
 	return b.deleteLocked(path)
@@ -471,6 +492,13 @@ func (q *queue) eachRecLocked(fn func(*msgRec)) {
 // GetEntity returns a copy of the entity's description, rules included
 // for subscriptions.
 func (b *Broker) GetEntity(path string) (*Entity, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return nil, err
+		}
+		return be.GetEntity(path)
+	}
 	a := ParseAddress(path)
 	ent, err := b.lookup(a)
 	if err != nil {
@@ -490,6 +518,9 @@ func (b *Broker) GetEntity(path string) (*Entity, error) {
 // ListEntities returns the entities of a kind sorted by path; for
 // subscriptions, those of the given topic.
 func (b *Broker) ListEntities(kind EntityKind, topic string) ([]*Entity, error) {
+	if b.routed() {
+		return b.listRouted(kind, topic)
+	}
 	if kind == KindSubscription {
 		t, err := b.lookup(ParseAddress(topic))
 		if err != nil {

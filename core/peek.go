@@ -33,6 +33,13 @@ type PeekOptions struct {
 // partition.go), so paging from the last number seen plus one visits
 // every message once. A session's messages are all in one partition.
 func (b *Broker) Peek(ctx context.Context, path string, opts PeekOptions) ([]*Message, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return nil, err
+		}
+		return be.Peek(ctx, path, opts)
+	}
 	qs, err := b.queuesFor(path)
 	if err != nil {
 		return nil, err
@@ -137,6 +144,13 @@ func (q *queue) peek(opts PeekOptions, total int) ([]*Message, int, error) {
 // CancelScheduled removes scheduled messages from a queue or topic by
 // sequence number. Numbers of messages no longer scheduled are ignored.
 func (b *Broker) CancelScheduled(ctx context.Context, path string, seqs []int64) error {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return err
+		}
+		return be.CancelScheduled(ctx, path, seqs)
+	}
 	a := ParseAddress(path)
 	if a.DeadLetter || a.Sub != "" {
 		return errf(CodeBadRequest, "cancel scheduled messages on the queue or topic, not on '%s'", a.String())

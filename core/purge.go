@@ -58,6 +58,13 @@ type DeleteOptions struct {
 // it deleted once that is durable. It deletes fewer than asked only when
 // fewer are eligible, or when receivers take some of them concurrently.
 func (b *Broker) DeleteMessages(ctx context.Context, path string, opts DeleteOptions) (int, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return 0, err
+		}
+		return be.DeleteMessages(ctx, path, opts)
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, ctxErr(ctx)
 	}

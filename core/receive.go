@@ -68,6 +68,13 @@ type taken struct {
 // ctx is done. When ctx ends first it returns no messages and a nil error
 // for a deadline (the caller's own timeout), or ctx.Err() when cancelled.
 func (b *Broker) Receive(ctx context.Context, path string, opts ReceiveOptions) ([]*Message, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return nil, err
+		}
+		return be.Receive(ctx, path, opts)
+	}
 	a := ParseAddress(path)
 	e, err := b.receivable(a)
 	if err != nil {

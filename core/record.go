@@ -3,7 +3,6 @@ package core
 import (
 	"encoding/binary"
 	"slices"
-	"time"
 )
 
 // Two records hold each stored message (see keys.go):
@@ -80,36 +79,7 @@ func decodeBody(b []byte) (*Message, error) { return decodeBodyKeys(b, nil) }
 // decodeBodyKeys is decodeBody taking property keys from keys.
 func decodeBodyKeys(b []byte, keys keyCache) (*Message, error) {
 	r := reader{b: b, keys: keys}
-	if r.byte() != bodyVersion {
-		return nil, errCorrupt
-	}
-	m := &Message{}
-	m.MessageID = r.value()
-	m.CorrelationID = r.value()
-	for _, p := range [...]*string{&m.SessionID, &m.ReplyToSessionID, &m.To, &m.ReplyTo, &m.Subject,
-		&m.ContentType, &m.ContentEncoding, &m.PartitionKey, &m.ViaPartitionKey, &m.DeadLetterSource} {
-		*p = r.string()
-	}
-	m.TimeToLive = time.Duration(r.varint())
-	m.ScheduledEnqueueTime = nanosToTime(r.varint())
-	m.CreationTime = nanosToTime(r.varint())
-	m.EnqueuedTime = nanosToTime(r.varint())
-	m.EnqueuedSequenceNumber = r.varint()
-	if u := r.bytes(); len(u) > 0 {
-		m.UserID = append([]byte(nil), u...)
-	}
-	m.Priority = r.byte()
-	m.Durable = r.byte()&1 != 0
-	m.BodyType = BodyType(r.byte())
-	m.ApplicationProperties = r.mapValue()
-	m.Annotations = r.mapValue()
-	if body := r.bytes(); len(body) > 0 {
-		m.Body = append([]byte(nil), body...)
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return m, nil
+	return decodeBodyFrom(&r)
 }
 
 const stateVersion = 1

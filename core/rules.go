@@ -11,6 +11,13 @@ import (
 // AddRule adds a rule to the subscription at path. A name already in use
 // fails with [ErrEntityExists].
 func (b *Broker) AddRule(ctx context.Context, path string, r Rule) error {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return err
+		}
+		return be.AddRule(ctx, path, r)
+	}
 	b.manage.Lock()
 	defer b.manage.Unlock()
 	ent, err := b.subscription(path)
@@ -48,6 +55,13 @@ func (b *Broker) AddRule(ctx context.Context, path string, r Rule) error {
 // RemoveRule deletes a rule by name; an unknown name fails with
 // [ErrRuleNotFound].
 func (b *Broker) RemoveRule(ctx context.Context, path, name string) error {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return err
+		}
+		return be.RemoveRule(ctx, path, name)
+	}
 	b.manage.Lock()
 	defer b.manage.Unlock()
 	ent, err := b.subscription(path)
@@ -72,6 +86,13 @@ func (b *Broker) RemoveRule(ctx context.Context, path, name string) error {
 
 // ListRules returns the subscription's rules in creation order.
 func (b *Broker) ListRules(path string) ([]Rule, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return nil, err
+		}
+		return be.ListRules(path)
+	}
 	ent, err := b.subscription(path)
 	if err != nil {
 		return nil, err

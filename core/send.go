@@ -74,6 +74,13 @@ const maxForwardHops = 4
 // stored as scheduled. The msgs are stamped in place with their broker
 // properties.
 func (b *Broker) Send(ctx context.Context, path string, msgs ...*Message) ([]int64, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return nil, err
+		}
+		return be.Send(ctx, path, msgs...)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -106,6 +113,13 @@ func (b *Broker) Send(ctx context.Context, path string, msgs ...*Message) ([]int
 // front that decodes each delivery into fresh memory loses
 // nothing by this and saves a copy of every body.
 func (b *Broker) SendAsync(path string, msgs []*Message, done func(seqs []int64, err error)) error {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return err
+		}
+		return be.SendAsync(path, msgs, done)
+	}
 	p, err := b.planSend(path, msgs, true)
 	if err != nil {
 		return err

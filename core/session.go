@@ -177,6 +177,13 @@ func (b *Broker) sessionQueues(path string) ([]*queue, error) {
 // and no holder, waiting until ctx is done ([ErrTimeout] then). A session
 // held by another receiver fails with [ErrSessionCannotLock].
 func (b *Broker) AcceptSession(ctx context.Context, path, id string) (*SessionLock, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return nil, err
+		}
+		return be.AcceptSession(ctx, path, id)
+	}
 	if id == "" {
 		qs, err := b.sessionQueues(path)
 		if err != nil {
@@ -279,6 +286,13 @@ func (q *queue) heldSession(sl *SessionLock) (*session, error) {
 
 // RenewSessionLock extends a session lock by the entity's lock duration.
 func (b *Broker) RenewSessionLock(ctx context.Context, path string, sl *SessionLock) (time.Time, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return time.Time{}, err
+		}
+		return be.RenewSessionLock(ctx, path, sl)
+	}
 	q, err := b.sessionQueue(path, sl.SessionID)
 	if err != nil {
 		return time.Time{}, err
@@ -302,6 +316,13 @@ func (b *Broker) RenewSessionLock(ctx context.Context, path string, sl *SessionL
 // CloseSession releases a session lock cleanly: messages locked under it
 // become available again without counting the delivery.
 func (b *Broker) CloseSession(path string, sl *SessionLock) error {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return err
+		}
+		return be.CloseSession(path, sl)
+	}
 	q, err := b.sessionQueue(path, sl.SessionID)
 	if err != nil {
 		return err
@@ -388,6 +409,13 @@ func (q *queue) pruneSessionLocked(s *session) {
 // GetSessionState returns the session's state, nil if none. The caller
 // must hold the session lock.
 func (b *Broker) GetSessionState(ctx context.Context, path string, sl *SessionLock) ([]byte, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return nil, err
+		}
+		return be.GetSessionState(ctx, path, sl)
+	}
 	q, err := b.sessionQueue(path, sl.SessionID)
 	if err != nil {
 		return nil, err
@@ -404,6 +432,13 @@ func (b *Broker) GetSessionState(ctx context.Context, path string, sl *SessionLo
 // SetSessionState stores the session's state durably; nil clears it. The
 // state outlives the session's messages and restarts.
 func (b *Broker) SetSessionState(ctx context.Context, path string, sl *SessionLock, state []byte) error {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return err
+		}
+		return be.SetSessionState(ctx, path, sl, state)
+	}
 	q, err := b.sessionQueue(path, sl.SessionID)
 	if err != nil {
 		return err
@@ -453,6 +488,13 @@ func encodeSessionState(at int64, state []byte) []byte {
 // those with messages or state; otherwise those whose state was set after
 // since. Ids are sorted.
 func (b *Broker) ListSessions(ctx context.Context, path string, since time.Time) ([]string, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return nil, err
+		}
+		return be.ListSessions(ctx, path, since)
+	}
 	qs, err := b.sessionQueues(path)
 	if err != nil {
 		return nil, err

@@ -45,6 +45,13 @@ const (
 // made durable (a storage fault: [ErrServerBusy]) nothing changed and the
 // receiver keeps its lock, so it may retry.
 func (b *Broker) Settle(ctx context.Context, path string, tok LockToken, o Outcome) error {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return err
+		}
+		return be.Settle(ctx, path, tok, o)
+	}
 	q, err := b.queueFor(path, byLock(tok))
 	if err != nil {
 		return err
@@ -230,6 +237,13 @@ func mergeProps(m *Message, props map[string]any) {
 // RenewLock extends the lock tok holds by the entity's lock duration and
 // returns the new expiry.
 func (b *Broker) RenewLock(ctx context.Context, path string, tok LockToken) (time.Time, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return time.Time{}, err
+		}
+		return be.RenewLock(ctx, path, tok)
+	}
 	q, err := b.queueFor(path, byLock(tok))
 	if err != nil {
 		return time.Time{}, err
@@ -254,6 +268,13 @@ func (b *Broker) RenewLock(ctx context.Context, path string, tok LockToken) (tim
 // [ErrMessageNotFound] if any of them is not a deferred message of the
 // entity (or is locked by someone else).
 func (b *Broker) ReceiveDeferred(ctx context.Context, path string, mode ReceiveMode, seqs []int64) ([]*Message, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return nil, err
+		}
+		return be.ReceiveDeferred(ctx, path, mode, seqs)
+	}
 	qs, err := b.queuesFor(path)
 	if err != nil {
 		return nil, err

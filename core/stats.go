@@ -283,6 +283,10 @@ type EntitySnapshot struct {
 // what it keeps (Histogram slices included). Entities created or deleted
 // meanwhile may or may not be reported.
 func (b *Broker) EachEntity(fn func(*EntitySnapshot)) {
+	if b.routed() {
+		b.eachRouted(fn)
+		return
+	}
 	b.mu.RLock()
 	ents := make([]*entity, 0, len(b.mu.entities))
 	for _, e := range b.mu.entities {
@@ -301,6 +305,13 @@ func (b *Broker) EachEntity(fn func(*EntitySnapshot)) {
 // topic or subscription; a dead-letter subqueue's are its entity's). They
 // are zero unless [Config.Stats] is set.
 func (b *Broker) EntityStats(path string) (EntityStats, error) {
+	if b.routed() {
+		be, err := b.route(path)
+		if err != nil {
+			return EntityStats{}, err
+		}
+		return be.EntityStats(path)
+	}
 	e, err := b.lookup(ParseAddress(path))
 	if err != nil {
 		return EntityStats{}, err

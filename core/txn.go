@@ -75,7 +75,32 @@ type Txn struct {
 	bytes    int64 // their sizes ([Message.Size]) added up
 	settles  []txnSettle
 	tokens   map[txnToken]struct{} // locks settled in it
+
+	// inner is, for a routed broker's transaction (route.go), the
+	// transaction of its entity's backend it forwards to; nil before its
+	// first operation.
+	inner *Txn
+	// remote, when set, carries out every operation (a stand-in for a
+	// transaction of a broker in another process: NewRemoteTxn).
+	remote RemoteTxn
 }
+
+// RemoteTxn is a transaction of a broker in another process, as a
+// backend's stand-in carries it out (see [Router]).
+type RemoteTxn interface {
+	Send(path, via string, msgs []*Message) error
+	Settle(path string, tok LockToken, o Outcome) error
+	RenewLock(ctx context.Context, path string, tok LockToken) (time.Time, error)
+	Commit() error
+	Rollback()
+	// Deadline is when the transaction times out (zero before its first
+	// operation).
+	Deadline() time.Time
+}
+
+// NewRemoteTxn returns a Txn whose operations r carries out; its Bytes
+// and Entity are kept here.
+func NewRemoteTxn(b *Broker, r RemoteTxn) *Txn { return &Txn{b: b, remote: r} }
 
 // txnSend is messages to store at commit.
 type txnSend struct {
@@ -108,6 +133,9 @@ func (b *Broker) BeginTxn() *Txn { return &Txn{b: b} }
 // them (the entity exists and takes them) and again at commit. Send
 // takes ownership of msgs, as [Broker.SendAsync] does.
 func (t *Txn) Send(path, via string, msgs []*Message) error {
+	if t.remote != nil || t.b.routed() {
+		return t.forwardSend(path, via, msgs)
+	}
 	e, err := t.b.sendTarget(path)
 	if err != nil {
 		return err
@@ -192,6 +220,20 @@ func txnPartitionKey(m *Message) string {
 // now, and still be at commit. A lock settled twice in one transaction
 // fails the second time with [ErrLockLost].
 func (t *Txn) Settle(path string, tok LockToken, o Outcome) error {
+	if t.remote != nil {
+		if err := t.remote.Settle(path, tok, o); err != nil {
+			return err
+		}
+		t.noteForwarded(path, 0)
+		return nil
+	}
+	if t.b.routed() {
+		in, err := t.routedInner(path)
+		if err != nil {
+			return err
+		}
+		return in.Settle(path, tok, o)
+	}
 	q, err := t.b.queueFor(path, byLock(tok))
 	if err != nil {
 		return err
@@ -234,6 +276,20 @@ func (t *Txn) Settle(path string, tok LockToken, o Outcome) error {
 // timeout. The renewal takes effect at once and stays whatever the
 // transaction's outcome (a receiver relies on the new expiry now).
 func (t *Txn) RenewLock(ctx context.Context, path string, tok LockToken) (time.Time, error) {
+	if t.remote != nil {
+		until, err := t.remote.RenewLock(ctx, path, tok)
+		if err == nil {
+			t.noteForwarded(path, 0)
+		}
+		return until, err
+	}
+	if t.b.routed() {
+		in, err := t.routedInner(path)
+		if err != nil {
+			return time.Time{}, err
+		}
+		return in.RenewLock(ctx, path, tok)
+	}
 	if _, err := t.b.queueFor(path, byLock(LockToken{})); err != nil {
 		return time.Time{}, err
 	}
@@ -292,6 +348,11 @@ func (t *Txn) endLocked() {
 // Rollback ends the transaction without applying anything. Rolling back
 // an ended transaction does nothing.
 func (t *Txn) Rollback() {
+	if t.remote != nil {
+		t.remote.Rollback()
+	} else if in := t.routedTxn(); in != nil {
+		in.Rollback()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.ended {
@@ -302,6 +363,15 @@ func (t *Txn) Rollback() {
 // Deadline returns when the transaction times out, or the zero time if
 // no operation started its timeout yet.
 func (t *Txn) Deadline() time.Time {
+	if t.remote != nil {
+		return t.remote.Deadline()
+	}
+	if t.b.routed() {
+		if in := t.routedTxn(); in != nil {
+			return in.Deadline()
+		}
+		return time.Time{}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.first == 0 {
@@ -312,6 +382,9 @@ func (t *Txn) Deadline() time.Time {
 
 // Bytes returns the sizes of the messages the transaction holds to send.
 func (t *Txn) Bytes() int64 {
+	if in := t.routedTxn(); in != nil {
+		return in.Bytes()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.bytes
@@ -332,6 +405,19 @@ func (t *Txn) Entity() string {
 // its timeout passed ([ErrTxnTimeout]). Either way the transaction has
 // ended when Commit returns.
 func (t *Txn) Commit() error {
+	if t.remote != nil {
+		t.mu.Lock()
+		t.endLocked()
+		t.mu.Unlock()
+		return t.remote.Commit()
+	}
+	if t.b.routed() {
+		in := t.routedTxn()
+		if in == nil {
+			return nil // nothing to commit
+		}
+		return in.Commit()
+	}
 	t.mu.Lock()
 	if err := t.openLocked(t.b.Now()); err != nil {
 		t.mu.Unlock()
