@@ -101,6 +101,9 @@ type Config struct {
 	// the cluster (membership, join tokens): the broker's Manage key. It
 	// returns why it refuses. Nil refuses them all.
 	Admin func(r *http.Request) error
+	// PeerProtocols are the handlers of other protocols peers open
+	// connections of on the peer port (DialPeer), by protocol name.
+	PeerProtocols map[string]PeerHandler
 	// Logger receives the node's and raft's messages; nil means none.
 	Logger *zap.Logger
 	// Store are the options of the state database (Logger is set from

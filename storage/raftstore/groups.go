@@ -313,3 +313,14 @@ func (n *Node) voters() []uint64 {
 	}
 	return nil
 }
+
+// ReadReplica reads key from this member's copy of the group's state:
+// what it has applied, which may lag behind what the leader committed.
+// Keys are a Session's (the broker's keys).
+func (n *Node) ReadReplica(key []byte) ([]byte, error) { return n.state.get(key) }
+
+// ScanReplica scans this member's copy of the group's state from prefix,
+// as ReadReplica reads it.
+func (n *Node) ScanReplica(prefix []byte, fn func(key, value []byte) (bool, error)) error {
+	return n.state.scan(prefix, nil, fn)
+}

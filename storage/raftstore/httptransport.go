@@ -88,21 +88,23 @@ type httpTransport struct {
 	h          handler
 	tokens     *tokenBook
 	refusals   refusalLog
-	now        func() time.Time // join tokens' clock (tests move it)
+	protocols  map[string]PeerHandler // peer connections of other protocols, by name (peerconn.go)
+	now        func() time.Time       // join tokens' clock (tests move it)
 
 	mu      sync.Mutex // guards the fields below
 	peers   map[uint64]*peer
 	inbound map[inboundKey]*inStream // streams peers opened to us, one per peer and lane
 	closed  bool
-	snapOut map[snapKey]bool // peers with a snapshot of a group being sent
-	snapIn  map[uint64]bool  // groups with a snapshot being received
-	wg      sync.WaitGroup   // peer senders, snapshot senders, inbound streams
+	snapOut map[snapKey]bool      // peers with a snapshot of a group being sent
+	snapIn  map[uint64]bool       // groups with a snapshot being received
+	conns   map[net.Conn]struct{} // peer connections of other protocols (peerconn.go)
+	wg      sync.WaitGroup        // peer senders, snapshot senders, inbound streams
 }
 
 func newHTTPTransport(id uint64, listen string, ln net.Listener, sec peerSecurity, log *zap.Logger) *httpTransport {
 	return &httpTransport{id: id, listenAddr: listen, ln: ln, log: log, sec: sec,
 		dialer: net.Dialer{Timeout: dialTimeout, KeepAlive: 10 * time.Second}, tokens: newTokenBook(), now: time.Now,
-		peers: map[uint64]*peer{}, inbound: map[inboundKey]*inStream{}, snapOut: map[snapKey]bool{}, snapIn: map[uint64]bool{}}
+		peers: map[uint64]*peer{}, inbound: map[inboundKey]*inStream{}, snapOut: map[snapKey]bool{}, snapIn: map[uint64]bool{}, conns: map[net.Conn]struct{}{}}
 }
 
 // scheme is the peer API's URL scheme.
@@ -151,6 +153,7 @@ func (t *httpTransport) start(h handler) error {
 	mux.HandleFunc("POST "+pathTokens, t.adminOnly(t.serveTokens))
 	mux.HandleFunc("POST "+pathRenew, t.adminOnly(t.serveRenew))
 	mux.HandleFunc("POST "+pathJoin, t.serveJoin)
+	mux.HandleFunc("GET "+pathConn, t.serveConn)
 	t.srv = &http.Server{Handler: t.guard(mux), Protocols: new(http.Protocols), ReadHeaderTimeout: 5 * time.Second,
 		HTTP2:    &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: stallTimeout, WriteByteTimeout: stallTimeout, MaxReadFrameSize: 1 << 20},
 		ErrorLog: log.New(refusalWriter{t}, "", 0)}
@@ -262,6 +265,9 @@ func (t *httpTransport) close() error {
 	t.mu.Lock()
 	for _, in := range t.inbound {
 		in.closeLocked()
+	}
+	for c := range t.conns {
+		c.Close()
 	}
 	t.mu.Unlock()
 	t.wg.Wait()

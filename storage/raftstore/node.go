@@ -127,7 +127,9 @@ func Open(cfg Config) (*Node, error) {
 	h := &host{id: cfg.ID, nodes: map[uint64]*Node{}, record: rec}
 	h.tr = cfg.transport
 	if h.tr == nil {
-		h.tr = newHTTPTransport(cfg.ID, cfg.ListenAddr, cfg.Listener, peerSecurity{creds: cfg.TLS, admin: cfg.Admin}, cfg.Logger.Named("transport"))
+		ht := newHTTPTransport(cfg.ID, cfg.ListenAddr, cfg.Listener, peerSecurity{creds: cfg.TLS, admin: cfg.Admin}, cfg.Logger.Named("transport"))
+		ht.protocols = cfg.PeerProtocols
+		h.tr = ht
 	}
 	var opened []*Node
 	closeOpened := func() {
