@@ -34,6 +34,7 @@ type clusterFlags struct {
 	electionTicks int
 	joinToken     string
 	peerInsecure  bool
+	groups        int
 }
 
 func addClusterFlags(fs *flag.FlagSet) *clusterFlags {
@@ -49,6 +50,9 @@ func addClusterFlags(fs *flag.FlagSet) *clusterFlags {
 	fs.IntVar(&cf.electionTicks, "raft-election-ticks", raftstore.DefaultElectionTicks, "Raft's election timeout in ticks (randomized up to twice it; the leader lease is 3 ticks less)")
 	fs.StringVar(&cf.joinToken, "join-token", "", "a join token (omnibus cluster token) that gets this node its peer certificate at its first start")
 	fs.BoolVar(&cf.peerInsecure, "peer-insecure", false, "run the peer port on plain TCP, without certificates: anyone who reaches it controls the cluster")
+	fs.IntVar(&cf.groups, "groups", 0, fmt.Sprintf("data groups a new cluster spreads its queues and topics over, each on three nodes and "+
+		"led by one, so that every node does a share of the work (0: one group holds everything; at most %d; "+
+		"fixed when the cluster is made, the same on every founding member)", raftstore.MaxGroups))
 	return cf
 }
 
@@ -64,7 +68,7 @@ func (cf *clusterFlags) options() (app.ClusterOptions, error) {
 	}
 	return app.ClusterOptions{NodeID: cf.nodeID, Peers: peers, Dir: cf.dir, Join: cf.join, PeerListen: cf.peerListen,
 		ProxyWait: cf.proxyWait, MaxProxied: cf.maxProxied, TickInterval: cf.tick, ElectionTicks: cf.electionTicks,
-		JoinToken: cf.joinToken, PeerInsecure: cf.peerInsecure}, nil
+		JoinToken: cf.joinToken, PeerInsecure: cf.peerInsecure, Groups: cf.groups}, nil
 }
 
 // server is what serve runs: a single broker or a cluster node.

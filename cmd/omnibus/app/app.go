@@ -157,6 +157,14 @@ type Options struct {
 	// listener (the console's rate charts read them).
 	Stats bool
 
+	// router, when set, makes the namespace's broker a routed one
+	// (core.Config.Router): a node of a cluster with data groups
+	// (cluster_routed.go).
+	router core.Router
+	// namespace names the default namespace when no config file does (a
+	// routed App applies its config file itself: cluster_routed.go).
+	namespace string
+
 	// knownHosts are more names of this omnibus for the host policy (a
 	// cluster's peers), which they do not turn on by themselves.
 	knownHosts []string
@@ -241,6 +249,7 @@ func Start(opts Options) (a *App, err error) {
 		}
 	}()
 	var cfg *emuconfig.Config
+	a.Namespace = opts.namespace
 	if opts.ConfigPath != "" {
 		if cfg, err = loadConfig(opts.ConfigPath); err != nil {
 			return a, err
@@ -262,7 +271,7 @@ func Start(opts Options) (a *App, err error) {
 		NewBroker: func(name string, s storage.Store, clk clock.Clock) (*core.Broker, error) {
 			return core.New(core.Config{Store: s, Clock: clk, Logger: opts.Logger.Named("core").With(zap.String("namespace", name)),
 				Namespace: name, Faults: opts.Faults, Limits: opts.Limits, Stats: stats, TxnTimeout: opts.TxnTimeout, BodyCache: cache,
-				PartitionCount: opts.PartitionCount})
+				PartitionCount: opts.PartitionCount, Router: opts.router})
 		}})
 	if err != nil {
 		return a, fmt.Errorf("recovering the broker from %s: %w", a.storeName(), err)

@@ -47,6 +47,10 @@ type ClusterOptions struct {
 	JoinToken string
 	// PeerInsecure runs the peer port on plain TCP, without certificates.
 	PeerInsecure bool
+	// Groups is how many data groups a new cluster spreads its queues and
+	// topics over (raftstore.Config.Groups, cluster_routed.go); 0 keeps
+	// them all in the one group, led by one node.
+	Groups int
 }
 
 // DefaultMaxProxied is the default of ClusterOptions.MaxProxied.
@@ -77,13 +81,18 @@ type Cluster struct {
 
 	mu      sync.Mutex // guards serving
 	serving *servingState
+	// routed is this node's part of a cluster with data groups; nil when
+	// the one group holds everything.
+	routed *routed
 }
 
-// servingState is the local broker of one Session.
+// servingState is the local broker of one Session, or (always) the
+// routed App of a cluster with data groups.
 type servingState struct {
-	sess  *raftstore.Session
-	app   *App
-	local map[string]*chanListener
+	sess   *raftstore.Session // nil with always
+	app    *App
+	local  map[string]*chanListener
+	always bool // serves whatever the node's roles: its brokers fence themselves
 }
 
 // StartCluster opens the node's listeners and Raft node and starts
@@ -140,13 +149,16 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	cl.routed = newRouted(cl)
 	cl.node, err = raftstore.Open(raftstore.Config{ID: c.NodeID, Peers: c.Peers, Join: c.Join, Dir: c.Dir,
-		TLS: creds, Insecure: c.PeerInsecure, Admin: admin,
-		ListenAddr: c.PeerListen, Logger: o.Logger.Named("raft"), TickInterval: c.TickInterval, ElectionTicks: c.ElectionTicks,
+		TLS: creds, Insecure: c.PeerInsecure, Admin: admin, Groups: c.Groups,
+		PeerProtocols: map[string]raftstore.PeerHandler{rpcProtocol: cl.routed.serveConn},
+		ListenAddr:    c.PeerListen, Logger: o.Logger.Named("raft"), TickInterval: c.TickInterval, ElectionTicks: c.ElectionTicks,
 		Store: pebblestore.Options{DiskReserve: o.DiskReserve, Repair: o.Repair}})
 	if err != nil {
 		return nil, fmt.Errorf("cluster node: %w", err)
 	}
+	cl.routed.meta = cl.node
 	if cl.metrics, err = cl.startClusterMetrics(); err != nil {
 		return nil, err
 	}
@@ -211,9 +223,21 @@ func (cl *Cluster) advertised() map[string]string {
 	return info
 }
 
-// run serves every Session this node gets, one after the other.
+// run serves every Session this node gets, one after the other; in a
+// cluster with data groups, the routed App until the node stops.
 func (cl *Cluster) run() {
 	defer close(cl.done)
+	if cl.node.DataGroups() > 0 {
+		if err := cl.routed.start(); err != nil {
+			cl.log.Error("cannot serve clients", zap.Error(err))
+			return
+		}
+		<-cl.ctx.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		cl.routed.stop(ctx)
+		return
+	}
 	for {
 		sess, err := cl.node.Session(cl.ctx)
 		if err != nil {

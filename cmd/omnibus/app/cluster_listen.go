@@ -45,7 +45,14 @@ func (cl *Cluster) serveLocally(front string, conn net.Conn) bool {
 	cl.mu.Lock()
 	st := cl.serving
 	cl.mu.Unlock()
-	if st == nil || !st.sess.Valid() {
+	if st == nil {
+		return false
+	}
+	if st.always {
+		l := st.local[front]
+		return l != nil && l.deliver(conn, func() bool { return true })
+	}
+	if !st.sess.Valid() {
 		return false
 	}
 	l := st.local[front]

@@ -41,12 +41,19 @@ func startTestCluster(t *testing.T) map[uint64]*Cluster {
 // AMQPS and HTTPS off, unless edit turns them on).
 func startTestClusterWith(t *testing.T, edit func(*Options)) map[uint64]*Cluster {
 	t.Helper()
+	return startTestClusterOf(t, 3, edit, nil)
+}
+
+// startTestClusterOf is startTestClusterWith for size nodes, editCluster
+// changing each node's cluster options.
+func startTestClusterOf(t *testing.T, size int, edit func(*Options), editCluster func(*ClusterOptions)) map[uint64]*Cluster {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "Config.json")
 	if err := os.WriteFile(cfg, []byte(testConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	peers := map[uint64]string{}
-	for id := uint64(1); id <= 3; id++ {
+	for id := uint64(1); id <= uint64(size); id++ {
 		peers[id] = freeAddr(t)
 	}
 	nodes := map[uint64]*Cluster{}
@@ -56,13 +63,16 @@ func startTestClusterWith(t *testing.T, edit func(*Options)) map[uint64]*Cluster
 		}
 	})
 	var admin *raftstore.Client
-	for id := uint64(1); id <= 3; id++ {
+	for id := uint64(1); id <= uint64(size); id++ {
 		o := Options{DataDir: filepath.Join(t.TempDir(), fmt.Sprint(id)), ConfigPath: cfg,
 			AMQPAddr: "127.0.0.1:0", AMQPSAddr: "-", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "-", Logger: zaptest.NewLogger(t).Named(fmt.Sprint("n", id))}
 		if edit != nil {
 			edit(&o)
 		}
 		co := ClusterOptions{NodeID: id, Peers: peers, TickInterval: 50 * time.Millisecond, ElectionTicks: 30}
+		if editCluster != nil {
+			editCluster(&co)
+		}
 		if id == 1 {
 			creds, err := peertls.Init(PeerTLSDir(filepath.Join(o.DataDir, "cluster")), 1, time.Now())
 			if err != nil {

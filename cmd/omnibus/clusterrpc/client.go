@@ -1,0 +1,216 @@
+package clusterrpc
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// Dial opens a connection to a peer's RPC server (over the peer port:
+// storage/raftstore's Node.DialPeer); br holds what was read of the
+// connection already (the end of the upgrade's answer), nil if nothing.
+type Dial func(ctx context.Context) (nc net.Conn, br *bufio.Reader, err error)
+
+// Client makes calls on one peer, over one connection it opens when
+// needed and opens again after it broke.
+type Client struct {
+	dial Dial
+	log  *zap.Logger
+
+	mu     sync.Mutex // guards the fields below
+	cur    *clientConn
+	closed bool
+}
+
+// NewClient returns a client that reaches its peer with dial.
+func NewClient(dial Dial, log *zap.Logger) *Client {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Client{dial: dial, log: log}
+}
+
+// Close closes the connection; calls under way fail.
+func (c *Client) Close() {
+	c.mu.Lock()
+	c.closed = true
+	cur := c.cur
+	c.cur = nil
+	c.mu.Unlock()
+	if cur != nil {
+		cur.fail()
+	}
+}
+
+// clientConn is one connection and the calls waiting on it.
+type clientConn struct {
+	fc *frameConn
+
+	mu      sync.Mutex // guards the fields below
+	next    uint64
+	pending map[uint64]*pendingCall
+	broken  bool
+}
+
+// pendingCall is a call waiting for its answer.
+type pendingCall struct {
+	ch      chan []byte // the answer's payload after the id; nil when the connection broke
+	changes bool        // the call may change state: a broken connection leaves its outcome unknown
+}
+
+// conn returns the live connection, opening one if needed.
+func (c *Client) conn(ctx context.Context) (*clientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, busy("the connection to the group's leader is closed")
+	}
+	if c.cur != nil {
+		return c.cur, nil
+	}
+	nc, br, err := c.dial(ctx)
+	if err != nil {
+		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "cannot reach the node that leads the entity's group: " + err.Error()}
+	}
+	cc := &clientConn{fc: newFrameConn(nc, br), pending: map[uint64]*pendingCall{}}
+	c.cur = cc
+	go c.readLoop(cc)
+	return cc, nil
+}
+
+// readLoop hands each answer to its call until the connection ends.
+func (c *Client) readLoop(cc *clientConn) {
+	var buf []byte
+	for {
+		payload, err := cc.fc.read(buf)
+		if err != nil {
+			break
+		}
+		d := &dec{b: payload}
+		id := d.uvarint()
+		if d.err != nil {
+			break
+		}
+		cc.mu.Lock()
+		p := cc.pending[id]
+		delete(cc.pending, id)
+		cc.mu.Unlock()
+		if p != nil {
+			p.ch <- append([]byte(nil), d.b...)
+		}
+		if cap(payload) <= 1<<20 {
+			buf = payload[:0]
+		} else {
+			buf = nil
+		}
+	}
+	c.mu.Lock()
+	if c.cur == cc {
+		c.cur = nil
+	}
+	c.mu.Unlock()
+	cc.fail()
+}
+
+// fail ends the connection and every call waiting on it.
+func (cc *clientConn) fail() {
+	cc.fc.close()
+	cc.mu.Lock()
+	cc.broken = true
+	pending := cc.pending
+	cc.pending = nil
+	cc.mu.Unlock()
+	for _, p := range pending {
+		p.ch <- nil
+	}
+}
+
+// start sends a request and returns the call to wait on.
+func (c *Client) start(ctx context.Context, op byte, group uint64, args []byte, changes bool) (*clientConn, uint64, *pendingCall, error) {
+	cc, err := c.conn(ctx)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	p := &pendingCall{ch: make(chan []byte, 1), changes: changes}
+	cc.mu.Lock()
+	if cc.broken {
+		cc.mu.Unlock()
+		return nil, 0, nil, busy("the connection to the group's leader broke")
+	}
+	cc.next++
+	id := cc.next
+	cc.pending[id] = p
+	cc.mu.Unlock()
+	e := &enc{b: make([]byte, 0, len(args)+16)}
+	e.uvarint(id)
+	e.byte(op)
+	e.uvarint(group)
+	e.b = append(e.b, args...)
+	if err := cc.fc.write(e.b); err != nil {
+		cc.fail()
+		// The request may have gone out whole: its outcome is unknown.
+	}
+	return cc, id, p, nil
+}
+
+// call makes a call and waits for its answer; a blocking one (ctx given)
+// is cancelled at the server when ctx ends first, and its answer still
+// awaited (it may carry what the server took meanwhile).
+func (c *Client) call(ctx context.Context, op byte, group uint64, args []byte, changes bool) (*dec, error) {
+	cc, id, p, err := c.start(ctx, op, group, args, changes)
+	if err != nil {
+		return nil, err
+	}
+	var ans []byte
+	select {
+	case ans = <-p.ch:
+	case <-ctx.Done():
+		e := &enc{}
+		e.uvarint(id)
+		e.byte(opCancel)
+		_ = cc.fc.write(e.b)
+		ans = <-p.ch
+	}
+	return answer(ans, p.changes)
+}
+
+// answer decodes an answer's status; nil ans is a broken connection.
+func answer(ans []byte, changes bool) (*dec, error) {
+	if ans == nil {
+		if changes {
+			return nil, &core.Error{Code: core.CodeOutcomeUnknown, Msg: "the connection to the group's leader broke before it answered; the operation may or may not have been carried out"}
+		}
+		return nil, busy("the connection to the group's leader broke before it answered")
+	}
+	d := &dec{b: ans}
+	switch d.byte() {
+	case statusOK:
+		return d, nil
+	case statusError:
+		return nil, d.error()
+	}
+	return nil, errMalformed
+}
+
+func busy(msg string) error { return &core.Error{Code: core.CodeServerBusy, Msg: msg + "; retry"} }
+
+// Place asks the peer (the meta group's leader) for the data group of the
+// queue or topic name, to be recorded with suggest when it has none and
+// create is set; 0 when it has none and create is not.
+func (c *Client) Place(ctx context.Context, name string, suggest uint64, create bool) (uint64, error) {
+	e := &enc{}
+	e.string(name)
+	e.uvarint(suggest)
+	e.bool(create)
+	d, err := c.call(context.WithoutCancel(ctx), opPlace, 0, e.b, create)
+	if err != nil {
+		return 0, err
+	}
+	g := d.uvarint()
+	return g, d.err
+}

@@ -1,0 +1,279 @@
+package clusterrpc
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// Group is a data group this node leads, as the server sees it.
+type Group struct {
+	Broker *core.Broker
+	// Valid reports whether the group's Session (and so its lease) still
+	// holds: an answer is written only while it does.
+	Valid func() bool
+}
+
+// Lookup returns the data group g this node leads now, false if it leads
+// none of that number.
+type Lookup func(g uint64) (Group, bool)
+
+// MaxCallsPerConn bounds the calls one connection may have under way at
+// once (each holds a goroutine, and a blocking receive holds it long).
+const MaxCallsPerConn = 100000
+
+// Place is the meta leader's placement service: the data group of the
+// queue or topic name, choosing it (suggest, when not 0) and recording it
+// if it has none and create is set; 0 when it has none and create is not.
+type Place func(ctx context.Context, name string, suggest uint64, create bool) (uint64, error)
+
+// Server answers the calls peers make on the groups this node leads.
+type Server struct {
+	lookup Lookup
+	// Place, when set, answers placement calls (this node leads the meta
+	// group). Set it before Serve.
+	Place Place
+	log   *zap.Logger
+
+	mu     sync.Mutex // guards conns and closed
+	conns  map[*serverConn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewServer returns a server answering calls on the groups lookup names.
+func NewServer(lookup Lookup, log *zap.Logger) *Server {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Server{lookup: lookup, log: log, conns: map[*serverConn]struct{}{}}
+}
+
+// serverConn is one peer's connection.
+type serverConn struct {
+	s    *Server
+	fc   *frameConn
+	from uint64
+
+	mu      sync.Mutex // guards the fields below
+	calls   map[uint64]context.CancelFunc
+	txns    map[uint64]*core.Txn // by id, this connection's
+	nextTxn uint64
+}
+
+// Serve answers the calls that come on nc from peer node from, until it
+// closes or the server does. It owns nc; br holds what was read of it
+// already (nil: nothing).
+func (s *Server) Serve(nc net.Conn, br *bufio.Reader, from uint64) {
+	c := &serverConn{s: s, from: from, calls: map[uint64]context.CancelFunc{}, txns: map[uint64]*core.Txn{}}
+	c.fc = newFrameConn(nc, br)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		c.fc.close()
+		c.mu.Lock()
+		for _, cancel := range c.calls {
+			cancel()
+		}
+		txns := c.txns
+		c.txns = nil
+		c.mu.Unlock()
+		for _, t := range txns {
+			t.Rollback() // the peer that opened it is gone
+		}
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	var buf []byte
+	for {
+		payload, err := c.fc.read(buf)
+		if err != nil {
+			return
+		}
+		if !c.dispatch(payload) {
+			return
+		}
+		if cap(payload) <= 1<<20 {
+			buf = payload[:0] // dispatch copied what it keeps
+		} else {
+			buf = nil
+		}
+	}
+}
+
+// Close closes every connection and waits for their readers.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.fc.close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// dispatch decodes one request and runs it: an asynchronous send at once
+// (its order on the connection is its order in the queue), anything else
+// on a goroutine of its own. It reports false for a frame that does not
+// decode, which ends the connection.
+func (c *serverConn) dispatch(payload []byte) bool {
+	d := &dec{b: payload}
+	id := d.uvarint()
+	op := d.byte()
+	if d.err != nil || op == 0 || op >= opLast {
+		c.s.log.Warn("a peer sent a malformed call; closing its connection", zap.Uint64("peer", c.from))
+		return false
+	}
+	if op == opCancel {
+		c.mu.Lock()
+		cancel := c.calls[id]
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		return true
+	}
+	group := d.uvarint()
+	args := append([]byte(nil), d.b...) // the reader reuses payload
+	if op == opPlace {
+		go c.place(id, args)
+		return true
+	}
+	g, ok := c.s.lookup(group)
+	if !ok {
+		c.answerErr(id, notLeading(group))
+		return true
+	}
+	if op == opSendAsync {
+		c.sendAsync(id, g, args)
+		return true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.mu.Lock()
+	if len(c.calls) >= MaxCallsPerConn {
+		c.mu.Unlock()
+		cancel()
+		c.answerErr(id, &core.Error{Code: core.CodeServerBusy, Msg: "too many calls under way on one connection between nodes"})
+		return true
+	}
+	c.calls[id] = cancel
+	c.mu.Unlock()
+	go func() {
+		defer func() {
+			c.mu.Lock()
+			delete(c.calls, id)
+			c.mu.Unlock()
+			cancel()
+		}()
+		res, err := c.call(ctx, g, op, &dec{b: args})
+		if err != nil {
+			c.answerErr(id, err)
+			return
+		}
+		c.answer(id, g, res)
+	}()
+	return true
+}
+
+// notLeading is the answer for a group this node does not lead (any
+// more): retryable; the caller asks the group's new leader.
+func notLeading(g uint64) error {
+	return &core.Error{Code: core.CodeServerBusy, Msg: "this node does not lead the entity's group now; retry"}
+}
+
+// answer writes a successful answer, if the group's lease still allows it.
+func (c *serverConn) answer(id uint64, g Group, res []byte) {
+	if !g.Valid() {
+		c.answerErr(id, &core.Error{Code: core.CodeServerBusy, Msg: "this node stopped leading the entity's group; retry"})
+		return
+	}
+	e := &enc{b: make([]byte, 0, len(res)+12)}
+	e.uvarint(id)
+	e.byte(statusOK)
+	e.b = append(e.b, res...)
+	_ = c.fc.write(e.b)
+}
+
+func (c *serverConn) answerErr(id uint64, err error) {
+	e := &enc{}
+	e.uvarint(id)
+	e.byte(statusError)
+	e.error(err)
+	_ = c.fc.write(e.b)
+}
+
+// sendAsync plans a send now and answers once it is durable.
+func (c *serverConn) sendAsync(id uint64, g Group, args []byte) {
+	d := &dec{b: args}
+	path := d.string()
+	msgs := d.messages()
+	if d.err != nil {
+		c.answerErr(id, d.err)
+		return
+	}
+	err := g.Broker.SendAsync(path, msgs, func(seqs []int64, err error) {
+		if err != nil {
+			c.answerErr(id, err)
+			return
+		}
+		e := &enc{}
+		e.int64s(seqs)
+		c.answer(id, g, e.b)
+	})
+	if err != nil {
+		c.answerErr(id, err)
+	}
+}
+
+// deadline reads a call's deadline (0: none) into a context.
+func withDeadline(ctx context.Context, d *dec) (context.Context, context.CancelFunc) {
+	n := d.varint()
+	if n == 0 {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, time.Unix(0, n))
+}
+
+// place answers a placement call.
+func (c *serverConn) place(id uint64, args []byte) {
+	d := &dec{b: args}
+	name, suggest, create := d.string(), d.uvarint(), d.bool()
+	if d.err != nil {
+		c.answerErr(id, d.err)
+		return
+	}
+	if c.s.Place == nil {
+		c.answerErr(id, &core.Error{Code: core.CodeServerBusy, Msg: "this node does not lead the meta group; retry"})
+		return
+	}
+	g, err := c.s.Place(context.Background(), name, suggest, create)
+	if err != nil {
+		c.answerErr(id, err)
+		return
+	}
+	e := &enc{}
+	e.uvarint(g)
+	_ = c.fc.write(append(append(binaryID(id), statusOK), e.b...))
+}
+
+// binaryID is a frame's leading call id.
+func binaryID(id uint64) []byte {
+	e := &enc{}
+	e.uvarint(id)
+	return e.b
+}
