@@ -12,14 +12,21 @@ FUZZTIME  ?= 10s
 # Every JS test package: amqpserver/jstest (the stable SDK), jstest-beta (the
 # SDK beta's newer operations), httpgw/jstest, and any further jstest-* dir.
 JSDIRS    := $(patsubst %/package.json,%,$(wildcard amqpserver/jstest*/package.json httpgw/jstest*/package.json))
-# The Java SDK tests (a Maven project); Maven runs quietly so CI logs stay
+# The Java tests: one Maven project, two suites on one harness: the Java
+# SDK's (package omnibus) and JMS 2.0 through Apache Qpid JMS, as Service
+# Bus Premium serves it (omnibus.jms). Maven runs quietly so CI logs stay
 # short. Debian's Maven 3.8.7 prints colour resets even in batch mode, so
 # its output goes through sed (and its exit status through a file).
 JAVADIR   := amqpserver/javatest
-# JMS 2.0 through Apache Qpid JMS, as Service Bus Premium serves it: a
-# Maven project of its own, run the same way.
-JMSDIR    := amqpserver/jmstest
 MVN       = { mvn -q -B $(1) 2>&1; echo $$? > target/.mvn-rc; } | sed 's/\x1b\[[0-9;]*m//g'; exit $$(cat target/.mvn-rc)
+# $(call JAVASUITE,classes,name): runs the test classes matching the
+# surefire pattern, then prints one "name: N passed, N failed, N skipped"
+# line from their reports; exits with Maven's status.
+JAVASUITE = cd $(JAVADIR) && rm -rf target/surefire-reports && mkdir -p target && { ($(call MVN,test -Dtest='$(1)')); rc=$$?; \
+	  cat target/surefire-reports/TEST-*.xml 2>/dev/null | grep -o '<testsuite [^>]*>' | \
+	    awk '{ for (i = 1; i <= NF; i++) { split($$i, kv, "="); gsub(/"/, "", kv[2]); n[kv[1]] += kv[2] } } \
+	      END { printf "$(2): %d passed, %d failed, %d skipped\n", n["tests"] - n["failures"] - n["errors"] - n["skipped"], n["failures"] + n["errors"], n["skipped"] }'; \
+	  exit $$rc; }
 
 .DEFAULT_GOAL := help
 
@@ -113,13 +120,13 @@ jsdeps: browserdeps ## install what the JS SDK tests need: node and npm (apt) if
 	  (cd $$d && npm ci --no-audit --no-fund && cp package-lock.json node_modules/.omnibus-installed-lock.json) || exit 1; \
 	done
 
-# The Java SDK tests (amqpserver/javatest) need a JDK 17 and Maven, from
+# The Java tests (amqpserver/javatest) need a JDK 17 and Maven, from
 # Debian's packages when absent, and their dependencies in the user's Maven
 # repository (~/.m2), fetched when the pom.xml changed since the last fetch
 # (a copy of the one fetched for is kept in target/, like jsdeps' lock copy).
 # Running a test filter that matches nothing compiles the tests and fetches
 # everything `mvn test` needs, surefire's JUnit provider included.
-javadeps: ## install what the Java SDK tests need: JDK 17 and Maven (apt) if absent, their dependencies into ~/.m2 when pom.xml changed
+javadeps: ## install what the Java SDK and JMS tests need: JDK 17 and Maven (apt) if absent, their dependencies into ~/.m2 when pom.xml changed
 	@if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then \
 	  echo "== installing openjdk-17-jdk-headless and maven (apt-get)"; \
 	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
@@ -127,33 +134,16 @@ javadeps: ## install what the Java SDK tests need: JDK 17 and Maven (apt) if abs
 	    { echo "make javadeps: a JDK or Maven is missing and apt-get could not install them"; exit 1; }; \
 	fi
 	@if ! cmp -s $(JAVADIR)/pom.xml $(JAVADIR)/target/.omnibus-resolved-pom.xml; then \
-	  echo "== fetching the Java SDK tests' dependencies into ~/.m2 (mvn)"; \
+	  echo "== fetching the Java tests' dependencies into ~/.m2 (mvn)"; \
 	  (cd $(JAVADIR) && mkdir -p target && ($(call MVN,test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false)) && \
 	    cp pom.xml target/.omnibus-resolved-pom.xml) || exit 1; \
 	fi
 
 javatest: javadeps ## official Java SDK tests (azure-messaging-servicebus, JUnit 5) against brokers started by the tests
-	@cd $(JAVADIR) && rm -rf target/surefire-reports && mkdir -p target && { ($(call MVN,test)); rc=$$?; \
-	  cat target/surefire-reports/TEST-*.xml 2>/dev/null | grep -o '<testsuite [^>]*>' | \
-	    awk '{ for (i = 1; i <= NF; i++) { split($$i, kv, "="); gsub(/"/, "", kv[2]); n[kv[1]] += kv[2] } } \
-	      END { printf "javatest: %d passed, %d failed, %d skipped\n", n["tests"] - n["failures"] - n["errors"] - n["skipped"], n["failures"] + n["errors"], n["skipped"] }'; \
-	  exit $$rc; }
+	@$(call JAVASUITE,omnibus/*Test,javatest)
 
-# The JMS tests (amqpserver/jmstest): the JDK and Maven javadeps installs,
-# and their own dependencies in ~/.m2, fetched when their pom.xml changed.
-jmsdeps: javadeps ## fetch the JMS tests' dependencies (Qpid JMS, JUnit 5) into ~/.m2 when their pom.xml changed
-	@if ! cmp -s $(JMSDIR)/pom.xml $(JMSDIR)/target/.omnibus-resolved-pom.xml; then \
-	  echo "== fetching the JMS tests' dependencies into ~/.m2 (mvn)"; \
-	  (cd $(JMSDIR) && mkdir -p target && ($(call MVN,test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false)) && \
-	    cp pom.xml target/.omnibus-resolved-pom.xml) || exit 1; \
-	fi
-
-jmstest: jmsdeps ## JMS 2.0 tests (Apache Qpid JMS, JUnit 5): queues, topics, durable and shared subscriptions, selectors, temporary queues, transactions
-	@cd $(JMSDIR) && rm -rf target/surefire-reports && mkdir -p target && { ($(call MVN,test)); rc=$$?; \
-	  cat target/surefire-reports/TEST-*.xml 2>/dev/null | grep -o '<testsuite [^>]*>' | \
-	    awk '{ for (i = 1; i <= NF; i++) { split($$i, kv, "="); gsub(/"/, "", kv[2]); n[kv[1]] += kv[2] } } \
-	      END { printf "jmstest: %d passed, %d failed, %d skipped\n", n["tests"] - n["failures"] - n["errors"] - n["skipped"], n["failures"] + n["errors"], n["skipped"] }'; \
-	  exit $$rc; }
+jmstest: javadeps ## JMS 2.0 tests (Apache Qpid JMS, JUnit 5): queues, topics, durable and shared subscriptions, selectors, temporary queues, transactions
+	@$(call JAVASUITE,omnibus/jms/*Test,jmstest)
 
 # The browser test (amqpserver/jstest-browser) drives Debian's Chromium and
 # trusts omnibus's CA through an NSS database made with certutil; no browser
@@ -252,4 +242,4 @@ hotpath: ## broker CPU and instructions (valgrind) per send and per delivery + c
 
 check: test ## alias of test
 
-.PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jsdeps javatest javadeps jmstest jmsdeps browserdeps pydeps pyvenv lint fuzz conformance soak cluster-test bench check
+.PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jsdeps javatest javadeps jmstest browserdeps pydeps pyvenv lint fuzz conformance soak cluster-test bench check

@@ -9,6 +9,9 @@ import javax.jms.JMSContext;
 import javax.jms.JMSRuntimeException;
 import javax.jms.TemporaryTopic;
 import javax.jms.TextMessage;
+
+import omnibus.Entities;
+import omnibus.OmnibusExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -21,7 +24,7 @@ class LimitsTest {
 
     @Test
     void temporaryTopic() throws Exception {
-        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext()) {
             TemporaryTopic t = ctx.createTemporaryTopic();
             var c = ctx.createConsumer(t);
             ctx.createProducer().send(t, "to the temporary topic");
@@ -31,7 +34,7 @@ class LimitsTest {
 
     @Test
     void selectorOnAQueueIsRefused() throws Exception {
-        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext()) {
             JMSRuntimeException e = assertThrows(JMSRuntimeException.class,
                 () -> ctx.createConsumer(ctx.createQueue("jms-limits"), "color = 'red'"));
             assertTrue(e.getMessage().contains("topic consumers only"), e.getMessage());
@@ -42,12 +45,12 @@ class LimitsTest {
     void missingQueueIsMadeForAServiceBusJmsClient() throws Exception {
         // The factory marks its connections com.microsoft:is-client-provider,
         // as Microsoft's ServiceBusJmsConnectionFactory does.
-        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext()) {
             ctx.createProducer().send(ctx.createQueue("jms-made-on-the-fly"), "first");
             assertEquals("first", ((TextMessage) ctx.createConsumer(ctx.createQueue("jms-made-on-the-fly")).receive(10_000)).getText());
         }
         // A plain Qpid JMS connection gets InvalidDestination instead.
-        try (JMSContext ctx = omnibus.broker().plainFactory().createContext()) {
+        try (JMSContext ctx = Jms.plainFactory(omnibus.broker()).createContext()) {
             assertThrows(InvalidDestinationRuntimeException.class,
                 () -> ctx.createProducer().send(ctx.createQueue("jms-not-made"), "x"));
         }

@@ -11,6 +11,9 @@ import javax.jms.JMSContext;
 import javax.jms.Message;
 import javax.jms.Queue;
 import javax.jms.TextMessage;
+
+import omnibus.Entities;
+import omnibus.OmnibusExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -25,8 +28,8 @@ class TransactionTest {
 
     @Test
     void sendsShowOnlyAfterCommit() throws Exception {
-        try (JMSContext tx = omnibus.broker().factory().createContext(JMSContext.SESSION_TRANSACTED);
-             JMSContext plain = omnibus.broker().factory().createContext()) {
+        try (JMSContext tx = Jms.factory(omnibus.broker()).createContext(JMSContext.SESSION_TRANSACTED);
+             JMSContext plain = Jms.factory(omnibus.broker()).createContext()) {
             Queue q = tx.createQueue("jms-tx-send");
             JMSConsumer watcher = plain.createConsumer(plain.createQueue("jms-tx-send"));
             tx.createProducer().send(q, "rolled back");
@@ -42,7 +45,7 @@ class TransactionTest {
 
     @Test
     void acknowledgementsTakeEffectOnCommit() throws Exception {
-        try (JMSContext tx = omnibus.broker().factory().createContext(JMSContext.SESSION_TRANSACTED)) {
+        try (JMSContext tx = Jms.factory(omnibus.broker()).createContext(JMSContext.SESSION_TRANSACTED)) {
             Queue q = tx.createQueue("jms-tx-ack");
             tx.createProducer().send(q, "work");
             tx.commit();
@@ -60,8 +63,8 @@ class TransactionTest {
 
     @Test
     void consumeAndProduceAcrossQueuesInOneTransaction() throws Exception {
-        try (JMSContext tx = omnibus.broker().factory().createContext(JMSContext.SESSION_TRANSACTED);
-             JMSContext plain = omnibus.broker().factory().createContext()) {
+        try (JMSContext tx = Jms.factory(omnibus.broker()).createContext(JMSContext.SESSION_TRANSACTED);
+             JMSContext plain = Jms.factory(omnibus.broker()).createContext()) {
             plain.createProducer().send(plain.createQueue("jms-tx-in"), "input");
             // Qpid attaches the session's coordinator first, so, as Service
             // Bus does, the session's first entity (jms-tx-in) carries the

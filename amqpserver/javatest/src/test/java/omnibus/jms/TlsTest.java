@@ -12,6 +12,10 @@ import javax.jms.JMSContext;
 import javax.jms.JMSRuntimeException;
 import javax.jms.Queue;
 import javax.jms.TextMessage;
+
+import omnibus.Broker;
+import omnibus.Entities;
+import omnibus.OmnibusExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -37,7 +41,7 @@ class TlsTest {
         }
         String uri = "amqps://" + b.host + ":" + b.amqpsPort + "?transport.trustStoreLocation=" + store
             + "&transport.trustStorePassword=changeit&transport.trustStoreType=PKCS12&transport.verifyHost=true";
-        try (JMSContext ctx = Broker.factory(uri).createContext()) {
+        try (JMSContext ctx = Jms.factory(uri).createContext()) {
             Queue q = ctx.createQueue("jms-tls");
             ctx.createProducer().send(q, "over TLS");
             assertEquals("over TLS", ((TextMessage) ctx.createConsumer(q).receive(10_000)).getText());
@@ -50,6 +54,6 @@ class TlsTest {
         try (var out = Files.newOutputStream(dir.resolve("empty.p12"))) {
             empty.store(out, "changeit".toCharArray());
         }
-        assertThrows(JMSRuntimeException.class, () -> Broker.factory(untrusting).createContext().close());
+        assertThrows(JMSRuntimeException.class, () -> Jms.factory(untrusting).createContext().close());
     }
 }

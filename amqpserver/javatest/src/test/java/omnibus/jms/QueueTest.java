@@ -15,6 +15,9 @@ import javax.jms.MapMessage;
 import javax.jms.Message;
 import javax.jms.Queue;
 import javax.jms.TextMessage;
+
+import omnibus.Entities;
+import omnibus.OmnibusExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -28,7 +31,7 @@ class QueueTest {
 
     @Test
     void everyMessageTypeRoundTrips() throws Exception {
-        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext()) {
             Queue q = ctx.createQueue("jms-types");
             ctx.createProducer().send(q, "text body");
             ctx.createProducer().send(q, new byte[] {1, 2, 3});
@@ -55,7 +58,7 @@ class QueueTest {
 
     @Test
     void headersAndPropertiesRoundTrip() throws Exception {
-        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext()) {
             Queue q = ctx.createQueue("jms-headers");
             Queue replyTo = ctx.createQueue("jms-types");
             TextMessage out = ctx.createTextMessage("with headers");
@@ -89,7 +92,7 @@ class QueueTest {
 
     @Test
     void clientAcknowledgeAndRecover() throws Exception {
-        try (JMSContext ctx = omnibus.broker().factory().createContext(JMSContext.CLIENT_ACKNOWLEDGE)) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext(JMSContext.CLIENT_ACKNOWLEDGE)) {
             Queue q = ctx.createQueue("jms-client-ack");
             ctx.createProducer().send(q, "ack me");
             JMSConsumer c = ctx.createConsumer(q);

@@ -9,6 +9,9 @@ import javax.jms.JMSContext;
 import javax.jms.Message;
 import javax.jms.TextMessage;
 import javax.jms.Topic;
+
+import omnibus.Entities;
+import omnibus.OmnibusExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -28,7 +31,7 @@ class TopicTest {
 
     @Test
     void durableSubscriptionKeepsMessagesWhileAway() throws Exception {
-        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext()) {
             ctx.setClientID("client-a");
             Topic t = ctx.createTopic("jms-durable");
             JMSConsumer c = ctx.createDurableConsumer(t, "orders");
@@ -37,7 +40,7 @@ class TopicTest {
             c.close();
             ctx.createProducer().send(t, "while away");
         }
-        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext()) {
             ctx.setClientID("client-a");
             Topic t = ctx.createTopic("jms-durable");
             JMSConsumer c = ctx.createDurableConsumer(t, "orders");
@@ -49,8 +52,8 @@ class TopicTest {
 
     @Test
     void sharedDurableSubscriptionSplitsMessages() throws Exception {
-        try (JMSContext a = omnibus.broker().factory().createContext();
-             JMSContext b = omnibus.broker().factory().createContext()) {
+        try (JMSContext a = Jms.factory(omnibus.broker()).createContext();
+             JMSContext b = Jms.factory(omnibus.broker()).createContext()) {
             Topic t = a.createTopic("jms-shared");
             JMSConsumer ca = a.createSharedDurableConsumer(t, "workers");
             JMSConsumer cb = b.createSharedDurableConsumer(t, "workers");
@@ -75,7 +78,7 @@ class TopicTest {
 
     @Test
     void nonDurableSubscriptionSeesOnlyWhatCameWhileOpen() throws Exception {
-        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext()) {
             Topic t = ctx.createTopic("jms-volatile");
             ctx.createProducer().send(t, "before");
             JMSConsumer c = ctx.createConsumer(t);
@@ -87,7 +90,7 @@ class TopicTest {
 
     @Test
     void selectorFiltersTheSubscription() throws Exception {
-        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext()) {
             ctx.setClientID("client-s");
             Topic t = ctx.createTopic("jms-selector");
             JMSConsumer c = ctx.createDurableConsumer(t, "reds", "color = 'red' AND size > 2", false);
@@ -110,7 +113,7 @@ class TopicTest {
 
     @Test
     void selectorOnJmsHeaders() throws Exception {
-        try (JMSContext ctx = omnibus.broker().factory().createContext()) {
+        try (JMSContext ctx = Jms.factory(omnibus.broker()).createContext()) {
             Topic t = ctx.createTopic("jms-header-selector");
             // As in Microsoft's JMS samples: a header field and a property.
             JMSConsumer c = ctx.createSharedDurableConsumer(t, "picky", "JMSCorrelationID = 'c-5' AND prop1 = 'test'");

@@ -11,6 +11,9 @@ import javax.jms.Message;
 import javax.jms.Queue;
 import javax.jms.TemporaryQueue;
 import javax.jms.TextMessage;
+
+import omnibus.Entities;
+import omnibus.OmnibusExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -24,8 +27,8 @@ class TemporaryQueueTest {
     @Test
     void requestReplyThroughATemporaryQueue() throws Exception {
         String tempName;
-        try (JMSContext client = omnibus.broker().factory().createContext();
-             JMSContext server = omnibus.broker().factory().createContext()) {
+        try (JMSContext client = Jms.factory(omnibus.broker()).createContext();
+             JMSContext server = Jms.factory(omnibus.broker()).createContext()) {
             TemporaryQueue replies = client.createTemporaryQueue();
             tempName = replies.getQueueName();
             Queue requests = client.createQueue("jms-requests");
@@ -48,7 +51,7 @@ class TemporaryQueueTest {
         }
         // Gone with the connection that made it (a plain Qpid connection,
         // for which nothing is made on the fly).
-        try (JMSContext other = omnibus.broker().plainFactory().createContext()) {
+        try (JMSContext other = Jms.plainFactory(omnibus.broker()).createContext()) {
             Queue gone = other.createQueue(tempName);
             assertThrows(InvalidDestinationRuntimeException.class, () -> other.createProducer().send(gone, "late"));
         }
