@@ -88,6 +88,8 @@ func (c *conn) writeLoop() {
 	defer close(c.wdone)
 	o := &c.ob
 	var p []byte
+	idle := c.srv.cfg.IdleTimeout
+	var deadline time.Time // the write deadline set last
 	for range o.wake {
 		o.mu.Lock()
 		p, o.buf = o.buf, p[:0]
@@ -96,7 +98,12 @@ func (c *conn) writeLoop() {
 		o.mu.Unlock()
 		signal(o.drained)
 		if len(p) > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+			// As readLoop's: moved once the time left is below the idle
+			// timeout, so a write still gets at least that long.
+			if now := time.Now(); deadline.Sub(now) < idle {
+				deadline = now.Add(idle + idle/16)
+				c.nc.SetWriteDeadline(deadline)
+			}
 			if _, err := c.nc.Write(p); err != nil {
 				o.mu.Lock()
 				o.failed, o.buf = true, nil
