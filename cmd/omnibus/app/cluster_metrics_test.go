@@ -158,8 +158,8 @@ func TestClusterNodesServeMetrics(t *testing.T) {
 		atLeast(1, "omnibus_raft_peer_match_index", "peer", id(followers[0])),
 		is(3, "omnibus_raft_members", "role", "voter"),
 		atLeast(1, "omnibus_raft_log_fsync_duration_seconds"),
-		is(3, "omnibus_incoming_messages_total", "entity", "orders", "kind", "queue"),
-		is(3, "omnibus_active_messages", "entity", "orders", "kind", "queue"),
+		is(3, "omnibus_incoming_messages_total", "namespace", "sbemulatorns", "entity", "orders", "kind", "queue"),
+		is(3, "omnibus_active_messages", "namespace", "sbemulatorns", "entity", "orders", "kind", "queue"),
 		atLeast(1, "go_goroutines"))
 	commit, _ := value(lf, "omnibus_raft_commit_index")
 	term, _ := value(lf, "omnibus_raft_term")
@@ -184,7 +184,7 @@ func TestClusterNodesServeMetrics(t *testing.T) {
 	waitMetrics(t, nodes[leader],
 		is(1, "omnibus_raft_is_leader"), is(1, "omnibus_raft_serving"), atLeast(term+1, "omnibus_raft_term"),
 		is(0, "omnibus_raft_peer_reachable", "peer", id(old)),
-		is(3, "omnibus_active_messages", "entity", "orders", "kind", "queue"))
+		is(3, "omnibus_active_messages", "namespace", "sbemulatorns", "entity", "orders", "kind", "queue"))
 	for n, c := range nodes {
 		if n != leader {
 			waitMetrics(t, c, is(0, "omnibus_raft_serving"), is(float64(leader), "omnibus_raft_leader_id"),

@@ -60,7 +60,16 @@ func (a *App) startMetrics() error {
 				ServerErrors: s.ServerErrors, Throttled: s.Throttled}
 		}})
 	}
-	cfg := metrics.Config{Broker: a.Broker, MaxEntities: o.MetricsMaxEntities, Fronts: fronts,
+	reg := a.Namespaces
+	namespaces := func() []metrics.Namespace {
+		all := reg.List()
+		out := make([]metrics.Namespace, len(all))
+		for i, ns := range all {
+			out[i] = metrics.Namespace{Name: ns.Name(), Broker: ns.Broker()}
+		}
+		return out
+	}
+	cfg := metrics.Config{Namespaces: namespaces, MaxEntities: o.MetricsMaxEntities, Fronts: fronts,
 		Batches: a.batches, Logger: o.Logger.Named("metrics"), NoRuntime: o.metricsSink != nil,
 		LogSuppressed: a.logLimit.Suppressed, Memory: a.Memory}
 	if fr, ok := a.store.(metrics.FsyncReporter); ok {

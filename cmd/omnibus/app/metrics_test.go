@@ -59,7 +59,7 @@ func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := scrapeMetrics(t, a)
-	q := []string{"entity", "orders", "kind", "queue"}
+	q := []string{"namespace", a.Namespace, "entity", "orders", "kind", "queue"}
 	delta := func(after map[string]*dto.MetricFamily, name string, labels ...string) float64 {
 		return series(t, after, name, labels...) - series(t, before, name, labels...)
 	}
@@ -202,7 +202,7 @@ func TestMetricsMoveByWhatClientsDid(t *testing.T) {
 	if d := delta(after, "omnibus_connections_opened_total", "protocol", "amqp"); d != 1 {
 		t.Errorf("AMQP connections opened moved by %v, want 1", d)
 	}
-	if n := series(t, after, "omnibus_entities", "kind", "queue"); n != 1 {
+	if n := series(t, after, "omnibus_entities", "namespace", a.Namespace, "kind", "queue"); n != 1 {
 		t.Errorf("queues: %v", n)
 	}
 	if n := series(t, after, "omnibus_store_batches_total", "sync", "true"); n <= 0 {

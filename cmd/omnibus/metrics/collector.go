@@ -46,7 +46,7 @@ func gaugesOf(s *core.EntitySnapshot) [numGauges]int64 {
 	return [numGauges]int64{c.Active, c.DeadLetter, c.Scheduled, c.Deferred, c.Total, c.SizeBytes, s.Stats.SessionsHeld}
 }
 
-var entityLabelNames = []string{"entity", "kind"}
+var entityLabelNames = []string{"namespace", "entity", "kind"}
 
 func entityDesc(name, help string) *prometheus.Desc {
 	return prometheus.NewDesc("omnibus_"+name, help, entityLabelNames, nil)
@@ -79,8 +79,8 @@ var (
 	sendLatencyDesc = entityDesc("send_latency_seconds", "Time from a send's arrival to its messages being stored with fsync, per message (Azure: ServerSendLatency).")
 	e2eLatencyDesc  = entityDesc("end_to_end_latency_seconds", "Time from a message's enqueue to its first delivery.")
 
-	entitiesDesc = prometheus.NewDesc("omnibus_entities", "Entities, by kind.", []string{"kind"}, nil)
-	foldedDesc   = prometheus.NewDesc("omnibus_entities_folded", "Entities reported under entity=\"other\" (beyond --metrics-max-entities), by kind.", []string{"kind"}, nil)
+	entitiesDesc = prometheus.NewDesc("omnibus_entities", "Entities, by namespace and kind.", []string{"namespace", "kind"}, nil)
+	foldedDesc   = prometheus.NewDesc("omnibus_entities_folded", "Entities reported under entity=\"other\" (beyond --metrics-max-entities), by namespace and kind.", []string{"namespace", "kind"}, nil)
 )
 
 // collector is the prometheus.Collector of everything omnibus reports.
@@ -126,51 +126,65 @@ type otherSum struct {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seen := map[uint64]bool{}
-	others := map[core.EntityKind]*otherSum{}
-	kinds := map[core.EntityKind]int{}
+	seen := map[entityKey]bool{}
 	var t tally
-	c.cfg.Broker.EachEntity(func(s *core.EntitySnapshot) {
-		kinds[s.Kind]++
-		label := c.labels.label(s, seen)
-		t.set(&s.Stats)
-		g := gaugesOf(s)
-		if label != OtherEntity {
-			emitEntity(ch, label, s.Kind, &t, &g, s.Stats.SendLatency.Bounds, s.Stats.EndToEnd.Bounds)
-			return
-		}
-		o := others[s.Kind]
-		if o == nil {
-			o = &otherSum{}
-			others[s.Kind] = o
-		}
-		o.t.add(&t)
-		for i := range g {
-			o.gauges[i] += g[i]
-		}
-		o.n++
-	})
-	c.labels.sweep(seen)
-	for _, kind := range []core.EntityKind{core.KindQueue, core.KindTopic, core.KindSubscription} {
-		o, r := others[kind], c.labels.retired[kind]
-		if o == nil && r == nil {
-			continue
-		}
-		if o == nil {
-			o = &otherSum{}
-		}
-		if r != nil {
-			o.t.add(r)
-		}
-		emitEntity(ch, OtherEntity, kind, &o.t, &o.gauges, core.SendLatencyBounds, core.EndToEndLatencyBounds)
+	// First every entity (which also tells the labels which are gone),
+	// then the "other" sums, which take in the entities gone.
+	type nsSums struct {
+		name   string
+		others map[core.EntityKind]*otherSum
+		kinds  map[core.EntityKind]int
 	}
-	for _, kind := range []core.EntityKind{core.KindQueue, core.KindTopic, core.KindSubscription} {
-		ch <- prometheus.MustNewConstMetric(entitiesDesc, prometheus.GaugeValue, float64(kinds[kind]), kind.String())
-		n := 0
-		if o := others[kind]; o != nil {
-			n = o.n
+	var all []nsSums
+	for _, ns := range c.cfg.Namespaces() {
+		others := map[core.EntityKind]*otherSum{}
+		kinds := map[core.EntityKind]int{}
+		all = append(all, nsSums{ns.Name, others, kinds})
+		ns.Broker.EachEntity(func(s *core.EntitySnapshot) {
+			kinds[s.Kind]++
+			label := c.labels.label(ns.Name, s, seen)
+			t.set(&s.Stats)
+			g := gaugesOf(s)
+			if label != OtherEntity {
+				emitEntity(ch, ns.Name, label, s.Kind, &t, &g, s.Stats.SendLatency.Bounds, s.Stats.EndToEnd.Bounds)
+				return
+			}
+			o := others[s.Kind]
+			if o == nil {
+				o = &otherSum{}
+				others[s.Kind] = o
+			}
+			o.t.add(&t)
+			for i := range g {
+				o.gauges[i] += g[i]
+			}
+			o.n++
+		})
+	}
+	live := make(map[string]bool, len(all))
+	for _, ns := range all {
+		live[ns.name] = true
+	}
+	c.labels.sweep(seen, live)
+	for _, ns := range all {
+		for _, kind := range []core.EntityKind{core.KindQueue, core.KindTopic, core.KindSubscription} {
+			o, r := ns.others[kind], c.labels.retired[retiredKey{ns.name, kind}]
+			if o != nil || r != nil {
+				if o == nil {
+					o = &otherSum{}
+				}
+				if r != nil {
+					o.t.add(r)
+				}
+				emitEntity(ch, ns.name, OtherEntity, kind, &o.t, &o.gauges, core.SendLatencyBounds, core.EndToEndLatencyBounds)
+			}
+			ch <- prometheus.MustNewConstMetric(entitiesDesc, prometheus.GaugeValue, float64(ns.kinds[kind]), ns.name, kind.String())
+			n := 0
+			if o != nil {
+				n = o.n
+			}
+			ch <- prometheus.MustNewConstMetric(foldedDesc, prometheus.GaugeValue, float64(n), ns.name, kind.String())
 		}
-		ch <- prometheus.MustNewConstMetric(foldedDesc, prometheus.GaugeValue, float64(n), kind.String())
 	}
 	c.fronts.collect(ch, c.cfg.Fronts)
 	c.store.collect(ch, c.cfg.Store, c.cfg.Batches)
@@ -178,18 +192,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // emitEntity sends one entity's series (or the "other" sum of a kind).
-func emitEntity(ch chan<- prometheus.Metric, label string, kind core.EntityKind, t *tally, g *[numGauges]int64, sendBounds, e2eBounds []time.Duration) {
+func emitEntity(ch chan<- prometheus.Metric, ns, label string, kind core.EntityKind, t *tally, g *[numGauges]int64, sendBounds, e2eBounds []time.Duration) {
 	k := kind.String()
 	counter := func(i int) {
-		ch <- prometheus.MustNewConstMetric(counterDescs[i], prometheus.CounterValue, float64(t.counters[i]), label, k)
+		ch <- prometheus.MustNewConstMetric(counterDescs[i], prometheus.CounterValue, float64(t.counters[i]), ns, label, k)
 	}
 	gauge := func(i int) {
-		ch <- prometheus.MustNewConstMetric(gaugeDescs[i], prometheus.GaugeValue, float64(g[i]), label, k)
+		ch <- prometheus.MustNewConstMetric(gaugeDescs[i], prometheus.GaugeValue, float64(g[i]), ns, label, k)
 	}
 	if kind == core.KindTopic {
 		counter(cIncoming)
 		gauge(gSize)
-		ch <- constHistogram(sendLatencyDesc, sendBounds, &t.send, label, k)
+		ch <- constHistogram(sendLatencyDesc, sendBounds, &t.send, ns, label, k)
 		return
 	}
 	for i := range numCounters {
@@ -199,7 +213,7 @@ func emitEntity(ch chan<- prometheus.Metric, label string, kind core.EntityKind,
 		gauge(i)
 	}
 	if kind == core.KindQueue {
-		ch <- constHistogram(sendLatencyDesc, sendBounds, &t.send, label, k)
+		ch <- constHistogram(sendLatencyDesc, sendBounds, &t.send, ns, label, k)
 	}
-	ch <- constHistogram(e2eLatencyDesc, e2eBounds, &t.e2e, label, k)
+	ch <- constHistogram(e2eLatencyDesc, e2eBounds, &t.e2e, ns, label, k)
 }

@@ -18,9 +18,22 @@ import (
 // collector's Collect uses it, under collector.mu.
 type entityLabels struct {
 	max     int
-	own     map[uint64]bool            // entity id → has a label of its own
-	folded  map[uint64]*foldedEntity   // entity id → last seen, for retiring
-	retired map[core.EntityKind]*tally // counts of folded entities gone
+	own     map[entityKey]bool          // entity → has a label of its own
+	folded  map[entityKey]*foldedEntity // entity → last seen, for retiring
+	retired map[retiredKey]*tally       // counts of folded entities gone, by namespace and kind
+}
+
+// entityKey names an entity: its namespace and its id there (ids are
+// per namespace).
+type entityKey struct {
+	ns string
+	id uint64
+}
+
+// retiredKey names an "other" series: a namespace and a kind.
+type retiredKey struct {
+	ns   string
+	kind core.EntityKind
 }
 
 // foldedEntity is what the last scrape saw of a folded entity.
@@ -70,25 +83,27 @@ func (t *tally) set(s *core.EntityStats) {
 }
 
 func newEntityLabels(max int) *entityLabels {
-	return &entityLabels{max: max, own: map[uint64]bool{}, folded: map[uint64]*foldedEntity{},
-		retired: map[core.EntityKind]*tally{}}
+	return &entityLabels{max: max, own: map[entityKey]bool{}, folded: map[entityKey]*foldedEntity{},
+		retired: map[retiredKey]*tally{}}
 }
 
-// label returns the entity label of snap, assigning one to an entity not
-// seen before. A folded entity's statistics are noted for retiring.
-func (l *entityLabels) label(snap *core.EntitySnapshot, seen map[uint64]bool) string {
-	seen[snap.ID] = true
-	if l.own[snap.ID] {
+// label returns the entity label of snap of namespace ns, assigning one
+// to an entity not seen before. A folded entity's statistics are noted
+// for retiring.
+func (l *entityLabels) label(ns string, snap *core.EntitySnapshot, seen map[entityKey]bool) string {
+	k := entityKey{ns, snap.ID}
+	seen[k] = true
+	if l.own[k] {
 		return snap.Path
 	}
-	f := l.folded[snap.ID]
+	f := l.folded[k]
 	if f == nil {
 		if len(l.own) < l.max {
-			l.own[snap.ID] = true
+			l.own[k] = true
 			return snap.Path
 		}
 		f = &foldedEntity{kind: snap.Kind}
-		l.folded[snap.ID] = f
+		l.folded[k] = f
 	}
 	f.last.set(&snap.Stats)
 	return OtherEntity
@@ -96,22 +111,30 @@ func (l *entityLabels) label(snap *core.EntitySnapshot, seen map[uint64]bool) st
 
 // sweep forgets the entities the scrape did not see (deleted): their
 // slots are free again, and folded ones' counts move to the retired sums.
-func (l *entityLabels) sweep(seen map[uint64]bool) {
-	for id := range l.own {
-		if !seen[id] {
-			delete(l.own, id)
+// The retired sums of a namespace that is gone go too: its series end
+// with it.
+func (l *entityLabels) sweep(seen map[entityKey]bool, live map[string]bool) {
+	for k := range l.own {
+		if !seen[k] {
+			delete(l.own, k)
 		}
 	}
-	for id, f := range l.folded {
-		if seen[id] {
+	for k, f := range l.folded {
+		if seen[k] {
 			continue
 		}
-		r := l.retired[f.kind]
+		rk := retiredKey{k.ns, f.kind}
+		r := l.retired[rk]
 		if r == nil {
 			r = &tally{}
-			l.retired[f.kind] = r
+			l.retired[rk] = r
 		}
 		r.add(&f.last)
-		delete(l.folded, id)
+		delete(l.folded, k)
+	}
+	for rk := range l.retired {
+		if !live[rk.ns] {
+			delete(l.retired, rk)
+		}
 	}
 }

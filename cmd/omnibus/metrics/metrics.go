@@ -7,10 +7,11 @@
 // their own atomic counts, and a scrape reads them ([Metrics.Collect]).
 // Names follow Azure Monitor's Service Bus metrics (IncomingMessages →
 // omnibus_incoming_messages_total, ActiveMessages → omnibus_active_messages,
-// …), each entity's carrying an entity label (its path) and a kind label
-// (queue, topic, subscription). Label cardinality is bounded: past
-// [Config.MaxEntities] entities, further ones are folded into entity
-// "other" (label.go).
+// …), each entity's carrying a namespace label (core/namespace), an
+// entity label (its path) and a kind label (queue, topic, subscription).
+// Label cardinality is bounded: past [Config.MaxEntities] entities, over
+// every namespace, further ones are folded into entity "other" of their
+// namespace (label.go).
 package metrics
 
 import (
@@ -35,9 +36,12 @@ const OtherEntity = "other"
 
 // Config configures [New].
 type Config struct {
-	// Broker is read at every scrape. Its statistics (core.Config.Stats)
-	// must be on for the message counters and histograms to move; the
-	// gauges come from its counts either way.
+	// Namespaces returns the namespaces to report, read at every scrape.
+	// Their brokers' statistics (core.Config.Stats) must be on for the
+	// message counters and histograms to move; the gauges come from their
+	// counts either way. Nil: Broker alone.
+	Namespaces func() []Namespace
+	// Broker is the one broker reported when Namespaces is nil.
 	Broker *core.Broker
 	// MaxEntities bounds the entities with series of their own; 0 means
 	// DefaultMaxEntities.
@@ -62,6 +66,12 @@ type Config struct {
 	NoRuntime bool
 }
 
+// Namespace is one namespace's broker, reported under its name.
+type Namespace struct {
+	Name   string
+	Broker *core.Broker
+}
+
 // Front is one protocol front's source of connection and request counts.
 type Front struct {
 	Protocol string // the protocol label: "amqp", "http"
@@ -82,10 +92,14 @@ type Metrics struct {
 	col *collector
 }
 
-// New returns the metrics of cfg.Broker.
+// New returns the metrics of cfg's namespaces.
 func New(cfg Config) (*Metrics, error) {
-	if cfg.Broker == nil {
-		return nil, errors.New("metrics: Config.Broker is required")
+	if cfg.Namespaces == nil {
+		if cfg.Broker == nil {
+			return nil, errors.New("metrics: Config.Namespaces or Config.Broker is required")
+		}
+		one := []Namespace{{Name: cfg.Broker.Namespace(), Broker: cfg.Broker}}
+		cfg.Namespaces = func() []Namespace { return one }
 	}
 	if cfg.MaxEntities == 0 {
 		cfg.MaxEntities = DefaultMaxEntities

@@ -195,3 +195,38 @@ func TestStoreFsyncsAndBatches(t *testing.T) {
 		t.Errorf("batch size observations: %v, want 6", v)
 	}
 }
+
+// TestNamespaceLabel: two namespaces whose queues share a path (and,
+// each broker counting its own, an entity id) report apart under their
+// namespace label, and a namespace that is gone takes its series along.
+func TestNamespaceLabel(t *testing.T) {
+	sales, billing := coretest.New(t), coretest.New(t)
+	nss := []metrics.Namespace{{Name: "sales", Broker: sales.Broker}, {Name: "billing", Broker: billing.Broker}}
+	m, err := metrics.New(metrics.Config{Namespaces: func() []metrics.Namespace { return nss }, MaxEntities: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []*coretest.Env{sales, billing} {
+		env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	}
+	sales.MustSend(t, "q", coretest.Text("1"), coretest.Text("2"))
+	billing.MustSend(t, "q", coretest.Text("3"))
+	fams := scrape(t, m)
+	for _, tc := range []struct {
+		ns, entity string
+		want       float64
+	}{{"sales", "q", 2}, {"billing", "other", 1}} {
+		labels := map[string]string{"namespace": tc.ns, "entity": tc.entity, "kind": "queue"}
+		if v, ok := value(fams, "omnibus_active_messages", labels); !ok || v != tc.want {
+			t.Errorf("active messages of %v: %v %v, want %v", labels, v, ok, tc.want)
+		}
+	}
+	if v, _ := value(fams, "omnibus_entities", map[string]string{"namespace": "billing", "kind": "queue"}); v != 1 {
+		t.Errorf("billing's queues: %v, want 1", v)
+	}
+	nss = nss[:1] // billing deleted
+	fams = scrape(t, m)
+	if _, ok := value(fams, "omnibus_active_messages", map[string]string{"namespace": "billing", "entity": "other", "kind": "queue"}); ok {
+		t.Error("a deleted namespace still has series")
+	}
+}
