@@ -126,3 +126,23 @@ func (n *Namespace) ClockSkew() time.Duration {
 	}
 	return n.auth.Load().ClockSkew()
 }
+
+// ManageRule returns a namespace-level rule in force with Manage rights,
+// keys included, under the name that picks this namespace from any host
+// ("rule@namespace"; the rule's own name on the default namespace): what
+// a tool holding the root key signs with to work in this namespace (the
+// console's namespace picker). False when the namespace has no such rule.
+func (n *Namespace) ManageRule() (sas.Rule, bool) {
+	if n.fixed != nil || n.nilAuth {
+		return sas.Rule{}, false
+	}
+	for _, r := range n.reg.namespaceRules(n.IsDefault(), n.Rules()) {
+		if r.Rights.Has(sas.Manage) {
+			if !n.IsDefault() {
+				r.KeyName += "@" + n.name
+			}
+			return r, true
+		}
+	}
+	return sas.Rule{}, false
+}

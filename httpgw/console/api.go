@@ -34,6 +34,8 @@ func (h *Handler) apiRoutes() *http.ServeMux {
 	m.HandleFunc("POST "+APIPath+"purge", h.guard(h.purge))
 	m.HandleFunc("GET "+APIPath+"sessions", h.guard(h.sessions))
 	m.HandleFunc("POST "+APIPath+"filter", h.guard(h.checkFilter))
+	m.HandleFunc("GET "+APIPath+"namespaces", h.guard(h.listNamespaces))
+	m.HandleFunc("POST "+APIPath+"namespaces/switch", h.guard(h.switchNamespace))
 	m.HandleFunc(APIPath, func(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, "no such console API call: "+r.Method+" "+r.URL.Path)
 	})

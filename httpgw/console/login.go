@@ -25,6 +25,7 @@ type loginResponse struct {
 	KeyName   string    `json:"keyName"`
 	Rights    string    `json:"rights"`
 	Scope     string    `json:"scope"` // "" for the namespace
+	Namespace string    `json:"namespace"`
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
@@ -78,7 +79,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	token := sas.Sign(scheme+"://"+r.Host+"/"+rule.Scope, req.KeyName, req.Key, exp)
 	writeJSON(w, http.StatusOK, loginResponse{
 		Token: token, KeyName: req.KeyName, Rights: rule.Rights.Effective().String(),
-		Scope: rule.Scope, ExpiresAt: exp.UTC(),
+		Scope: rule.Scope, Namespace: ns.Name(), ExpiresAt: exp.UTC(),
 	})
 }
 
@@ -110,7 +111,7 @@ func (h *Handler) checkToken(r *http.Request, token string) (loginResponse, erro
 	if err != nil {
 		return loginResponse{}, err
 	}
-	return loginResponse{Token: token, KeyName: t.KeyName, Rights: rights.String(), Scope: aud, ExpiresAt: t.ExpiresAt()}, nil
+	return loginResponse{Token: token, KeyName: t.KeyName, Rights: rights.String(), Scope: aud, Namespace: ns.Name(), ExpiresAt: t.ExpiresAt()}, nil
 }
 
 // authText is the text of a refused credential.

@@ -45,6 +45,25 @@ export async function login(creds) {
   return s;
 }
 
+// rootToken is the token the session logged in with when it may switch
+// namespaces (the root key's), which a switch keeps beside the
+// namespace's own token.
+export function rootToken() {
+  const s = session();
+  return s ? (s.root || s.token) : '';
+}
+
+// switchNamespace asks for a token of another namespace with the root
+// key's token and makes it this tab's session, keeping the root token to
+// switch again.
+export async function switchNamespace(name) {
+  const root = rootToken();
+  const s = await api('POST', 'namespaces/switch', { body: { namespace: name }, auth: root });
+  s.root = root;
+  sessionStorage.setItem(STORE, JSON.stringify(s));
+  return s;
+}
+
 // errorText pulls the message out of an error answer: the console API's
 // JSON, the gateway's XML <Detail>, or plain text.
 async function errorText(resp) {
@@ -81,8 +100,8 @@ function query(params) {
 }
 
 // api calls the console's JSON API.
-export async function api(method, name, { params, body } = {}) {
-  const headers = { Authorization: token() };
+export async function api(method, name, { params, body, auth } = {}) {
+  const headers = { Authorization: auth || token() };
   const init = { method, headers };
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';

@@ -1,5 +1,5 @@
 // The console's entry point: login, the hash router, the namespace view.
-import { api, login, logout, session } from './api.js';
+import { api, login, logout, rootToken, session, switchNamespace } from './api.js';
 import { el, clear, fill, toast, busy, num, bytes, sparkline, field, live, stopLive, status, pagerControls } from './ui.js';
 import { history, record, rate, flows, perSec } from './history.js';
 import { entityView } from './entity.js';
@@ -12,8 +12,34 @@ function header() {
   const nav = clear(document.getElementById('nav'));
   if (!s) return;
   nav.append(el('a', { href: '#/' }, 'Queues'), el('a', { href: '#/topics' }, 'Topics'));
-  who.append(el('span', { title: 'rights: ' + s.rights }, s.keyName),
+  const picker = el('span', { class: 'ns' });
+  who.append(picker, el('span', { title: 'rights: ' + s.rights }, s.keyName),
     el('button', { class: 'secondary small', onclick: () => { logout(); } }, 'Log out'));
+  namespacePicker(picker);
+}
+
+// namespacePicker shows the session's namespace and, to the root key,
+// a choice of every namespace: picking one switches the session to it.
+async function namespacePicker(into) {
+  let list;
+  try { list = await api('GET', 'namespaces', { auth: rootToken() }); } catch { return; }
+  const s = session();
+  if (s && s.namespace) list.current = s.namespace;
+  if (!list.switch || list.names.length < 2) {
+    fill(into, el('span', { class: 'muted', title: 'namespace' }, list.current));
+    return;
+  }
+  const select = el('select', { 'aria-label': 'Namespace', id: 'namespace' },
+    list.names.map((n) => el('option', { value: n, selected: n === list.current }, n)));
+  select.addEventListener('change', async () => {
+    try {
+      await switchNamespace(select.value);
+      toast('Namespace ' + select.value);
+      location.hash = '#/';
+      route();
+    } catch (x) { toast(x.message); select.value = list.current; }
+  });
+  fill(into, select);
 }
 
 function loginView() {
