@@ -13,6 +13,7 @@ package prefixstore
 
 import (
 	"bytes"
+	"sync"
 
 	"github.com/omnibusmq/omnibus/storage"
 )
@@ -45,25 +46,49 @@ func (s *Store) key(k []byte) []byte {
 	return append(append(out, s.prefix...), k...)
 }
 
+// scratch is the prefixed copy of a batch, reused: the store underneath
+// keeps nothing of a batch once Apply returns (storage.Store).
+type scratch struct {
+	b   storage.Batch
+	buf []byte
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxPooledKeys bounds the key bytes a pooled scratch keeps, so that one
+// huge batch does not pin its buffer.
+const maxPooledKeys = 64 << 10
+
 // Apply applies b under the prefix: a DeletePrefix deletes only within
 // the view's range (an empty one deletes all of it).
 func (s *Store) Apply(b *storage.Batch) error {
 	if b == nil {
 		return s.under.Apply(nil)
 	}
-	pb := &storage.Batch{Ops: make([]storage.Op, len(b.Ops)), Sync: b.Sync}
-	// One allocation for every key of the batch.
+	sc := scratches.Get().(*scratch)
 	n := 0
 	for _, op := range b.Ops {
 		n += len(s.prefix) + len(op.Key)
 	}
-	buf := make([]byte, 0, n)
-	for i, op := range b.Ops {
+	if cap(sc.buf) < n {
+		sc.buf = make([]byte, 0, n)
+	}
+	buf := sc.buf[:0]
+	ops := sc.b.Ops[:0]
+	for _, op := range b.Ops {
 		start := len(buf)
 		buf = append(append(buf, s.prefix...), op.Key...)
-		pb.Ops[i] = storage.Op{Kind: op.Kind, Key: buf[start:len(buf):len(buf)], Value: op.Value}
+		ops = append(ops, storage.Op{Kind: op.Kind, Key: buf[start:len(buf):len(buf)], Value: op.Value})
 	}
-	return s.under.Apply(pb)
+	sc.b.Ops, sc.b.Sync = ops, b.Sync
+	err := s.under.Apply(&sc.b)
+	clear(sc.b.Ops) // drop the references to the caller's values
+	sc.b.Ops = sc.b.Ops[:0]
+	if cap(buf) <= maxPooledKeys {
+		sc.buf = buf[:0]
+		scratches.Put(sc)
+	}
+	return err
 }
 
 // Get returns the value stored at key within the view.
