@@ -23,6 +23,11 @@ type Target struct {
 	// ConnectionString is a Service Bus connection string with a key:
 	// Endpoint=sb://host[:port];SharedAccessKeyName=…;SharedAccessKey=…[;UseDevelopmentEmulator=true]
 	ConnectionString string
+	// SecondConnectionString is a connection string of another namespace
+	// of the same service, for the scenario that checks namespaces keep
+	// their messages apart. Empty: against omnibus the scenario makes a
+	// namespace with its namespaces API; elsewhere it is skipped.
+	SecondConnectionString string
 	// HTTP is the base URL of the REST runtime and ATOM management, e.g.
 	// http://localhost:5300. Empty: management goes to https://<host>/ as
 	// the SDKs do for a cloud namespace, and REST scenarios are skipped.

@@ -25,6 +25,7 @@ func runConformance(args []string) error {
 	fs := flag.NewFlagSet("omnibus-tools conformance", flag.ContinueOnError)
 	cs := fs.String("connection-string", "", "endpoint to test (default: start an in-process omnibus on loopback)")
 	httpBase := fs.String("http", "", "base URL of the REST/ATOM endpoint, e.g. http://localhost:5300")
+	second := fs.String("second-connection-string", "", "a connection string of another namespace of the same service (the namespace scenario; omnibus makes one itself)")
 	only := fs.String("only", "", "run only scenarios whose name or seed matches this regular expression")
 	format := fs.String("format", "text", "output format: text, markdown or json")
 	out := fs.String("out", "", "also write the report to this file")
@@ -53,7 +54,7 @@ func runConformance(args []string) error {
 		}
 		opts.Only = re
 	}
-	target := &conformance.Target{ConnectionString: *cs, HTTP: *httpBase, Predeclared: *predeclared,
+	target := &conformance.Target{ConnectionString: *cs, SecondConnectionString: *second, HTTP: *httpBase, Predeclared: *predeclared,
 		InsecureTLS: *insecure, CrossProtocolLocks: *cross, AMQPS: *amqps, WebSocket: *webSocket, CAFile: *caFile,
 		TxnTimeout: *txnTimeout, MaxEntityBytes: max(int64(maxEntity), 0)}
 	if *crashCommand != "" {
