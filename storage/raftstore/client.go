@@ -128,6 +128,7 @@ func (c *Client) ChangeMembers(ctx context.Context, addr string, ch MemberChange
 // ttl (0: DefaultJoinTokenTTL).
 func (c *Client) JoinToken(ctx context.Context, addr string, node uint64, ttl time.Duration) (string, error) {
 	var a tokenAnswer
-	_, err := c.do(ctx, http.MethodPost, addr, pathTokens, tokenRequest{Node: node, TTLSeconds: int64(ttl / time.Second)}, &a, true)
+	secs := int64((ttl + time.Second - 1) / time.Second) // a part of a second counts as one
+	_, err := c.do(ctx, http.MethodPost, addr, pathTokens, tokenRequest{Node: node, TTLSeconds: secs}, &a, true)
 	return a.Token, err
 }
