@@ -12,20 +12,8 @@ import (
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/membudget"
+	"github.com/omnibusmq/omnibus/core/membudget/membudgettest"
 )
-
-// waitMemory waits until the budget holds want bytes: connections give
-// theirs back as they end, after their sockets close.
-func waitMemory(t *testing.T, mem *membudget.Budget, want int64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for mem.Used() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("the memory budget holds %d bytes, want %d", mem.Used(), want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // Connections holding open transactions fill the memory budget; past it a
 // transactional send is rejected with com.microsoft:server-busy, every
@@ -87,7 +75,7 @@ func TestTransactionsPastTheMemoryBudget(t *testing.T) {
 	for _, p := range peers {
 		p.nc.Close()
 	}
-	waitMemory(t, mem, 0)
+	membudgettest.WaitUsed(t, mem, 0)
 }
 
 // mgmtOverAMQP sends one $management request for entity with go-amqp, on
@@ -143,7 +131,7 @@ func TestMgmtPeekMemoryBudget(t *testing.T) {
 		t.Fatalf("peek on a used-up budget: status %v condition %v, want 503 %s", st, cond, condServerBusy)
 	}
 	mem.Release(limit)
-	waitMemory(t, mem, 0)
+	membudgettest.WaitUsed(t, mem, 0)
 }
 
 // A transaction doomed by a refused operation gives back the bytes of
@@ -217,7 +205,7 @@ func TestIncomingWindowFollowsTheMemoryBudget(t *testing.T) {
 			break
 		}
 	}
-	waitMemory(t, mem, 0)
+	membudgettest.WaitUsed(t, mem, 0)
 }
 
 // Messages taken for a receiver are held within the memory budget: with
@@ -272,5 +260,5 @@ func TestDeliveriesWithinTheMemoryBudget(t *testing.T) {
 	if max := int64(limit + 4<<10); peak.Load() > max {
 		t.Fatalf("delivering %d × %d bytes held %d bytes of a %d-byte budget", n, size, peak.Load(), limit)
 	}
-	waitMemory(t, mem, 0)
+	membudgettest.WaitUsed(t, mem, 0)
 }

@@ -6,26 +6,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap/zaptest"
 
 	"github.com/omnibusmq/omnibus/core/coretest"
 	"github.com/omnibusmq/omnibus/core/membudget"
+	"github.com/omnibusmq/omnibus/core/membudget/membudgettest"
 )
-
-// waitMemory waits until the budget holds want bytes: a handler gives
-// back what it held when it returns, just after the client has the answer.
-func waitMemory(t *testing.T, mem *membudget.Budget, want int64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for mem.Used() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("the memory budget holds %d bytes, want %d", mem.Used(), want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // Over a real socket: sends whose bodies do not fit the memory budget,
 // with a Content-Length or chunked, and receives while it is used up, are
@@ -85,7 +72,7 @@ func TestRESTPastTheMemoryBudget(t *testing.T) {
 	if c := e.MustCounts(t, "q"); c.Total != 1 {
 		t.Fatalf("%d messages left, want 1", c.Total)
 	}
-	waitMemory(t, mem, 0)
+	membudgettest.WaitUsed(t, mem, 0)
 	if r := mem.Refused(); r["http-request"] != 2 || r["http-answer"] != 1 {
 		t.Fatalf("refusals %v, want 2 http-request and 1 http-answer", r)
 	}

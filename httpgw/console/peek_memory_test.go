@@ -10,13 +10,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"go.uber.org/zap/zaptest"
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/coretest"
 	"github.com/omnibusmq/omnibus/core/membudget"
+	"github.com/omnibusmq/omnibus/core/membudget/membudgettest"
 	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw"
 )
@@ -47,19 +47,6 @@ func newBudgetEnv(t *testing.T, limit int64, n, size int) (*env, *membudget.Budg
 	return &env{Env: ce, url: srv.URL}, mem
 }
 
-// waitMemory waits until the budget holds want bytes: a handler gives
-// back what it held when it returns, just after the client has the answer.
-func waitMemory(t *testing.T, mem *membudget.Budget, want int64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for mem.Used() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("the memory budget holds %d bytes, want %d", mem.Used(), want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // A page of big bodies stops at maxPeekBytes (4 MiB) past its first
 // message and says where to go on; the bodies arrive whole.
 func TestPeekPageBoundedInBytes(t *testing.T) {
@@ -80,7 +67,7 @@ func TestPeekPageBoundedInBytes(t *testing.T) {
 	if got := fmt.Sprint(pages); got != "[[1 2] [3 4] [5]]" {
 		t.Fatalf("pages %s, want [[1 2] [3 4] [5]]: two 1.5 MiB messages in 4 MiB", got)
 	}
-	waitMemory(t, mem, 0)
+	membudgettest.WaitUsed(t, mem, 0)
 }
 
 // With the budget used up, a peek is refused with 503 and Retry-After;
@@ -109,7 +96,7 @@ func TestPeekRefusedPastTheMemoryBudget(t *testing.T) {
 	if len(p.Messages) != 2 {
 		t.Fatalf("with room: %d messages, want 2", len(p.Messages))
 	}
-	waitMemory(t, mem, 0)
+	membudgettest.WaitUsed(t, mem, 0)
 }
 
 // Peeks of big bodies at once never hold more than the budget: each gets
@@ -164,5 +151,5 @@ func TestConcurrentPeeksStayWithinTheBudget(t *testing.T) {
 	if served.Load() == 0 {
 		t.Fatal("no peek was served")
 	}
-	waitMemory(t, mem, 0)
+	membudgettest.WaitUsed(t, mem, 0)
 }

@@ -1,0 +1,24 @@
+// Package membudgettest helps the fronts' tests watch a memory budget.
+package membudgettest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/omnibusmq/omnibus/core/membudget"
+)
+
+// WaitUsed waits up to 10 s until b holds want bytes, and fails the test
+// if it does not. A front gives back what it held a moment after the
+// client has its answer (a handler when it returns, a connection after
+// its socket closed), so a test cannot read Used right away.
+func WaitUsed(t testing.TB, b *membudget.Budget, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.Used() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("the memory budget holds %d bytes, want %d", b.Used(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
