@@ -9,39 +9,11 @@ import (
 	"time"
 
 	"github.com/Azure/go-amqp"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/omnibusmq/omnibus/core/loglimit"
+	"github.com/omnibusmq/omnibus/core/loglimit/loglimittest"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
-
-// countingSink is a log destination that only counts bytes and lines.
-type countingSink struct{ bytes, lines atomic.Int64 }
-
-func (s *countingSink) Write(p []byte) (int, error) {
-	s.bytes.Add(int64(len(p)))
-	s.lines.Add(1)
-	return len(p), nil
-}
-
-func (s *countingSink) Sync() error { return nil }
-
-// productionLogger logs at info level in the binary's format (console
-// encoding, ISO 8601 times) into sink.
-func productionLogger(sink *countingSink) *zap.Logger {
-	ec := zap.NewProductionEncoderConfig()
-	ec.EncodeTime = zapcore.ISO8601TimeEncoder
-	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(ec), sink, zapcore.InfoLevel)).Named("amqp")
-}
-
-// floodLogBudget is what issue 31 allows an unauthenticated flood to add
-// to the log: under 1 MB in 60 s. A flood of d may have written the
-// limiter's burst plus d's share of the rest.
-func floodLogBudget(d time.Duration) int64 {
-	const perMinute = 1 << 20
-	return loglimit.DefaultBurst + int64(float64(perMinute-loglimit.DefaultBurst)*d.Seconds()/60)
-}
 
 // Every attack issue 31 found writing a line per request, run together
 // with real go-amqp clients for a few seconds: put-tokens with a wrong
@@ -54,10 +26,10 @@ func TestUnauthenticatedFloodLogBounded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("floods the server for 3 s")
 	}
-	sink := &countingSink{}
+	sink := &loglimittest.Sink{}
 	lim := loglimit.New(loglimit.Config{})
 	ts := newTestServer(t, func(c *Config) {
-		c.Logger = productionLogger(sink)
+		c.Logger = loglimittest.Logger(sink, "amqp")
 		c.LogLimiter = lim
 		c.AuthTimeout = 500 * time.Millisecond // the flood reconnects several times
 	})
@@ -93,10 +65,10 @@ func TestUnauthenticatedFloodLogBounded(t *testing.T) {
 	snd := mustSender(t, ts.session(t), "q")
 	mustSend(t, snd, "after the flood")
 
-	written, budget := sink.bytes.Load(), floodLogBudget(elapsed)
+	written, budget := sink.Bytes.Load(), loglimittest.FloodBudget(elapsed)
 	suppressed := lim.Suppressed()
 	t.Logf("%v of flood: %d put-tokens, %d wrong logins; %d log lines, %d bytes (budget %d); held back: %v",
-		elapsed.Round(time.Millisecond), requests.Load(), logins.Load(), sink.lines.Load(), written, budget, suppressed)
+		elapsed.Round(time.Millisecond), requests.Load(), logins.Load(), sink.Lines.Load(), written, budget, suppressed)
 	if requests.Load() < 1000 || logins.Load() < 20 {
 		t.Fatalf("the flood was too weak to tell anything: %d put-tokens, %d logins", requests.Load(), logins.Load())
 	}

@@ -9,24 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-
 	"github.com/omnibusmq/omnibus/core/coretest"
 	"github.com/omnibusmq/omnibus/core/loglimit"
+	"github.com/omnibusmq/omnibus/core/loglimit/loglimittest"
 	"github.com/omnibusmq/omnibus/storage"
 )
-
-// countingSink is a log destination that only counts bytes and lines.
-type countingSink struct{ bytes, lines atomic.Int64 }
-
-func (s *countingSink) Write(p []byte) (int, error) {
-	s.bytes.Add(int64(len(p)))
-	s.lines.Add(1)
-	return len(p), nil
-}
-
-func (s *countingSink) Sync() error { return nil }
 
 // A failing disk makes every send a 503 that the gateway logs as a
 // failure; clients that keep sending (the SDKs retry server-busy) cannot
@@ -36,10 +23,8 @@ func TestFailingRequestsLogBounded(t *testing.T) {
 		t.Skip("sends for 2 s")
 	}
 	env, fs := coretest.NewFault(t)
-	sink := &countingSink{}
-	ec := zap.NewProductionEncoderConfig()
-	ec.EncodeTime = zapcore.ISO8601TimeEncoder
-	log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(ec), sink, zapcore.InfoLevel)).Named("http")
+	sink := &loglimittest.Sink{}
+	log := loglimittest.Logger(sink, "http")
 	lim := loglimit.New(loglimit.Config{})
 	gw, err := New(Config{Broker: env.Broker, Logger: log, LogLimiter: lim})
 	if err != nil {
@@ -74,14 +59,13 @@ func TestFailingRequestsLogBounded(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	const perMinute = 1 << 20
-	budget := loglimit.DefaultBurst + int64(float64(perMinute-loglimit.DefaultBurst)*elapsed.Seconds()/60)
+	budget := loglimittest.FloodBudget(elapsed)
 	t.Logf("%v: %d refused sends, %d log lines, %d bytes (budget %d), held back %v",
-		elapsed.Round(time.Millisecond), sent.Load(), sink.lines.Load(), sink.bytes.Load(), budget, lim.Suppressed())
+		elapsed.Round(time.Millisecond), sent.Load(), sink.Lines.Load(), sink.Bytes.Load(), budget, lim.Suppressed())
 	if sent.Load() < 500 {
 		t.Fatalf("only %d sends: too few to tell", sent.Load())
 	}
-	if got := sink.bytes.Load(); got > budget {
+	if got := sink.Bytes.Load(); got > budget {
 		t.Errorf("%d refused sends wrote %d bytes of log, more than the %d that make 1 MB a minute", sent.Load(), got, budget)
 	}
 	if lim.Suppressed()["request failed"] == 0 {
