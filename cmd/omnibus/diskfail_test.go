@@ -47,6 +47,34 @@ type faultLoad struct {
 	lastAck  map[int]string    // each sender's last stored send
 }
 
+// sendUntilTheDiskFails sends from 16 official SDK senders with retries
+// off (so that each send's own answer is seen) to queue q, calls cause
+// once 300 sends were stored, and checks that every sender was answered
+// as a disk fault explains (see check). The load then knows what was
+// acknowledged, for checkNoneLost after a restart.
+func sendUntilTheDiskFails(t *testing.T, connectionString string, cause func()) *faultLoad {
+	t.Helper()
+	noRetry := &azservicebus.ClientOptions{RetryOptions: azservicebus.RetryOptions{MaxRetries: -1}}
+	c, err := azservicebus.NewClientFromConnectionString(connectionString, noRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	sender, err := c.NewSender("q", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	const senders = 16
+	load := &faultLoad{t: t, sender: sender}
+	done := load.run(ctx, senders)
+	load.waitAcked(300)
+	load.fault(cause)
+	load.check(done, senders)
+	return load
+}
+
 // run starts senders goroutines and returns a channel closed once every
 // one of them has had a send refused or answered with an unknown outcome.
 func (l *faultLoad) run(ctx context.Context, senders int) <-chan struct{} {
@@ -250,23 +278,7 @@ func TestFailedFsyncUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := startWithQueue(t, app.Options{Store: st})
-	noRetry := &azservicebus.ClientOptions{RetryOptions: azservicebus.RetryOptions{MaxRetries: -1}}
-	c, err := azservicebus.NewClientFromConnectionString(a.ConnectionString(), noRetry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	sender, err := c.NewSender("q", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	load := &faultLoad{t: t, sender: sender}
-	done := load.run(ctx, 16)
-	load.waitAcked(300)
-	load.fault(func() { failer.on.Store(true) })
-	load.check(done, 16)
+	load := sendUntilTheDiskFails(t, a.ConnectionString(), func() { failer.on.Store(true) })
 
 	began := time.Now()
 	shutCtx, shutCancel := context.WithTimeout(context.Background(), drainTimeout)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 )
 
 // TestFailingExt4ThroughTheBinary runs the binary on a real ext4 file
@@ -37,23 +34,7 @@ func TestFailingExt4ThroughTheBinary(t *testing.T) {
 	args[1] = data // --data on the ext4 file system
 	p := startBinary(t, bin, nil, args...)
 
-	noRetry := &azservicebus.ClientOptions{RetryOptions: azservicebus.RetryOptions{MaxRetries: -1}}
-	c, err := azservicebus.NewClientFromConnectionString(connStr(p.amqp), noRetry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	sender, err := c.NewSender("q", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	load := &faultLoad{t: t, sender: sender}
-	done := load.run(ctx, 16)
-	load.waitAcked(300)
-	load.fault(disk.fail)
-	load.check(done, 16)
+	load := sendUntilTheDiskFails(t, connStr(p.amqp), disk.fail)
 	if !p.logs.contains("store refuses writes") {
 		t.Fatalf("the broker did not report the failed disk:\n%s", p.logs)
 	}
@@ -69,7 +50,7 @@ func TestFailingExt4ThroughTheBinary(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no exit 10 s after SIGTERM on a failed disk:\n%s", p.logs)
 	}
-	err = p.cmd.Wait()
+	err := p.cmd.Wait()
 	took := time.Since(began)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
