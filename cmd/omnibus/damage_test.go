@@ -117,9 +117,6 @@ func damageArgs(t *testing.T) (data string, args []string) {
 // to start, naming the file, the offset and the bytes it would drop;
 // with --repair it starts with the messages before the damage, in order.
 func TestDamagedLogThroughTheBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	data, args := damageArgs(t)
 	p := startBinary(t, bin, nil, args...)
@@ -203,9 +200,6 @@ func waitForSyncedMark(t *testing.T, data string) string {
 // Now every message is accounted for: delivered intact, or moved to the
 // dead-letter subqueue as unreadable, and the broker keeps running.
 func TestDamagedBlobThroughTheBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	data, args := damageArgs(t)
 	p := startBinary(t, bin, nil, args...)
@@ -272,9 +266,6 @@ func TestDamagedBlobThroughTheBinary(t *testing.T) {
 // before the sends it covers are acknowledged: before, it did once a
 // second, and a cut within the last second's sends went unnoticed.)
 func TestLogCutShortThroughTheBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	data, args := damageArgs(t)
 	p := startBinary(t, bin, nil, args...)

@@ -160,10 +160,8 @@ type diskTest struct {
 }
 
 func newDiskTest(t *testing.T, flags ...string) *diskTest {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	d := &diskTest{t: t, disk: mountTmpfs(t, "64m"), bin: buildBinary(t),
+	bin := buildBinary(t)
+	d := &diskTest{t: t, disk: mountTmpfs(t, "64m"), bin: bin,
 		body:  bytes.Repeat([]byte("omnibus "), 1024), // 8 KiB
 		acked: map[string]bool{}, completed: map[string]bool{}}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)

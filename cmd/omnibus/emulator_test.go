@@ -17,9 +17,6 @@ import (
 // after omnibus is ready, and a start that ignores the variables, saying
 // so once, and warns about an OMNIBUS_ variable that names no flag.
 func TestEmulatorContract(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	env := []string{"ACCEPT_EULA=Y", "SQL_SERVER=sqlserver", "MSSQL_SA_PASSWORD=Passw0rd!", "SQL_WAIT_INTERVAL=0", "OMNIBUS_NOT_A_FLAG=1"}
 	p := startBinary(t, bin, env, "--memory", "--amqp-addr", "127.0.0.1:0", "--http-addr", "-", "--https-addr", "-", "--amqps-addr", "-")
@@ -61,9 +58,6 @@ func TestEmulatorConfigPath(t *testing.T) {
 // TestBadConfigFailsTheStartWithItsLine: a malformed Config.json ends the
 // process non-zero, naming the file, the line and the property.
 func TestBadConfigFailsTheStartWithItsLine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	cfg := filepath.Join(t.TempDir(), "Config.json")
 	bad := "{\"UserConfig\": {\n  \"Namespaces\": [{\"Name\": \"n\", \"Queues\": [{\"Name\": \"q\",\n    \"Propertys\": {}}]}],\n  \"Logging\": {\"Type\": \"Console\"}}}"
@@ -86,9 +80,6 @@ func TestBadConfigFailsTheStartWithItsLine(t *testing.T) {
 // non-zero. As root the check runs the binary as nobody, since root may
 // write anywhere.
 func TestUnwritableDataDirectory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	data := filepath.Join(t.TempDir(), "data")
 	if err := os.Mkdir(data, 0o555); err != nil {

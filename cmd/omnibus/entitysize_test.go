@@ -16,9 +16,6 @@ import (
 // size (1 GB) capped at 64 KiB refuses a send once it holds about that,
 // with Service Bus's quota text stating the cap.
 func TestMaxEntitySizeAtStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	cfg := filepath.Join(t.TempDir(), "Config.json")
 	if err := os.WriteFile(cfg, []byte(killConfig), 0o644); err != nil {

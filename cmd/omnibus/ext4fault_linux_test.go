@@ -24,11 +24,8 @@ import (
 // group commit that raced with the failure, which ext4 may lose although
 // its fsync succeeded (see checkNoneLost).
 func TestFailingExt4ThroughTheBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	disk := newExt4Disk(t, 64<<20)
 	bin := buildBinary(t)
+	disk := newExt4Disk(t, 64<<20)
 	data, args := damageArgs(t)
 	data = filepath.Join(disk.dir, "data")
 	args[1] = data // --data on the ext4 file system

@@ -19,18 +19,19 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 
 	"github.com/omnibusmq/omnibus/cmd/internal/cli"
+	"github.com/omnibusmq/omnibus/cmd/internal/omnibustest"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
-// buildBinary compiles omnibus once per test binary run.
+// buildBinary compiles omnibus for a test that runs it as a process, and
+// skips that test under -short, as it does every test that builds and
+// runs the binary.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "omnibus")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
 	}
-	return bin
+	return omnibustest.Build(t)
 }
 
 type proc struct {
@@ -126,9 +127,6 @@ const killConfig = `{"UserConfig":{"Namespaces":[{"Name":"sbemulatorns","Queues"
 // TestKill9KeepsAcknowledgedMessages kills the broker with SIGKILL right
 // after the sends were acknowledged and finds every message after restart.
 func TestKill9KeepsAcknowledgedMessages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "Config.json")
@@ -189,9 +187,6 @@ func TestKill9KeepsAcknowledgedMessages(t *testing.T) {
 // TestEnvAndCleanShutdown configures the broker only through OMNIBUS_*
 // variables and stops it with SIGTERM.
 func TestEnvAndCleanShutdown(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	p := startBinary(t, bin, []string{"OMNIBUS_MEMORY=true", "OMNIBUS_AMQP_ADDR=127.0.0.1:0", "OMNIBUS_HTTP_ADDR=-", "OMNIBUS_HTTPS_ADDR=-", "OMNIBUS_AMQPS_ADDR=-"})
 	if p.amqp == "" {
@@ -220,9 +215,6 @@ func TestEnvAndCleanShutdown(t *testing.T) {
 // says at start that it serves only loopback; OMNIBUS_ALLOW_REMOTE or a
 // key of one's own turn protected mode off, and the line with it.
 func TestProtectedModeSaysSoAtStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	base := []string{"OMNIBUS_MEMORY=true", "OMNIBUS_AMQP_ADDR=127.0.0.1:0", "OMNIBUS_HTTP_ADDR=-", "OMNIBUS_HTTPS_ADDR=-", "OMNIBUS_AMQPS_ADDR=-"}
 	for _, c := range []struct {
@@ -286,9 +278,6 @@ var debugAddrRE = regexp.MustCompile(`"debug": "([^"]+)"`)
 // TestDebugAddrServesProfiles starts the binary with --debug-addr and
 // reads a profile index and a heap profile from it.
 func TestDebugAddrServesProfiles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	p := startBinary(t, bin, nil, "--memory", "--amqp-addr", "127.0.0.1:0", "--http-addr", "-", "--https-addr", "-", "--amqps-addr", "-",
 		"--debug-addr", "127.0.0.1:0")

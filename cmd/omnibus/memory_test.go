@@ -11,9 +11,6 @@ import (
 // start-up line says what the budget is: a size, none (0), or by default
 // half of the machine's or the cgroup's memory, naming the source.
 func TestMaxMemoryAtStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	base := []string{"OMNIBUS_MEMORY=true", "OMNIBUS_AMQP_ADDR=127.0.0.1:0", "OMNIBUS_HTTP_ADDR=-", "OMNIBUS_HTTPS_ADDR=-", "OMNIBUS_AMQPS_ADDR=-"}
 	for _, c := range []struct{ env, want string }{

@@ -37,10 +37,10 @@ var protonRan = regexp.MustCompile(`Ran (\d+) tests?`)
 // files read.
 func protonBroker(t *testing.T) (bin string, p *proc, args, env []string) {
 	t.Helper()
+	bin = buildBinary(t) // first: it skips the test under -short
 	if out, err := exec.Command(protonPython, "-c", "import proton").CombinedOutput(); err != nil {
 		t.Fatalf("Qpid Proton's Python binding is not installed (make pydeps installs Debian's python3-qpid-proton): %v\n%s", err, out)
 	}
-	bin = buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "Config.json")
 	if err := os.WriteFile(cfg, []byte(protonConfig), 0o644); err != nil {
@@ -63,9 +63,6 @@ func protonDir() string { return filepath.Join("..", "..", "amqpserver", "proton
 // TestProtonTransactions runs amqpserver/protontest's unittest files:
 // commit, rollback, a second entity refused, send-via, timeout.
 func TestProtonTransactions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	_, _, _, env := protonBroker(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -118,9 +115,6 @@ func kill9(t *testing.T, p *proc) {
 // right after a commit was accepted: after the restart all of it is
 // there.
 func TestProtonTransactionKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin, p, args, env := protonBroker(t)
 	protonStep(t, env, `send_plain("txn-in", ["a", "b"]); send_plain("txn-other", ["bystander"])`)
 
@@ -177,9 +171,6 @@ run_txn("txn-in", 1, ["lost"], "txn-out", commit=True, send_via="txn-in", before
 // the transaction tests (drain(...) == []) against a broker that cannot
 // be read at all.
 func TestProtonDrainFailsOnALostConnection(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	_, p, _, env := protonBroker(t)
 	// ATTACHED is printed once drain's receiver is attached, so that the
 	// kill lands while it waits for messages.

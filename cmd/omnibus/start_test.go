@@ -15,9 +15,6 @@ import (
 // store stuck on its disk would) with SIGTERM: the process must end and
 // say why, instead of ignoring the signal until the start is done.
 func TestSignalDuringAStuckStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "Config.json")

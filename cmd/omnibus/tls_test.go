@@ -98,9 +98,6 @@ var tlsReadyRE = regexp.MustCompile(`connect over TLS with.*"connectionString": 
 // on a random 127.x.y.z address, since the SDK dials 5671 whenever the
 // endpoint names no port.
 func TestAMQPSTrustedThroughSSLCertFile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")

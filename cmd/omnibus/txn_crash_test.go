@@ -27,9 +27,6 @@ func freeAddr(t *testing.T) string {
 // after a commit, the broker restarted on the same addresses and data
 // each time.
 func TestConformanceTxnCrash(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	amqpAddr, httpAddr := freeAddr(t), freeAddr(t)
 	args := []string{"--data", filepath.Join(t.TempDir(), "data"), "--amqp-addr", amqpAddr, "--http-addr", httpAddr,

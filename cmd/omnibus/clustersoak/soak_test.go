@@ -3,31 +3,11 @@ package clustersoak
 import (
 	"bytes"
 	"context"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/omnibusmq/omnibus/cmd/internal/omnibustest"
 )
-
-// buildOmnibus compiles the binary the nodes run.
-func buildOmnibus(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "omnibus")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/omnibusmq/omnibus/cmd/omnibus").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// logWriter sends the soak's progress lines to the test log.
-type logWriter struct{ t *testing.T }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // TestClusterSoakShort is the short failover soak CI runs: three omnibus
 // processes, the official SDK sending and receiving through a load
@@ -36,13 +16,13 @@ func (w logWriter) Write(p []byte) (int, error) {
 // again, each time with the old leader brought back; then the full
 // accounting, which must be clean. make cluster-test runs the long one.
 func TestClusterSoakShort(t *testing.T) {
-	c := Config{Binary: buildOmnibus(t), Dir: t.TempDir(), Failovers: 3, Mode: "mixed", Netns: "auto",
+	c := Config{Binary: omnibustest.Build(t), Dir: t.TempDir(), Failovers: 3, Mode: "mixed", Netns: "auto",
 		MinUptime: 500 * time.Millisecond, MaxUptime: time.Second,
 		Senders: 2, Inflight: 8, Receivers: 2, Prefetch: 20, Size: 256,
 		ReadyTimeout: time.Minute, DrainTimeout: time.Minute}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	r, err := Run(ctx, c, logWriter{t})
+	r, err := Run(ctx, c, omnibustest.LogWriter{T: t})
 	if r != nil {
 		var table bytes.Buffer
 		if werr := r.WriteTable(&table); werr != nil {

@@ -3,31 +3,12 @@ package soak
 import (
 	"bytes"
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/omnibusmq/omnibus/cmd/internal/omnibustest"
 )
-
-// buildOmnibus compiles the broker binary the soak kills.
-func buildOmnibus(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "omnibus")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/omnibusmq/omnibus/cmd/omnibus").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// logWriter sends the soak's progress lines to the test log.
-type logWriter struct{ t *testing.T }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // TestSoakShort is the short crash soak CI runs: SIGKILLs of the real
 // binary under load, each followed by a restart on the same data
@@ -36,7 +17,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 // within 5 s with status 1), two kills on a topic whose two subscriptions
 // share each body.
 func TestSoakShort(t *testing.T) {
-	bin := buildOmnibus(t)
+	bin := omnibustest.Build(t)
 	for _, c := range []Config{
 		{Kills: 2, DiskFaults: 1},
 		{Kills: 2, Subscriptions: 2},
@@ -56,7 +37,7 @@ func TestSoakShort(t *testing.T) {
 func soakShort(t *testing.T, c Config) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	r, err := Run(ctx, c, logWriter{t})
+	r, err := Run(ctx, c, omnibustest.LogWriter{T: t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,12 +87,12 @@ func soakShort(t *testing.T, c Config) {
 // load), and a broker that loses everything would then lose nothing the
 // ledger knew of.
 func TestSoakCatchesLoss(t *testing.T) {
-	c := Config{Binary: buildOmnibus(t), BrokerArgs: []string{"--memory"}, Dir: t.TempDir(), Kills: 1,
+	c := Config{Binary: omnibustest.Build(t), BrokerArgs: []string{"--memory"}, Dir: t.TempDir(), Kills: 1,
 		MinUptime: time.Second, MaxUptime: time.Second, Senders: 2, Inflight: 16, Receivers: 1,
 		Credit: 1, Settlers: 1, DrainTimeout: 2 * time.Second}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	r, err := Run(ctx, c, logWriter{t})
+	r, err := Run(ctx, c, omnibustest.LogWriter{T: t})
 	if err != nil {
 		t.Fatal(err)
 	}
