@@ -298,15 +298,28 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 		}
 		// Take whatever else is ready before flushing, so that bursts of
 		// completions go out in one write.
-	more:
+		// Two non-blocking receives a round rather than one select of
+		// both (the runtime's selectgo for every frame was 2.4 % of a
+		// send's instructions): a frame, then posted work, alternately.
 		for i := 0; i < 64 && err == nil; i++ {
+			got := false
 			select {
 			case fr := <-frc:
+				got = true
 				err = c.handleFrame(fr)
+			default:
+			}
+			if err != nil {
+				break
+			}
+			select {
 			case <-c.in.wake:
+				got = true
 				c.runPosted()
 			default:
-				break more
+			}
+			if !got {
+				break
 			}
 		}
 		if err != nil {
