@@ -2,8 +2,6 @@ package amqpserver
 
 import (
 	"context"
-	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,23 +217,7 @@ func TestDeliveriesWithinTheMemoryBudget(t *testing.T) {
 	for range n {
 		ts.MustSend(t, "q", &core.Message{Body: make([]byte, size)})
 	}
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if u := mem.Used(); u > peak.Load() {
-				peak.Store(u)
-			}
-			select {
-			case <-stop:
-				return
-			default:
-				runtime.Gosched()
-			}
-		}
-	}()
+	stopSampling := membudgettest.SamplePeak(t, mem)
 	s := ts.session(t)
 	r, err := s.NewReceiver(t.Context(), "q", &amqp.ReceiverOptions{Credit: -1, SettlementMode: amqp.ReceiverSettleModeFirst.Ptr()})
 	if err != nil {
@@ -255,10 +237,9 @@ func TestDeliveriesWithinTheMemoryBudget(t *testing.T) {
 			t.Fatalf("message %d: %d bytes", i, len(m.GetData()))
 		}
 	}
-	close(stop)
-	<-sampled
-	if max := int64(limit + 4<<10); peak.Load() > max {
-		t.Fatalf("delivering %d × %d bytes held %d bytes of a %d-byte budget", n, size, peak.Load(), limit)
+	peak := stopSampling()
+	if max := int64(limit + 4<<10); peak > max {
+		t.Fatalf("delivering %d × %d bytes held %d bytes of a %d-byte budget", n, size, peak, limit)
 	}
 	membudgettest.WaitUsed(t, mem, 0)
 }

@@ -104,22 +104,7 @@ func TestPeekRefusedPastTheMemoryBudget(t *testing.T) {
 func TestConcurrentPeeksStayWithinTheBudget(t *testing.T) {
 	const limit, size = 5 << 20, 1536 << 10
 	e, mem := newBudgetEnv(t, limit, 8, size)
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if u := mem.Used(); u > peak.Load() {
-				peak.Store(u)
-			}
-			select {
-			case <-stop:
-				return
-			default:
-			}
-		}
-	}()
+	stopSampling := membudgettest.SamplePeak(t, mem)
 	var served, refused atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {
@@ -142,11 +127,10 @@ func TestConcurrentPeeksStayWithinTheBudget(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	close(stop)
-	<-sampled
-	t.Logf("%d pages served, %d refused; at most %d bytes held", served.Load(), refused.Load(), peak.Load())
-	if peak.Load() > limit {
-		t.Fatalf("the peeks held %d bytes, past the %d-byte budget", peak.Load(), limit)
+	peak := stopSampling()
+	t.Logf("%d pages served, %d refused; at most %d bytes held", served.Load(), refused.Load(), peak)
+	if peak > limit {
+		t.Fatalf("the peeks held %d bytes, past the %d-byte budget", peak, limit)
 	}
 	if served.Load() == 0 {
 		t.Fatal("no peek was served")

@@ -2,6 +2,8 @@
 package membudgettest
 
 import (
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,4 +23,33 @@ func WaitUsed(t testing.TB, b *membudget.Budget, want int64) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// SamplePeak watches b from a goroutine of its own, reading Used as often
+// as the scheduler lets it, until the function it returns is called (or
+// the test ends); that function returns the most b held meanwhile.
+func SamplePeak(t testing.TB, b *membudget.Budget) (stop func() int64) {
+	var peak int64 // written by the sampler only, read after it ended
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if u := b.Used(); u > peak {
+				peak = u
+			}
+			select {
+			case <-quit:
+				return
+			default:
+				runtime.Gosched()
+			}
+		}
+	}()
+	stop = sync.OnceValue(func() int64 {
+		close(quit)
+		<-done
+		return peak
+	})
+	t.Cleanup(func() { stop() })
+	return stop
 }
