@@ -34,6 +34,13 @@ const (
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with set applied to the gateway's Config (unless
+// nil) before the gateway is made.
+func newEnvWith(t *testing.T, set func(*httpgw.Config)) *env {
+	t.Helper()
 	ce := coretest.New(t)
 	v, err := sas.NewValidator(sas.Config{Rules: []sas.Rule{
 		{KeyName: "root", Key: rootKey, Rights: sas.Manage},
@@ -42,7 +49,11 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := httpgw.New(httpgw.Config{Broker: ce.Broker, Auth: v, Logger: zaptest.NewLogger(t)})
+	cfg := httpgw.Config{Broker: ce.Broker, Auth: v, Logger: zaptest.NewLogger(t)}
+	if set != nil {
+		set(&cfg)
+	}
+	gw, err := httpgw.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,18 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/omnibusmq/omnibus/core"
-	"github.com/omnibusmq/omnibus/core/coretest"
 	"github.com/omnibusmq/omnibus/core/membudget"
 	"github.com/omnibusmq/omnibus/core/membudget/membudgettest"
-	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/httpgw"
 )
 
@@ -26,25 +21,13 @@ import (
 // repeated).
 func newBudgetEnv(t *testing.T, limit int64, n, size int) (*env, *membudget.Budget) {
 	t.Helper()
-	ce := coretest.New(t)
-	v, err := sas.NewValidator(sas.Config{Rules: []sas.Rule{{KeyName: "root", Key: rootKey, Rights: sas.Manage}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mem := membudget.New(limit)
-	gw, err := httpgw.New(httpgw.Config{Broker: ce.Broker, Auth: v, Logger: zaptest.NewLogger(t), Memory: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(gw.Handler())
-	srv.Config = gw.Server("")
-	srv.Start()
-	t.Cleanup(srv.Close)
-	ce.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "big", MaxMessageSizeInKilobytes: 4096})
+	e := newEnvWith(t, func(c *httpgw.Config) { c.Memory = mem })
+	e.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "big", MaxMessageSizeInKilobytes: 4096})
 	for i := range n {
-		ce.MustSend(t, "big", &core.Message{Body: bytes.Repeat([]byte{byte(i + 1)}, size)})
+		e.MustSend(t, "big", &core.Message{Body: bytes.Repeat([]byte{byte(i + 1)}, size)})
 	}
-	return &env{Env: ce, url: srv.URL}, mem
+	return e, mem
 }
 
 // A page of big bodies stops at maxPeekBytes (4 MiB) past its first
