@@ -69,7 +69,7 @@ func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
 	if err != nil {
 		return 401, description(err)
 	}
-	ns, err := c.credentialNamespace(t.KeyName, t.Host())
+	ns, _, err := c.credentialNamespace(t.KeyName, t.Host())
 	if err != nil {
 		return 401, description(err)
 	}

@@ -42,6 +42,7 @@ type conn struct {
 	// serve and then run change it until nsBound is set, by run alone.
 	ns      atomic.Pointer[namespace.Namespace]
 	nsBound bool
+	plain   *plainLogin // a PLAIN login to settle at the open (sasl.go); owned by serve
 
 	props propsDecoder // application properties of the messages sent on the connection (run's)
 

@@ -132,6 +132,9 @@ func (c *conn) stateOpen() (stateFunc, error) {
 	if err == nil {
 		err = c.bindHost(open.Hostname, "the open's hostname")
 	}
+	if err == nil {
+		err = c.settlePlainLogin()
+	}
 	if err != nil {
 		c.writeNow(c.ourOpen())
 		c.writeNow(&frames.Close{Error: errorf(frames.CondUnauthorizedAccess, "%v", err)})

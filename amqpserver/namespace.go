@@ -76,13 +76,35 @@ func (c *conn) transportHosts() error {
 
 // credentialNamespace returns the namespace a credential's key name (and
 // a token's audience host, "" for none) names, or the connection's when
-// they name none (namespace.Registry.Resolve).
-func (c *conn) credentialNamespace(keyName, host string) (*namespace.Namespace, error) {
+// they name none (namespace.Registry.Resolve), and whether they named
+// one.
+func (c *conn) credentialNamespace(keyName, host string) (*namespace.Namespace, bool, error) {
 	ns, named, err := c.srv.reg.Resolve("", keyName, host)
 	if err != nil || !named {
-		return c.namespace(), err
+		return c.namespace(), false, err
 	}
-	return ns, nil
+	return ns, true, nil
+}
+
+// settlePlainLogin ends a provisional SASL PLAIN login (sasl.go) once the
+// open has been read: when the open's hostname named another namespace
+// than the one the key was checked in, the key is checked again there,
+// and the connection is bound either way.
+func (c *conn) settlePlainLogin() error {
+	p := c.plain
+	c.plain = nil
+	if p == nil {
+		return nil
+	}
+	if ns := c.namespace(); ns != p.ns {
+		rule, err := ns.Authenticate(p.user, p.pass)
+		if err != nil {
+			return fmt.Errorf("the SASL PLAIN key is not one of namespace '%s', which the open's hostname names: %w", ns.Name(), err)
+		}
+		c.auth.login(rule)
+	}
+	c.nsBound = true
+	return nil
 }
 
 // namespaceDeleted ends what the server's connections hold in a deleted

@@ -7,6 +7,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core/namespace"
 )
 
 // SASL mechanisms the server offers, ANONYMOUS first: the Service Bus SDKs
@@ -55,12 +56,19 @@ func (c *conn) authenticate(init *frames.SASLInit) error {
 			c.auth.allowAll()
 			return nil
 		}
-		ns, err := c.credentialNamespace(user, "")
+		ns, named, err := c.credentialNamespace(user, "")
 		if err != nil {
 			return err
 		}
-		if err := c.bindNamespace(ns, "the key name '"+user+"'"); err != nil {
-			return err
+		if named || c.nsBound {
+			if err := c.bindNamespace(ns, "the key name '"+user+"'"); err != nil {
+				return err
+			}
+		} else {
+			// Nothing has named a namespace yet: the key is checked in
+			// the default one, and again in the namespace the open's
+			// hostname names, if it names one (settlePlainLogin).
+			c.plain = &plainLogin{ns: ns, user: user, pass: pass}
 		}
 		rule, err := ns.Authenticate(user, pass)
 		if err != nil {
@@ -70,6 +78,14 @@ func (c *conn) authenticate(init *frames.SASLInit) error {
 		return nil
 	}
 	return fmt.Errorf("amqpserver: unsupported SASL mechanism %q", init.Mechanism)
+}
+
+// plainLogin is a SASL PLAIN login checked in a namespace nothing named
+// (the default one), kept until the open says which namespace the
+// connection is for.
+type plainLogin struct {
+	ns         *namespace.Namespace
+	user, pass string
 }
 
 // parsePlain splits a PLAIN initial response into authcid and passwd.

@@ -327,3 +327,48 @@ func TestNamespacesBadInput(t *testing.T) {
 		t.Errorf("a token for sales on the default namespace's host: %d %s, want 401 InvalidAudience", resp.StatusCode, b)
 	}
 }
+
+// TestOpenHostnamePicksTheNamespace: with SASL PLAIN and the root key,
+// whose name picks no namespace and which carries no audience, only the
+// AMQP open's hostname (and the sasl-init's) names the namespace: a
+// go-amqp client dialling 127.0.0.1 with HostName sales.localhost sends
+// to sales' queue, and one without reaches the default namespace's.
+func TestOpenHostnamePicksTheNamespace(t *testing.T) {
+	a := startNamespaces(t, false)
+	if st, body := rootCall(t, a, http.MethodPut, "/$namespaces/sales", ""); st != http.StatusCreated {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := adminFor(t, a, DefaultKeyName+"@sales", DefaultKey).CreateQueue(ctx, "only-in-sales", nil); err != nil {
+		t.Fatal(err)
+	}
+	send := func(hostName string) error {
+		conn, err := amqp.Dial(ctx, "amqp://"+a.AMQPAddr().String(), &amqp.ConnOptions{
+			SASLType: amqp.SASLTypePlain(DefaultKeyName, DefaultKey), HostName: hostName})
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		s, err := conn.NewSession(ctx, nil)
+		if err != nil {
+			return err
+		}
+		snd, err := s.NewSender(ctx, "only-in-sales", nil)
+		if err != nil {
+			return err
+		}
+		return snd.Send(ctx, amqp.NewMessage([]byte("by hostname")), nil)
+	}
+	if err := send("sales.localhost"); err != nil {
+		t.Fatalf("sending with the open's hostname sales.localhost: %v", err)
+	}
+	var amqpErr *amqp.Error
+	if err := send("localhost"); !errors.As(err, &amqpErr) || amqpErr.Condition != amqp.ErrCondNotFound {
+		t.Errorf("sending with hostname localhost: %v, want amqp:not-found (the default namespace has no such queue)", err)
+	}
+	got := receiveN(t, ctx, clientByHost(t, a, "sales", DefaultKeyName, DefaultKey), "only-in-sales", 1)
+	if string(got[0].Body) != "by hostname" {
+		t.Errorf("sales received %q", got[0].Body)
+	}
+}

@@ -13,6 +13,25 @@ import java.util.Map;
 public final class Entities {
     private final List<Object> queues = new ArrayList<>();
     private final List<Object> topics = new ArrayList<>();
+    private final List<Object> namespaces = new ArrayList<>();
+
+    /**
+     * A further namespace (after the default one) with shared access rules
+     * (see {@link #rule}; none: the broker's root key) and queues.
+     */
+    public Entities namespace(String name, List<Map<String, Object>> rules, String... queueNames) {
+        List<Object> qs = new ArrayList<>();
+        for (String q : queueNames) {
+            qs.add(Map.of("Name", q, "Properties", Map.of()));
+        }
+        namespaces.add(Map.of("Name", name, "AuthorizationRules", rules, "Queues", qs));
+        return this;
+    }
+
+    /** A shared access authorization rule: key name, key and rights ("Send", "Listen", "Manage"). */
+    public static Map<String, Object> rule(String keyName, String key, String... rights) {
+        return Map.of("KeyName", keyName, "PrimaryKey", key, "Rights", List.of(rights));
+    }
 
     /** A queue with the broker's defaults. */
     public Entities queue(String name) {
@@ -62,7 +81,9 @@ public final class Entities {
         ns.put("Queues", queues);
         ns.put("Topics", topics);
         Map<String, Object> user = new LinkedHashMap<>();
-        user.put("Namespaces", List.of(ns));
+        List<Object> all = new ArrayList<>(List.of(ns));
+        all.addAll(namespaces);
+        user.put("Namespaces", all);
         user.put("Logging", Map.of("Type", "Console"));
         StringBuilder sb = new StringBuilder();
         write(sb, Map.of("UserConfig", user));
