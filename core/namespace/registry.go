@@ -62,6 +62,9 @@ type Config struct {
 	MaxNamespaces int
 	// Logger; default zap.NewNop().
 	Logger *zap.Logger
+	// NoSweep leaves key ranges no namespace owns where they are, so that
+	// Open writes nothing (an offline check reads a data directory).
+	NoSweep bool
 }
 
 // Registry holds the namespaces of one omnibus. Its methods are safe for
@@ -164,8 +167,10 @@ func Open(cfg Config) (r *Registry, err error) {
 		}
 		r.mu.byName[ns.name] = ns
 	}
-	if err := r.sweep(); err != nil {
-		return nil, err
+	if !cfg.NoSweep {
+		if err := r.sweep(); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

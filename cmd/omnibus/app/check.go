@@ -7,6 +7,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/clock"
+	"github.com/omnibusmq/omnibus/core/namespace"
+	"github.com/omnibusmq/omnibus/storage"
 )
 
 // Check opens the store o names, recovers a broker on it as a start
@@ -22,19 +25,43 @@ func Check(o Options) ([]string, error) {
 		return nil, err
 	}
 	defer st.Close()
-	b, err := core.New(core.Config{Store: st, Clock: o.Clock, Logger: o.Logger.Named("core")})
+	// The default namespace's name only labels it here (no findings name
+	// it), and one no other namespace can have.
+	reg, err := namespace.Open(namespace.Config{Store: st, Clock: o.Clock, NoSweep: true, Logger: o.Logger.Named("namespace"), DefaultName: "(default)",
+		NewBroker: func(name string, s storage.Store, clk clock.Clock) (*core.Broker, error) {
+			return core.New(core.Config{Store: s, Clock: clk, Logger: o.Logger.Named("core"), Namespace: name})
+		}})
 	if err != nil {
 		return nil, fmt.Errorf("recovering the broker from %s: %w", o.DataDir, err)
 	}
-	defer b.Close()
-	return findings(b.Check())
+	defer reg.Close()
+	return checkNamespaces(reg)
+}
+
+// checkNamespaces checks every namespace's broker; a finding of a
+// namespace but the default one names it.
+func checkNamespaces(reg *namespace.Registry) ([]string, error) {
+	var all []string
+	for _, ns := range reg.List() {
+		found, err := findings(ns.Broker().Check())
+		if err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", ns.Name(), err)
+		}
+		for _, f := range found {
+			if !ns.IsDefault() {
+				f = "namespace " + ns.Name() + ": " + f
+			}
+			all = append(all, f)
+		}
+	}
+	return all, nil
 }
 
 // checkConsistency runs the consistency check on a freshly recovered
 // broker (Options.CheckConsistency) and logs what it finds; the start
 // goes on either way.
 func (a *App) checkConsistency() error {
-	found, err := findings(a.Broker.Check())
+	found, err := checkNamespaces(a.Namespaces)
 	if err != nil {
 		return err
 	}

@@ -75,3 +75,53 @@ func batchDeleting(key []byte) *storage.Batch {
 	b.Delete(key)
 	return &b
 }
+
+// Check looks into every namespace: a body deleted from a namespace's key
+// range is found and the finding names the namespace.
+func TestCheckEveryNamespace(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Start(Options{DataDir: dir, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", AMQPSAddr: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sales, err := a.Namespaces.Create(ctx, "sales", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sales.Broker().CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sales.Broker().Send(ctx, "q", &core.Message{Body: []byte("one")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := Check(Options{DataDir: dir}); err != nil || len(found) != 0 {
+		t.Fatalf("check of a healthy directory: %v %v", found, err)
+	}
+	// sales is namespace 1: its body records start 'p' 1:8 'B'.
+	st, err := pebblestore.Open(dir, pebblestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := []byte{'p', 0, 0, 0, 0, 0, 0, 0, 1, 'B'}
+	var key []byte
+	if err := st.Scan(prefix, nil, func(k, _ []byte) (bool, error) {
+		key = append([]byte(nil), k...)
+		return false, nil
+	}); err != nil || key == nil {
+		t.Fatalf("no body record in sales' range: %v", err)
+	}
+	if err := st.Apply(batchDeleting(key)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	found, err := Check(Options{DataDir: dir})
+	if err != nil || len(found) != 1 || !strings.HasPrefix(found[0], "namespace sales: ") || !strings.Contains(found[0], "body of message 1 is missing") {
+		t.Fatalf("check after deleting a body of sales: %q %v", found, err)
+	}
+}
