@@ -21,6 +21,10 @@ type connAuth struct {
 		open       bool     // no validator: every right everywhere
 		rule       sas.Rule // SASL PLAIN login; zero Rule when none
 		plain      bool
+		// The PLAIN login's key name and key, checked again while links
+		// depend on them (lifetime.go): a rule changed since the login
+		// (a rotated key, fewer rights) takes effect on it too.
+		plainKeyName, plainKey string
 		granted    bool // a put-token has been accepted
 		grants     []grant
 	}
@@ -44,11 +48,32 @@ func (a *connAuth) allowAll() {
 	a.mu.Unlock()
 }
 
-// login records a SASL PLAIN login with rule.
-func (a *connAuth) login(rule sas.Rule) {
+// login records a SASL PLAIN login with rule, made with key under
+// keyName.
+func (a *connAuth) login(rule sas.Rule, keyName, key string) {
 	a.mu.Lock()
 	a.mu.rule, a.mu.plain = rule, true
+	a.mu.plainKeyName, a.mu.plainKey = keyName, key
 	a.mu.Unlock()
+}
+
+// plainCredential returns the PLAIN login's key name and key, "" when
+// the connection has none.
+func (a *connAuth) plainCredential() (keyName, key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mu.plainKeyName, a.mu.plainKey
+}
+
+// relogin replaces the PLAIN login's rule with the one its key verifies
+// against now, or takes its rights away when it verifies against none.
+func (a *connAuth) relogin(rule sas.Rule, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !ok {
+		rule = sas.Rule{}
+	}
+	a.mu.rule = rule
 }
 
 // add records a put-token grant, replacing an older one for the same path.
@@ -76,12 +101,14 @@ func (a *connAuth) authenticated() bool {
 	return a.mu.open || a.mu.plain || a.mu.granted
 }
 
-// usesGrants reports whether the connection's rights come from $cbs
-// grants alone, so that they can lapse.
+// usesGrants reports whether the connection's rights can lapse: those of
+// $cbs grants when their tokens expire, those of a SASL PLAIN login when
+// its rule changes. Only a server without a validator gives rights that
+// cannot.
 func (a *connAuth) usesGrants() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return !a.mu.open && !a.mu.plain
+	return !a.mu.open
 }
 
 // nextExpiry returns the earliest expiry of a grant still live.

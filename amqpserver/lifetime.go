@@ -79,15 +79,27 @@ func (c *conn) lifetimeCheck() error {
 		return closeWith(frames.CondUnauthorizedAccess,
 			"No valid token was put on $cbs within %v of connecting.", c.srv.cfg.AuthTimeout)
 	}
+	keyName, key := c.auth.plainCredential()
+	if keyName != "" {
+		// A rule changed since the login (a key rotated, rights taken
+		// away) ends what the login no longer allows.
+		rule, err := c.namespace().Authenticate(keyName, key)
+		c.auth.relogin(rule, err == nil)
+	}
 	for _, s := range c.local {
 		if !s.live() {
 			continue
 		}
 		for _, l := range s.links {
 			if l.attached && !l.detached && !c.holds(l) {
-				c.log.Debug("token lapsed; detaching link", zap.String("link", l.name), zap.String("address", l.address))
-				l.detach(errorf(frames.CondUnauthorizedAccess,
-					"Unauthorized access. The token for '%s' has expired; put a new token on $cbs before it does.", l.address))
+				c.log.Debug("credential lapsed; detaching link", zap.String("link", l.name), zap.String("address", l.address))
+				if keyName != "" {
+					l.detach(errorf(frames.CondUnauthorizedAccess,
+						"Unauthorized access. The key '%s' this connection logged in with no longer grants what '%s' needs: its rule changed.", keyName, l.address))
+				} else {
+					l.detach(errorf(frames.CondUnauthorizedAccess,
+						"Unauthorized access. The token for '%s' has expired; put a new token on $cbs before it does.", l.address))
+				}
 			}
 		}
 	}

@@ -101,7 +101,7 @@ func (c *conn) settlePlainLogin() error {
 		if err != nil {
 			return fmt.Errorf("the SASL PLAIN key is not one of namespace '%s', which the open's hostname names: %w", ns.Name(), err)
 		}
-		c.auth.login(rule)
+		c.auth.login(rule, p.user, p.pass)
 	}
 	c.nsBound = true
 	return nil

@@ -74,7 +74,7 @@ func (c *conn) authenticate(init *frames.SASLInit) error {
 		if err != nil {
 			return err
 		}
-		c.auth.login(rule)
+		c.auth.login(rule, user, pass)
 		return nil
 	}
 	return fmt.Errorf("amqpserver: unsupported SASL mechanism %q", init.Mechanism)
