@@ -25,8 +25,8 @@ type connAuth struct {
 		// depend on them (lifetime.go): a rule changed since the login
 		// (a rotated key, fewer rights) takes effect on it too.
 		plainKeyName, plainKey string
-		granted    bool // a put-token has been accepted
-		grants     []grant
+		granted                bool // a put-token has been accepted
+		grants                 []grant
 	}
 }
 
