@@ -123,7 +123,7 @@ func (q *queue) planForwardDeadLetters(w *write, recs []*msgRec, msgs []*Message
 		return settled{}, err
 	}
 	// The send's records ride in the move's batch: one write.
-	w.batch.Ops = append(w.batch.Ops, p.batch.Ops...)
+	w.batch.Ops = append(w.batch.Ops, p.ops().Ops...)
 	return settled{q: q, kind: settledForwarded, recs: recs, fwd: p}, nil
 }
 

@@ -59,6 +59,11 @@ type sendPlan struct {
 	b     *Broker
 	now   int64
 	batch storage.Batch
+	// states are the plan's state records, added to batch after every
+	// other record by ops: a batch that alternates body and state keys
+	// makes the store's memtable search its whole skiplist for each,
+	// where runs of increasing keys insert next to the one before.
+	states storage.Batch
 	sends []*pendingSend
 	seqs  []int64 // per top-level message: assigned sequence number, 0 if dropped
 	owned bool    // the caller gave up the messages: keep them, no copy
@@ -151,6 +156,14 @@ func (b *Broker) planSend(path string, msgs []*Message, owned bool) (*sendPlan, 
 	return p, nil
 }
 
+// ops is the plan's batch with its state records last (see states). It
+// moves them into batch, so it may be called more than once.
+func (p *sendPlan) ops() *storage.Batch {
+	p.batch.Ops = append(p.batch.Ops, p.states.Ops...)
+	p.states.Ops = nil
+	return &p.batch
+}
+
 // sendTarget resolves the queue or topic a send to path goes to.
 func (b *Broker) sendTarget(path string) (*entity, error) {
 	a := ParseAddress(path)
@@ -164,7 +177,7 @@ func (b *Broker) sendTarget(path string) (*entity, error) {
 // reservation (a write's, write.go): nothing in memory changes before
 // finish publishes it, and a failed one publishes nothing.
 func (p *sendPlan) commit() error {
-	err := p.b.apply(&p.batch)
+	err := p.b.apply(p.ops())
 	p.finish(err != nil)
 	if err == nil {
 		p.b.retryOrphans()
@@ -311,7 +324,7 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, ms m
 			return err
 		}
 		p.batch.Set(bodyKey[:len(bodyKey):len(bodyKey)], body[:len(body):len(body)])
-		p.batch.Set(stateKey[:len(stateKey):len(stateKey)], r.encode(body[len(body):]))
+		p.states.Set(stateKey[:len(stateKey):len(stateKey)], r.encode(body[len(body):]))
 		ps.places = append(ps.places, placement{q: e.q, r: r})
 		return nil
 	}

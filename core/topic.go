@@ -163,7 +163,7 @@ func (p *sendPlan) fanOut(t *entity, d *Entity, ps *pendingSend, m *Message, seq
 		if q != s.q {
 			r.expiresAt = 0
 		}
-		p.batch.Set(seqKey(tabState, q.id, seq), r.encode(nil))
+		p.states.Set(seqKey(tabState, q.id, seq), r.encode(nil))
 		ps.places = append(ps.places, placement{q: q, r: r})
 	}
 	if sharedUsed {

@@ -75,7 +75,7 @@ func (b *Broker) commitTxn(sends []txnSend, settles []txnSettle) error {
 			return fail(err)
 		}
 	}
-	w.batch.Ops = append(w.batch.Ops, p.batch.Ops...)
+	w.batch.Ops = append(w.batch.Ops, p.ops().Ops...)
 	w.batch.Sync = true // a release alone would not wait; the transaction does
 	err := w.commit()
 	p.finish(err != nil)
