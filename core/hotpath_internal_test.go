@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/omnibusmq/omnibus/storage"
+	"github.com/omnibusmq/omnibus/storage/memstore"
 )
 
 // Lock tokens and generated message ids are version 4 UUIDs, distinct
@@ -49,13 +50,14 @@ func TestStateAndDeleteKeysAllocateOnce(t *testing.T) {
 		w.setState(q, 42, &st)
 	})
 	checkAllocs(t, "deleteRecords", 1, func() {
-		w.batch.Ops = w.batch.Ops[:0]
+		w.batch.Ops, w.bodies.Ops = w.batch.Ops[:0], w.bodies.Ops[:0]
 		w.deleteRecords(q, 42, 9, false)
 	})
 
-	w.batch.Ops = nil
+	w.batch.Ops, w.bodies.Ops = nil, nil
 	w.setState(q, 42, &st)
 	w.deleteRecords(q, 42, 9, false)
+	w.batch.Ops = append(w.batch.Ops, w.bodies.Ops...) // as commit does
 	want := []storage.Op{
 		{Kind: storage.OpSet, Key: seqKey(tabState, 7, 42), Value: st.encode(nil)},
 		{Kind: storage.OpDelete, Key: seqKey(tabState, 7, 42)},
@@ -76,5 +78,96 @@ func BenchmarkNewUUID(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		NewUUID()
+	}
+}
+
+// A send's batch holds every other record first and the state records
+// last, each run in the order the messages were sent: the store's
+// memtable inserts a run of increasing keys next to the one before,
+// where alternating body and state keys made it search for each.
+func TestSendBatchPutsStateRecordsLast(t *testing.T) {
+	b, err := New(Config{Store: memstore.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if _, err := b.CreateEntity(t.Context(), Entity{Kind: KindQueue, Name: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []*Message{{Body: []byte("1")}, {Body: []byte("2")}, {Body: []byte("3")}}
+	p, err := b.planSend("q", msgs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tabs []byte
+	var prev []byte
+	for _, op := range p.ops().Ops {
+		tab := op.Key[0]
+		if len(tabs) == 0 || tabs[len(tabs)-1] != tab {
+			tabs = append(tabs, tab)
+		} else if bytes.Compare(prev, op.Key) >= 0 {
+			t.Errorf("key %x after %x in one run: not increasing", op.Key, prev)
+		}
+		prev = op.Key
+	}
+	if i := bytes.IndexByte(tabs, tabState); i < 0 || i != len(tabs)-1 || bytes.Count(tabs, []byte{tabBody}) != 1 {
+		t.Errorf("runs of tables %q: want one run of bodies and the states last", tabs)
+	}
+	if err := p.commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// applyRecorder is a store that keeps the operations of the last batch
+// applied to it.
+type applyRecorder struct {
+	storage.Store
+	last []storage.Op
+}
+
+func (r *applyRecorder) Apply(b *storage.Batch) error {
+	r.last = append([]storage.Op(nil), b.Ops...)
+	return r.Store.Apply(b)
+}
+
+// A completion of several messages deletes their state records, then
+// their bodies, each run in order (see write.bodies).
+func TestCompletionDeletesStatesThenBodies(t *testing.T) {
+	rec := &applyRecorder{Store: memstore.New()}
+	b, err := New(Config{Store: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if _, err := b.CreateEntity(t.Context(), Entity{Kind: KindQueue, Name: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Send(t.Context(), "q", &Message{Body: []byte("1")}, &Message{Body: []byte("2")}, &Message{Body: []byte("3")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Receive(t.Context(), "q", ReceiveOptions{Mode: PeekLock, Max: 3})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("received %d, %v", len(got), err)
+	}
+	var toks []LockToken
+	for _, m := range got {
+		toks = append(toks, m.LockToken)
+	}
+	for i, err := range b.CompleteMany("q", toks, true) {
+		if err != nil {
+			t.Fatalf("complete %d: %v", i, err)
+		}
+	}
+	var tabs []byte
+	for _, op := range rec.last {
+		if op.Kind != storage.OpDelete {
+			t.Fatalf("the completion's batch holds a %v", op.Kind)
+		}
+		if len(tabs) == 0 || tabs[len(tabs)-1] != op.Key[0] {
+			tabs = append(tabs, op.Key[0])
+		}
+	}
+	if string(tabs) != string([]byte{tabState, tabBody}) || len(rec.last) != 6 {
+		t.Errorf("the completion deleted %d records in runs of tables %q, want 6: the states, then the bodies", len(rec.last), tabs)
 	}
 }

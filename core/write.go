@@ -26,8 +26,13 @@ import (
 // succeeded, whatever path the writer left by; commit settles the body
 // references either way. There is no other undo in the core.
 type write struct {
-	b      *Broker
-	batch  storage.Batch
+	b     *Broker
+	batch storage.Batch
+	// bodies are the deletions of bodies deleteRecords plans, applied
+	// after the rest of batch (commit): a run of increasing body keys
+	// after the run of state keys, where alternating them made the
+	// store's memtable search its whole skiplist for each.
+	bodies storage.Batch
 	holds  []hold
 	refs   []bodyRelease
 	refIdx map[refKey]refSum // sums of refs by body, once there are many (refsOf)
@@ -166,7 +171,7 @@ func (w *write) deleteRecords(q *queue, seq int64, owner uint64, shared bool) {
 	// Both keys in one allocation (a completion's only one).
 	sk := appendSeqKey(make([]byte, 0, 2*seqKeyLen), tabState, q.id, seq)
 	w.batch.Delete(sk[:len(sk):len(sk)])
-	w.batch.Delete(appendSeqKey(sk[len(sk):], tabBody, owner, seq))
+	w.bodies.Delete(appendSeqKey(sk[len(sk):], tabBody, owner, seq))
 }
 
 // setState adds the write of st as q's state record of message seq, key
@@ -180,6 +185,8 @@ func (w *write) setState(q *queue, seq int64, st *stateRec) {
 // and the store's error is returned as a core error (storeerr.go); on
 // success the caller makes its in-memory change.
 func (w *write) commit() error {
+	w.batch.Ops = append(w.batch.Ops, w.bodies.Ops...)
+	w.bodies.Ops = nil
 	if len(w.batch.Ops) > 0 {
 		if err := w.b.store.Apply(&w.batch); err != nil {
 			w.abort()
