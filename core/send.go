@@ -64,10 +64,10 @@ type sendPlan struct {
 	// makes the store's memtable search its whole skiplist for each,
 	// where runs of increasing keys insert next to the one before.
 	states storage.Batch
-	sends []*pendingSend
-	seqs  []int64 // per top-level message: assigned sequence number, 0 if dropped
-	owned bool    // the caller gave up the messages: keep them, no copy
-	move  bool    // a move within the broker (dead-letter forwarding): never refused for quota
+	sends  []*pendingSend
+	seqs   []int64 // per top-level message: assigned sequence number, 0 if dropped
+	owned  bool    // the caller gave up the messages: keep them, no copy
+	move   bool    // a move within the broker (dead-letter forwarding): never refused for quota
 }
 
 // maxForwardHops bounds auto-forwarding chains, like Service Bus's limit.

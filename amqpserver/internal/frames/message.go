@@ -32,9 +32,9 @@ const (
 // received. A broker stores RawBody and re-emits it untouched while
 // rewriting the header and annotations.
 type Message struct {
-	Header                *MessageHeader
-	DeliveryAnnotations   encoding.Map // symbol (or ulong) keys
-	MessageAnnotations    encoding.Map // symbol (or ulong) keys, x-opt-…
+	Header              *MessageHeader
+	DeliveryAnnotations encoding.Map // symbol (or ulong) keys
+	MessageAnnotations  encoding.Map // symbol (or ulong) keys, x-opt-…
 	// RawMessageAnnotations, when MessageAnnotations is nil, is the
 	// encoded map of the message-annotations section, which
 	// [Message.MarshalAMQP] writes verbatim (a broker writes its
