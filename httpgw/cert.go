@@ -202,9 +202,11 @@ func parseCA(b []byte) (*x509.Certificate, crypto.Signer, error) {
 }
 
 // certSubjects splits the always-included and extra hosts into DNS names
-// and IP addresses, without duplicates.
+// and IP addresses, without duplicates. *.localhost is always there: a
+// namespace is reached as <namespace>.localhost (core/namespace), over
+// TLS too.
 func certSubjects(hosts []string) ([]string, []net.IP) {
-	names := []string{"localhost"}
+	names := []string{"localhost", "*.localhost"}
 	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	for _, h := range hosts {
 		if h == "" {

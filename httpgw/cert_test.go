@@ -52,7 +52,7 @@ func TestLoadOrCreateCertificates(t *testing.T) {
 	if leaf.IsCA || leaf.PublicKeyAlgorithm != x509.ECDSA {
 		t.Errorf("server certificate: CA %v, key algorithm %v", leaf.IsCA, leaf.PublicKeyAlgorithm)
 	}
-	if !slices.Equal(leaf.DNSNames, []string{"localhost", "broker.local"}) {
+	if !slices.Equal(leaf.DNSNames, []string{"localhost", "*.localhost", "broker.local"}) {
 		t.Errorf("DNS names %v", leaf.DNSNames)
 	}
 	for _, ip := range []string{"127.0.0.1", "::1", "10.1.2.3"} {
@@ -68,7 +68,7 @@ func TestLoadOrCreateCertificates(t *testing.T) {
 			t.Errorf("key file %s: %v %v", key, st, err)
 		}
 	}
-	for _, host := range []string{"localhost", "broker.local", "127.0.0.1", "10.1.2.3"} {
+	for _, host := range []string{"localhost", "sales.localhost", "broker.local", "127.0.0.1", "10.1.2.3"} {
 		if err := verifyWithCA(t, f, host); err != nil {
 			t.Errorf("verify for %s against the CA file: %v", host, err)
 		}

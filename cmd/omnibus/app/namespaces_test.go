@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -369,6 +370,47 @@ func TestOpenHostnamePicksTheNamespace(t *testing.T) {
 	}
 	got := receiveN(t, ctx, clientByHost(t, a, "sales", DefaultKeyName, DefaultKey), "only-in-sales", 1)
 	if string(got[0].Body) != "by hostname" {
+		t.Errorf("sales received %q", got[0].Body)
+	}
+}
+
+// TestTLSServerNamePicksTheNamespace: over AMQPS, the TLS server name
+// names the namespace (the generated certificate covers *.localhost): a
+// go-amqp client whose TLS ServerName is sales.localhost, opening with
+// the host name localhost and logging in with the root key, sends to
+// sales' queue.
+func TestTLSServerNamePicksTheNamespace(t *testing.T) {
+	a, roots, _ := startTLSApp(t, nil)
+	if st, body := rootCall(t, a, http.MethodPut, "/$namespaces/sales", ""); st != http.StatusCreated {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := adminFor(t, a, DefaultKeyName+"@sales", DefaultKey).CreateQueue(ctx, "only-in-sales", nil); err != nil {
+		t.Fatal(err)
+	}
+	tc, err := tls.Dial("tcp", a.AMQPSAddr().String(), &tls.Config{ServerName: "sales.localhost", RootCAs: roots})
+	if err != nil {
+		t.Fatalf("TLS to sales.localhost: %v", err)
+	}
+	conn, err := amqp.NewConn(ctx, tc, &amqp.ConnOptions{SASLType: amqp.SASLTypePlain(DefaultKeyName, DefaultKey), HostName: "localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := conn.NewSession(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snd, err := s.NewSender(ctx, "only-in-sales", nil)
+	if err != nil {
+		t.Fatalf("attaching to sales' queue over a TLS connection to sales.localhost: %v", err)
+	}
+	if err := snd.Send(ctx, amqp.NewMessage([]byte("by server name")), nil); err != nil {
+		t.Fatal(err)
+	}
+	got := receiveN(t, ctx, clientByHost(t, a, "sales", DefaultKeyName, DefaultKey), "only-in-sales", 1)
+	if string(got[0].Body) != "by server name" {
 		t.Errorf("sales received %q", got[0].Body)
 	}
 }
