@@ -121,6 +121,7 @@ type Broker struct {
 		entities     map[string]*entity
 		nextID       uint64
 		closed       bool
+		deleted      bool // closed by CloseDeleted: every entity is gone
 	}
 	// manage serialises entity create/update/delete so that persistence
 	// and the in-memory registry change in the same order.
@@ -196,6 +197,17 @@ func (b *Broker) Namespace() string { return b.cfg.Namespace }
 // Now returns the broker's current time (its clock's).
 func (b *Broker) Now() int64 { return b.clk.Now().UnixNano() }
 
+// CloseDeleted closes the broker of a namespace that was deleted: as
+// Close, and every later call finds no entity (core.ErrNotFound) rather
+// than a closed broker, which is what clients of a deleted namespace are
+// told.
+func (b *Broker) CloseDeleted() error {
+	b.mu.Lock()
+	b.mu.deleted = true
+	b.mu.Unlock()
+	return b.Close()
+}
+
 // Close stops timers, fails waiting receivers and waits for background
 // work. It does not close the store, which the caller owns.
 func (b *Broker) Close() error {
@@ -227,6 +239,9 @@ func (b *Broker) lookup(a Address) (*entity, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.mu.closed {
+		if b.mu.deleted {
+			return nil, entityNotFound(a.String())
+		}
 		return nil, ErrClosed
 	}
 	e := b.mu.entities[a.key()]

@@ -96,7 +96,7 @@ func (r *Registry) Delete(ctx context.Context, name string) error {
 	for _, f := range listeners {
 		f(ns)
 	}
-	return ns.broker.Close()
+	return ns.broker.CloseDeleted()
 }
 
 // SetRules replaces a namespace's own rules (none: the root rules apply

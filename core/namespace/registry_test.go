@@ -91,8 +91,14 @@ func TestIsolationRestartAndDelete(t *testing.T) {
 	if got := receiveAll(t, sales, "orders"); len(got) != 1 || got[0] != "for sales" {
 		t.Fatalf("sales holds %q, want only its own message", got)
 	}
+	old, _ := r.Get("billing")
 	if err := r.Delete(t.Context(), "billing"); err != nil {
 		t.Fatal(err)
+	}
+	// A caller still holding the deleted namespace's broker (a request in
+	// flight) finds its entities gone, not a broken broker.
+	if _, err := old.Broker().Send(t.Context(), "orders", coretest.Text("late")); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("a send on a deleted namespace's broker: %v, want ErrNotFound", err)
 	}
 	if _, err := r.Get("billing"); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("Get of a deleted namespace: %v, want ErrNotFound", err)
