@@ -19,7 +19,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 
 	"github.com/omnibusmq/omnibus/cmd/internal/cli"
-	"github.com/omnibusmq/omnibus/cmd/internal/omnibustest"
+	"github.com/omnibusmq/omnibus/cmd/internal/binarytest"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -31,7 +31,7 @@ func buildBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	return omnibustest.Build(t)
+	return binarytest.Build(t)
 }
 
 type proc struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/omnibusmq/omnibus/cmd/internal/omnibustest"
+	"github.com/omnibusmq/omnibus/cmd/internal/binarytest"
 )
 
 // TestClusterSoakShort is the short failover soak CI runs: three omnibus
@@ -16,13 +16,13 @@ import (
 // again, each time with the old leader brought back; then the full
 // accounting, which must be clean. make cluster-test runs the long one.
 func TestClusterSoakShort(t *testing.T) {
-	c := Config{Binary: omnibustest.Build(t), Dir: t.TempDir(), Failovers: 3, Mode: "mixed", Netns: "auto",
+	c := Config{Binary: binarytest.Build(t), Dir: t.TempDir(), Failovers: 3, Mode: "mixed", Netns: "auto",
 		MinUptime: 500 * time.Millisecond, MaxUptime: time.Second,
 		Senders: 2, Inflight: 8, Receivers: 2, Prefetch: 20, Size: 256,
 		ReadyTimeout: time.Minute, DrainTimeout: time.Minute}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	r, err := Run(ctx, c, omnibustest.LogWriter{T: t})
+	r, err := Run(ctx, c, binarytest.LogWriter{T: t})
 	if r != nil {
 		var table bytes.Buffer
 		if werr := r.WriteTable(&table); werr != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/omnibusmq/omnibus/cmd/internal/omnibustest"
+	"github.com/omnibusmq/omnibus/cmd/internal/binarytest"
 )
 
 // TestSoakShort is the short crash soak CI runs: SIGKILLs of the real
@@ -17,7 +17,7 @@ import (
 // within 5 s with status 1), two kills on a topic whose two subscriptions
 // share each body.
 func TestSoakShort(t *testing.T) {
-	bin := omnibustest.Build(t)
+	bin := binarytest.Build(t)
 	for _, c := range []Config{
 		{Kills: 2, DiskFaults: 1},
 		{Kills: 2, Subscriptions: 2},
@@ -37,7 +37,7 @@ func TestSoakShort(t *testing.T) {
 func soakShort(t *testing.T, c Config) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	r, err := Run(ctx, c, omnibustest.LogWriter{T: t})
+	r, err := Run(ctx, c, binarytest.LogWriter{T: t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +87,12 @@ func soakShort(t *testing.T, c Config) {
 // load), and a broker that loses everything would then lose nothing the
 // ledger knew of.
 func TestSoakCatchesLoss(t *testing.T) {
-	c := Config{Binary: omnibustest.Build(t), BrokerArgs: []string{"--memory"}, Dir: t.TempDir(), Kills: 1,
+	c := Config{Binary: binarytest.Build(t), BrokerArgs: []string{"--memory"}, Dir: t.TempDir(), Kills: 1,
 		MinUptime: time.Second, MaxUptime: time.Second, Senders: 2, Inflight: 16, Receivers: 1,
 		Credit: 1, Settlers: 1, DrainTimeout: 2 * time.Second}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	r, err := Run(ctx, c, omnibustest.LogWriter{T: t})
+	r, err := Run(ctx, c, binarytest.LogWriter{T: t})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
-// Package omnibustest helps tests that run the omnibus binary as a
+// Package binarytest helps tests that run the omnibus binary as a
 // process: the broker's own tests and the soaks.
-package omnibustest
+package binarytest
 
 import (
 	"os/exec"
