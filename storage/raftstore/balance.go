@@ -1,25 +1,25 @@
 package raftstore
 
 import (
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
 )
 
 // Leadership balancing. Every node leads about as many data groups as
-// every other, so that every node does a share of the broker's work:
-// once a second each node looks at the data groups it holds and, if it
-// leads at least two more of them than one of their other voters that is
-// reachable and has the whole log does, hands the leadership of one to
-// that voter (raft's leadership transfer: the target is brought up to
-// date and campaigns at once, without waiting out an election timeout).
-// One transfer per node per round, so the counts settle without
-// overshooting. A node that joins, or comes back, leads nothing: the
-// others hand it groups until the counts are even again; one that leaves
-// has its groups elected elsewhere by raft alone. With three nodes, each
-// holding every group, the counts are exact; with more, each node counts
-// over the groups it holds, which spreads the leadership within each
-// group's three replicas.
+// every other, so that every node does a share of the broker's work: each
+// data group has a preferred leader, the (g-1)-th founding member in id
+// order (the first of the three groupMembers gives it), so the groups go
+// round the founders. Once a second each node hands the leadership of one
+// group it leads but does not prefer to the preferred leader, when that
+// one is a reachable voter holding the whole log (raft's leadership
+// transfer: the target is brought up to date and campaigns at once,
+// without waiting out an election timeout). A node that stops has its
+// groups elected elsewhere by raft alone; when it comes back they return
+// to it. The target is fixed, so two nodes never hand a group back and
+// forth (counting leaders instead, each node over the groups it holds,
+// did exactly that with five nodes, whose views differ).
 
 // balanceEvery is how often a node looks at the leadership of its groups.
 const balanceEvery = time.Second
@@ -38,47 +38,46 @@ func (h *host) balance(stop <-chan struct{}, every time.Duration) {
 	}
 }
 
-// balanceOnce hands over at most one group's leadership, if the counts
-// call for it.
+// balanceOnce hands over at most one group's leadership to its
+// preferred leader.
 func (h *host) balanceOnce() {
-	var data []*Node
+	h.mu.Lock()
+	founders := h.record.Members
+	h.mu.Unlock()
 	for _, n := range h.all() {
-		if n.group != 0 {
-			data = append(data, n)
+		if n.group == 0 || n.Leader() != h.id {
+			continue
 		}
-	}
-	if len(data) == 0 {
-		return
-	}
-	led := map[uint64]int{}
-	for _, n := range data {
-		if l := n.Leader(); l != 0 {
-			led[l]++
-		}
-	}
-	for _, n := range data {
-		if n.Leader() != h.id {
+		want := preferredLeader(founders, n.group)
+		if want == 0 || want == h.id {
 			continue
 		}
 		st := n.Status()
 		if st.State != "StateLeader" {
 			continue
 		}
-		var target uint64
+		ready := false
 		for _, m := range st.Members {
-			if m.ID == h.id || !m.Voter || !m.Reachable || m.Match < st.LastIndex {
-				continue
-			}
-			if led[h.id]-led[m.ID] >= 2 && (target == 0 || led[m.ID] < led[target]) {
-				target = m.ID
+			if m.ID == want && m.Voter && m.Reachable && m.Match >= st.LastIndex {
+				ready = true
 			}
 		}
-		if target == 0 {
+		if !ready {
 			continue
 		}
-		n.log.Info("handing this group's leadership over to even out the leaders",
-			zap.Uint64("to", target), zap.Int("led here", led[h.id]), zap.Int("led there", led[target]))
-		n.runOnLoop(func() { n.loop.rn.TransferLeader(target) })
+		n.log.Info("handing this group's leadership to its preferred leader", zap.Uint64("to", want))
+		n.runOnLoop(func() { n.loop.rn.TransferLeader(want) })
 		return
 	}
+}
+
+// preferredLeader is the founding member that should lead data group g:
+// the (g-1)-th in id order, so the groups go round the founders.
+func preferredLeader(founders []uint64, g uint64) uint64 {
+	if len(founders) == 0 || g == 0 {
+		return 0
+	}
+	ids := slices.Clone(founders)
+	slices.Sort(ids)
+	return ids[int(g-1)%len(ids)]
 }

@@ -158,6 +158,28 @@ func TestGroupsOnFiveNodes(t *testing.T) {
 		mustPut(t, s, "g", fmt.Sprint(g))
 		s.Close()
 	}
+	// Each node leads the group it prefers, and keeps it: the leadership
+	// does not go back and forth (it did, when each node balanced by the
+	// counts it saw over its own groups).
+	founders := []uint64{1, 2, 3, 4, 5}
+	terms := map[uint64]uint64{}
+	waitFor(t, "every data group led by its preferred leader", func() bool {
+		for g := uint64(1); g <= 5; g++ {
+			gn := c.nodes[preferredLeader(founders, g)].GroupNode(g)
+			if gn.Leader() != gn.ID() {
+				return false
+			}
+			terms[g] = gn.Term()
+		}
+		return true
+	})
+	time.Sleep(3 * balanceEvery)
+	for g := uint64(1); g <= 5; g++ {
+		gn := c.nodes[preferredLeader(founders, g)].GroupNode(g)
+		if gn.Leader() != gn.ID() || gn.Term() != terms[g] {
+			t.Errorf("group %d: led by %d in term %d, was %d in term %d", g, gn.Leader(), gn.Term(), gn.ID(), terms[g])
+		}
+	}
 }
 
 // ledBy counts the data groups each node leads, as node id sees them.
@@ -172,24 +194,28 @@ func (c *testCluster) ledBy(id uint64) map[uint64]int {
 }
 
 // TestGroupLeadershipBalances: six data groups on three nodes end up led
-// two by each, and again after a node stopped (its groups moved to the
-// other two) and came back (it is handed its share again).
+// two by each, each by its preferred leader; after a node stopped, its
+// groups are led by the other two, and once it is back it is handed its
+// share again.
 func TestGroupLeadershipBalances(t *testing.T) {
 	c := newTestCluster(t, 3, true, func(cfg *Config) { cfg.Groups = 6 })
-	even := func(ids ...uint64) func() bool {
-		return func() bool {
-			led := c.ledBy(ids[0])
-			for _, id := range ids {
-				if led[id] != 6/len(ids) {
-					return false
-				}
+	preferred := func() bool {
+		for _, gn := range c.nodes[1].Groups() {
+			if g := gn.Group(); g != 0 && gn.Leader() != preferredLeader([]uint64{1, 2, 3}, g) {
+				return false
 			}
-			return true
 		}
+		return true
 	}
-	waitFor(t, "two data groups led by each node", even(1, 2, 3))
+	waitFor(t, "every data group led by its preferred leader", preferred)
+	if led := c.ledBy(1); led[1] != 2 || led[2] != 2 || led[3] != 2 {
+		t.Fatalf("leaders %v, want two groups each", led)
+	}
 	c.stop(3)
-	waitFor(t, "three data groups led by each of the two left", even(1, 2))
+	waitFor(t, "nodes 1 and 2 to lead every data group", func() bool {
+		led := c.ledBy(1)
+		return led[1]+led[2] == 6
+	})
 	c.start(3)
-	waitFor(t, "two data groups led by each node once node 3 is back", even(1, 2, 3))
+	waitFor(t, "every data group led by its preferred leader once node 3 is back", preferred)
 }
