@@ -20,39 +20,86 @@ const MaxFrameBytes = 112 << 20
 const writeTimeout = 5 * time.Second
 
 // frameConn writes whole frames from several goroutines and reads them
-// from one.
+// from one. Writes are gathered: a frame is appended to what waits to be
+// written, and one writer goroutine writes everything that waits in one
+// system call (one TLS record run), so a burst of answers costs a write,
+// not one each.
 type frameConn struct {
 	nc net.Conn
 	br *bufio.Reader
 
-	wmu sync.Mutex // guards the write side
-	bw  *bufio.Writer
+	mu      sync.Mutex // guards the fields below
+	pending []byte     // frames waiting for the writer
+	spare   []byte     // the writer's last buffer, reused
+	err     error      // the write that failed; every later write fails with it
+	wake    chan struct{}
+	closed  chan struct{}
+	started bool
 }
 
 func newFrameConn(nc net.Conn, br *bufio.Reader) *frameConn {
 	if br == nil {
 		br = bufio.NewReaderSize(nc, 64<<10)
 	}
-	return &frameConn{nc: nc, br: br, bw: bufio.NewWriterSize(nc, 64<<10)}
+	return &frameConn{nc: nc, br: br, wake: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
-// write writes one frame (payload without its length).
+// write queues one frame (payload without its length) for the writer.
 func (c *frameConn) write(payload []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	limit := writeTimeout + time.Duration(len(payload)>>20)*time.Second
-	if err := c.nc.SetWriteDeadline(time.Now().Add(limit)); err != nil {
-		return err
-	}
 	var hdr [4]byte
 	binary.BigEndian.PutUint32(hdr[:], uint32(len(payload)))
-	if _, err := c.bw.Write(hdr[:]); err != nil {
-		return err
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return c.err
 	}
-	if _, err := c.bw.Write(payload); err != nil {
-		return err
+	c.pending = append(append(c.pending, hdr[:]...), payload...)
+	if !c.started {
+		c.started = true
+		go c.writeLoop()
 	}
-	return c.bw.Flush()
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// writeLoop writes what waits, all of it at once, until the connection
+// closes or a write fails (which closes it).
+func (c *frameConn) writeLoop() {
+	for {
+		select {
+		case <-c.wake:
+		case <-c.closed:
+			return
+		}
+		c.mu.Lock()
+		buf := c.pending
+		c.pending, c.spare = c.spare[:0], nil // each buffer has one owner at a time
+		c.mu.Unlock()
+		if len(buf) == 0 {
+			continue
+		}
+		limit := writeTimeout + time.Duration(len(buf)>>20)*time.Second
+		err := c.nc.SetWriteDeadline(time.Now().Add(limit))
+		if err == nil {
+			_, err = c.nc.Write(buf)
+		}
+		c.mu.Lock()
+		if cap(buf) <= 1<<20 {
+			c.spare = buf[:0]
+		}
+		if err != nil && c.err == nil {
+			c.err = err
+		}
+		c.mu.Unlock()
+		if err != nil {
+			c.nc.Close() // the reader fails, and with it every call waiting
+			return
+		}
+	}
 }
 
 // read reads the next frame's payload into buf (reused when it fits).
@@ -81,4 +128,13 @@ func (c *frameConn) read(buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-func (c *frameConn) close() error { return c.nc.Close() }
+func (c *frameConn) close() error {
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+	default:
+		close(c.closed)
+	}
+	c.mu.Unlock()
+	return c.nc.Close()
+}
