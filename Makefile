@@ -226,6 +226,10 @@ FAILOVERS ?= 12
 cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILLed or cut off (network namespaces as root, else SIGSTOP) FAILOVERS times (12), every message accounted (CLUSTER_FLAGS="--backlog 100000 --hold-receivers": every failover with 100k queued)
 	bin/omnibus-tools cluster-soak --binary bin/omnibus --failovers $(FAILOVERS) $(CLUSTER_FLAGS)
 
+cluster-scale: build ## a cluster with data groups against one group, each node held to CPU=0.2 cores by cgroup v1 cpu.cfs_quota_us (root): send+receive rate and CPU per message per node, 3 and 5 nodes (NODES, CPU, DURATION, QUEUES_PER_NODE)
+	bash cmd/omnibus/bench/cluster_scale.sh
+.PHONY: cluster-scale
+
 bench: ## Go benchmarks of core, storage and the fronts
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./core/ ./storage/... ./amqpserver/ ./httpgw/
 

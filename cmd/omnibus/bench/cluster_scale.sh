@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# cluster_scale.sh (make cluster-scale): how much more a cluster with data
+# groups carries than the same cluster with one group, each node held to a
+# CPU budget as if it were a machine of its own.
+#
+# For each cluster size in NODES (default "3 5") it runs the cluster twice,
+# with one group (--groups 0: one leader does all the broker's work) and
+# with data groups (--groups = the node count: every node leads one), and
+# prints a table: total send + receive rate, each node's CPU per message,
+# and the ratio. Each node runs in a cgroup (v1) of its own whose
+# cpu.cfs_quota_us allows CPU cores of CPU time per period (default 0.2:
+# five nodes of half a core would need more than this two-core machine
+# has, and a budget only measures something while it binds);
+# its cpuacct.usage gives its CPU time. The load: QUEUES_PER_NODE queues
+# per node (default: as many as there are nodes), one `omnibus-tools bench
+# --scenario both` per queue (send and receive at once, 1 KiB, 100 in
+# flight), for DURATION (default 20s). Queue i is placed in data group
+# (i mod n) + 1, which node (i mod n) + 1 leads; its generator connects to
+# node ((i + i div n) mod n) + 1, so that each node's clients use every
+# group alike and 1 in n of them reach the node leading their queue's
+# group, as behind a load balancer: the others' links are served over
+# the nodes' own connections. The generators run outside the nodes'
+# cgroups, on whatever CPU is left.
+#
+# Needs root (cgroups); skips, saying why, where /sys/fs/cgroup/cpu is not
+# a writable cgroup v1 hierarchy. Take the numbers when the machine is
+# quiet: the script prints `uptime` before each run.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+
+NODES=${NODES:-"3 5"}
+CPU=${CPU:-0.2}
+DURATION=${DURATION:-20s}
+QUEUES_PER_NODE=${QUEUES_PER_NODE:-}
+SIZE=${SIZE:-1024}
+BIN=${BIN:-bin}
+CG_CPU=/sys/fs/cgroup/cpu
+CG_ACCT=/sys/fs/cgroup/cpuacct
+KEY=${KEY:-SAS_KEY_VALUE}
+KEYNAME=RootManageSharedAccessKey
+
+if [ "$(id -u)" != 0 ] || [ ! -w "$CG_CPU/cpu.cfs_quota_us" ] || [ ! -d "$CG_ACCT" ]; then
+  echo "cluster-scale: skipped: needs root and a writable cgroup v1 hierarchy at $CG_CPU and $CG_ACCT" \
+    "(cpu.cfs_quota_us holds each node to its CPU budget); this machine has neither" >&2
+  exit 0
+fi
+[ -x "$BIN/omnibus" ] && [ -x "$BIN/omnibus-tools" ] || { echo "cluster-scale: build first (make build)" >&2; exit 2; }
+
+QUOTA=$(awk -v c="$CPU" 'BEGIN { printf "%d", c * 100000 }')
+WORK=$(mktemp -d /tmp/omnibus-scale.XXXXXX)
+PIDS=()
+
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
+  sleep 0.3
+  for d in "$CG_CPU"/omnibus-scale-* "$CG_ACCT"/omnibus-scale-*; do [ -d "$d" ] && rmdir "$d" 2>/dev/null || true; done
+  if [ "${KEEP:-}" = 1 ]; then echo "cluster-scale: logs kept in $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+# port N I: a port for node I of kind N (peer 0, amqp 1, http 2, metrics
+# 3, Go profiles 4: PROFILE=1 writes a CPU profile of every node).
+port() { echo $((17000 + $1 * 100 + $2)); }
+
+# run NODES GROUPS: one measurement; writes "rate cpu_per_msg_list" to
+# $WORK/result.
+run() {
+  local n=$1 groups=$2 dir="$WORK/n$1-g$2" q=$(($1 * ${QUEUES_PER_NODE:-$1})) peers="" i
+  mkdir -p "$dir"
+  for i in $(seq 1 "$n"); do peers="$peers${peers:+,}$i=127.0.0.1:$(port 0 "$i")"; done
+  {
+    echo '{"UserConfig":{"Namespaces":[{"Name":"scale","Queues":['
+    for i in $(seq 0 $((q - 1))); do
+      [ "$i" -gt 0 ] && echo ','
+      echo "{\"Name\":\"s$i\",\"Properties\":{\"LockDuration\":\"PT1M\",\"MaxDeliveryCount\":10}}"
+    done
+    echo ']}],"Logging":{"Type":"Console"}}}'
+  } >"$dir/Config.json"
+  "$BIN/omnibus" cluster init --node-id 1 --data "$dir/node1" >/dev/null
+  for i in $(seq 1 "$n"); do
+    for h in "$CG_CPU" "$CG_ACCT"; do mkdir -p "$h/omnibus-scale-$i"; done
+    echo "$QUOTA" >"$CG_CPU/omnibus-scale-$i/cpu.cfs_quota_us"
+    local extra=()
+    if [ "$i" -gt 1 ]; then
+      extra=(--join-token "$("$BIN/omnibus" cluster token --data "$dir/node1" --addr "127.0.0.1:$(port 0 1)" --node-id "$i" \
+        --key-name "$KEYNAME" --key "$KEY" --timeout 60s)")
+    fi
+    bash -c 'echo $$ >'"$CG_CPU/omnibus-scale-$i/cgroup.procs"'; echo $$ >'"$CG_ACCT/omnibus-scale-$i/cgroup.procs"'; exec "$@"' -- \
+      "$BIN/omnibus" serve --node-id "$i" --peers "$peers" --groups "$groups" --data "$dir/node$i" --config "$dir/Config.json" \
+      --amqp-addr "127.0.0.1:$(port 1 "$i")" --amqps-addr - --http-addr "127.0.0.1:$(port 2 "$i")" --https-addr - \
+      --metrics-addr "127.0.0.1:$(port 3 "$i")" --key-name "$KEYNAME" --key "$KEY" --log-level warn \
+      --debug-addr "127.0.0.1:$(port 4 "$i")" "${extra[@]}" >"$dir/node$i.log" 2>&1 &
+    PIDS+=($!)
+    if [ "$i" = 1 ]; then sleep 1; fi
+  done
+  # Ready once every queue is there, through node 1 (a follower proxies
+  # HTTP to the leader; a routed node asks the queue's group).
+  local auth deadline=$((SECONDS + 120))
+  auth="Authorization: $("$BIN/omnibus" token --key-name "$KEYNAME" --key "$KEY")"
+  for i in $(seq 0 $((q - 1))); do
+    until curl -s -H "$auth" "http://127.0.0.1:$(port 2 1)/s$i" | grep -q QueueDescription; do
+      [ $SECONDS -lt $deadline ] || { echo "cluster-scale: queue s$i never appeared" >&2; KEEP=1; exit 1; }
+      sleep 0.5
+    done
+  done
+  sleep 5 # the data groups' leadership spreads (one transfer a second per node)
+  local before=() after=() b
+  for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
+  local bpids=()
+  for i in $(seq 0 $((q - 1))); do
+    local node=$((((i + i / n) % n) + 1))
+    "$BIN/omnibus-tools" bench --scenario both --queue "s$i" --url "amqp://127.0.0.1:$(port 1 "$node")" --size "$SIZE" \
+      --duration "$DURATION" --quiet --pass "$KEY" --json "$dir/b$i.json" >"$dir/b$i.out" 2>&1 &
+    bpids+=($!)
+  done
+  if [ "${PROFILE:-}" = 1 ]; then
+    for i in $(seq 1 "$n"); do
+      curl -s -o "$WORK/profile-n$n-g$groups-node$i.pb.gz" "http://127.0.0.1:$(port 4 "$i")/debug/pprof/profile?seconds=8" &
+    done
+  fi
+  local fail=0
+  for b in "${bpids[@]}"; do wait "$b" || fail=1; done
+  for i in $(seq 1 "$n"); do after+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
+  if [ $fail != 0 ]; then
+    echo "cluster-scale: a load generator failed:" >&2
+    for f in "$dir"/b*.out; do grep -H -i -m3 "error\|fail" "$f" >&2 || true; done
+    KEEP=1
+    exit 1
+  fi
+  (python3 - "$dir" "$q" "${before[*]}" "${after[*]}" <<'EOF'
+import json, sys
+d, q = sys.argv[1], int(sys.argv[2])
+before = [int(x) for x in sys.argv[3].split()]
+after = [int(x) for x in sys.argv[4].split()]
+rate = msgs = 0
+for i in range(q):
+    r = json.load(open(f"{d}/b{i}.json"))
+    rate += r["sendRate"] + r["recvRate"]
+    msgs += r["sent"] + r["received"]
+cpu = ["%.1f" % ((a - b) / 1e3 / max(msgs, 1)) for a, b in zip(after, before)]
+print("%.0f %s" % (rate, ",".join(cpu)))
+EOF
+  ) >"$WORK/result"
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  PIDS=()
+  sleep 1
+}
+
+printf '%s\n' "cluster-scale: each node held to $CPU cores (cpu.cfs_quota_us $QUOTA per 100000), ${QUEUES_PER_NODE:-n} queues per node," \
+  "one bench --scenario both per queue, ${SIZE} B, $DURATION; $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' nodes groups "send+receive msg/s" "CPU µs per message, node by node" ratio
+printf '|%s|%s|%s|%s|%s|\n' -------- --------- ------------------------ ------------------------------------ --------
+for n in $NODES; do
+  echo "load: $(uptime)" >&2
+  run "$n" 0
+  read -r one cpu1 <"$WORK/result"
+  printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$n" "1" "$one" "$cpu1" "1.00"
+  echo "load: $(uptime)" >&2
+  run "$n" "$n"
+  read -r many cpun <"$WORK/result"
+  printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$n" "$n" "$many" "$cpun" "$(awk -v a="$many" -v b="$one" 'BEGIN { printf "%.2f", a / b }')"
+done
