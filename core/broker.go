@@ -116,12 +116,18 @@ type Broker struct {
 	wg    sync.WaitGroup // background goroutines and tasks (see run)
 	tasks *gopool.Pool   // goroutines for them
 
+	quotas quotas // the limits SetQuotas changes (limits.go)
+
 	mu struct {
 		sync.RWMutex // guards the fields below
 		entities     map[string]*entity
 		nextID       uint64
 		closed       bool
 		deleted      bool // closed by CloseDeleted: every entity is gone
+
+		// queuesAndTopics counts the entities without a topic
+		// (Limits.MaxEntities); partitions are not in entities.
+		queuesAndTopics int
 	}
 	// manage serialises entity create/update/delete so that persistence
 	// and the in-memory registry change in the same order.
@@ -175,6 +181,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, store: cfg.Store, clk: cfg.Clock, log: cfg.Logger, tasks: gopool.New(maxIdleTasks)}
 	b.timer.clk = cfg.Clock
+	b.SetQuotas(cfg.Limits.MaxEntities, cfg.Limits.MaxEntityBytes)
 	b.cache = &bodyCache{}
 	if cfg.BodyCache != nil {
 		b.cache = &cfg.BodyCache.c

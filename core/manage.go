@@ -70,6 +70,9 @@ func (b *Broker) createLocked(e Entity) (*Entity, error) {
 	if err := b.checkForwarding(&e); err != nil {
 		return nil, err
 	}
+	if err := b.checkEntityCount(e.Kind); err != nil {
+		return nil, err
+	}
 	now := nanosToTime(b.Now())
 	e.CreatedAt, e.UpdatedAt, e.AccessedAt = now, now, now
 	rules := e.Rules
@@ -251,6 +254,9 @@ func (b *Broker) fillUnit(ent *entity, d *Entity, topic *entity) {
 func (b *Broker) register(ent *entity) {
 	b.mu.Lock()
 	b.mu.entities[ent.key] = ent
+	if ent.topic == nil {
+		b.mu.queuesAndTopics++
+	}
 	for _, x := range append([]*entity{ent}, ent.parts...) {
 		if x.id > b.mu.nextID {
 			b.mu.nextID = x.id
@@ -390,6 +396,9 @@ func (b *Broker) deleteLocked(path string) error {
 	b.mu.Lock()
 	for _, v := range victims {
 		delete(b.mu.entities, v.key)
+		if v.topic == nil {
+			b.mu.queuesAndTopics--
+		}
 	}
 	b.mu.Unlock()
 	if ent.topic != nil {

@@ -69,13 +69,14 @@ func (q *queue) dropBytesLocked() {
 
 // maxBytes is the most d's entity may store: its MaxSizeInMegabytes in
 // bytes (saturated, for a description stored before its range was
-// checked), or [Limits.MaxEntityBytes] if smaller.
+// checked), or [Limits.MaxEntityBytes] (as SetQuotas last set it) if
+// smaller.
 func (b *Broker) maxBytes(d *Entity) int64 {
 	max := int64(math.MaxInt64)
 	if mb := d.MaxSizeInMegabytes; mb <= max>>20 {
 		max = mb << 20
 	}
-	if c := b.cfg.Limits.MaxEntityBytes; c > 0 && c < max {
+	if c := b.quotas.maxEntityBytes.Load(); c > 0 && c < max {
 		max = c
 	}
 	return max
