@@ -18,16 +18,27 @@ import (
 // publishes: a change the store refuses leaves memory as it was.
 
 // Create creates a namespace named name with its own rules (none: the
-// root rules apply). It refuses an invalid name or rules
-// (core.ErrBadRequest), a name in use (core.ErrEntityExists) and a
-// namespace past MaxNamespaces (core.ErrQuotaExceeded).
+// root rules apply) and the registry's default limits. It refuses an
+// invalid name or rules (core.ErrBadRequest), a name in use
+// (core.ErrEntityExists) and a namespace past MaxNamespaces
+// (core.ErrQuotaExceeded).
 func (r *Registry) Create(ctx context.Context, name string, rules []core.AuthorizationRule) (*Namespace, error) {
+	return r.CreateWithLimits(ctx, name, rules, Limits{})
+}
+
+// CreateWithLimits is Create for a namespace with limits of its own (a
+// zero field: the registry's default); invalid limits are a
+// core.ErrBadRequest.
+func (r *Registry) CreateWithLimits(ctx context.Context, name string, rules []core.AuthorizationRule, limits Limits) (*Namespace, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	name = strings.ToLower(name)
 	rules = append([]core.AuthorizationRule(nil), rules...)
 	if err := core.ValidateAuthorizationRules("namespace '"+name+"'", rules); err != nil {
+		return nil, err
+	}
+	if err := limits.Validate("namespace '" + name + "'"); err != nil {
 		return nil, err
 	}
 	r.manage.Lock()
@@ -42,7 +53,7 @@ func (r *Registry) Create(ctx context.Context, name string, rules []core.Authori
 		return nil, &core.Error{Code: core.CodeQuotaExceeded,
 			Msg: "The maximum number of namespaces (" + strconv.Itoa(r.cfg.MaxNamespaces) + ") has been reached; delete one first."}
 	}
-	rec := record{ID: r.nextID, Name: name, Created: r.cfg.Clock.Now().UTC(), Rules: rules}
+	rec := record{ID: r.nextID, Name: name, Created: r.cfg.Clock.Now().UTC(), Rules: rules, Limits: limits}
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
@@ -168,7 +179,7 @@ func (r *Registry) DeliverScheduled(ctx context.Context, name, entity string, se
 
 // record returns the persisted form of ns as it is now.
 func (ns *Namespace) record() record {
-	rec := record{ID: ns.id, Name: ns.name, Created: ns.created, Rules: ns.Rules()}
+	rec := record{ID: ns.id, Name: ns.name, Created: ns.created, Rules: ns.Rules(), Limits: ns.OwnLimits()}
 	if ns.clk != nil {
 		rec.Ahead = ns.clk.Ahead()
 	}

@@ -29,6 +29,9 @@ type Namespace struct {
 	// entity rules. Nil with nilAuth means no authentication at all.
 	fixed   *sas.Validator
 	nilAuth bool
+	// limits are the namespace's own limits (limits.go), replaced under
+	// the registry's manage lock.
+	limits atomic.Pointer[Limits]
 }
 
 // Name returns the namespace's name, lower case.

@@ -36,6 +36,9 @@ type record struct {
 	// Rules are the namespace's own authorization rules; none: it uses
 	// the registry's root rules.
 	Rules []core.AuthorizationRule `json:",omitempty"`
+	// Limits are the namespace's own limits; a zero field takes the
+	// registry's default.
+	Limits Limits `json:",omitzero"`
 	// Ahead is how far the test clock was moved forward.
 	Ahead time.Duration `json:",omitempty"`
 }

@@ -60,6 +60,11 @@ type Config struct {
 	// MaxNamespaces bounds the namespaces, the default one included; 0
 	// means [DefaultMaxNamespaces].
 	MaxNamespaces int
+	// Limits are the limits of every namespace that has none of its own
+	// (limits.go); a zero field means no cap. The broker's share
+	// (MaxEntities, MaxEntityBytes) is set on each namespace's broker
+	// once NewBroker has opened it.
+	Limits Limits
 	// Logger; default zap.NewNop().
 	Logger *zap.Logger
 	// NoSweep leaves key ranges no namespace owns where they are, so that
@@ -194,6 +199,7 @@ func (r *Registry) open(rec record, s storage.Store) (*Namespace, error) {
 		return nil, fmt.Errorf("namespace %q: %w", rec.Name, err)
 	}
 	n.broker = b
+	n.setLimits(rec.Limits)
 	return n, nil
 }
 
