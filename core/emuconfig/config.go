@@ -39,6 +39,11 @@ type Namespace struct {
 	// authorization rules (omnibus's addition to the file format); none:
 	// the root key's rule.
 	AuthorizationRules []core.AuthorizationRule
+	// Limits are the namespace's own limits (omnibus's addition: a
+	// "Limits" object), valid when HasLimits; a limit the object leaves
+	// out is zero, the process's default.
+	Limits    namespace.Limits
+	HasLimits bool
 }
 
 // fileRule is a shared access authorization rule in the file, as
@@ -56,6 +61,7 @@ type fileConfig struct {
 		Namespaces []struct {
 			Name               string
 			AuthorizationRules []fileRule
+			Limits             *namespace.LimitsJSON
 			Queues             []struct {
 				Name       string
 				Properties entityProps
@@ -126,7 +132,8 @@ func Load(r io.Reader) (*Config, error) {
 		return nil, err
 	}
 	data := stripComments(raw)
-	if err := checkKeys(data); err != nil {
+	pos, err := checkKeys(data)
+	if err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -145,7 +152,7 @@ func Load(r io.Reader) (*Config, error) {
 	}
 	c := &Config{Namespace: ns[0].Name, LoggingType: f.UserConfig.Logging.Type}
 	seen := map[string]bool{}
-	for _, n := range ns {
+	for i, n := range ns {
 		if err := namespace.CheckName(n.Name); err != nil {
 			return nil, fmt.Errorf("emuconfig: %w", err)
 		}
@@ -157,6 +164,16 @@ func Load(r io.Reader) (*Config, error) {
 		var err error
 		if out.AuthorizationRules, err = authorizationRules("namespace '"+n.Name+"'", n.AuthorizationRules); err != nil {
 			return nil, err
+		}
+		if n.Limits != nil {
+			if out.Limits, err = n.Limits.Limits(); err != nil {
+				var le *namespace.LimitError
+				if errors.As(err, &le) {
+					return nil, pos.errorf(limitPath(pos, i, le.Field), "%v", err)
+				}
+				return nil, err
+			}
+			out.HasLimits = true
 		}
 		var given [][]string // per entity, the properties the file sets
 		for _, q := range n.Queues {
@@ -200,6 +217,18 @@ func Load(r io.Reader) (*Config, error) {
 	}
 	c.Entities = c.Namespaces[0].Entities
 	return c, nil
+}
+
+// limitPath is the path of namespace i's limit field as the file spells
+// it (keys match without regard to case, as the decoder matches them).
+func limitPath(pos positions, i int, field string) string {
+	prefix := fmt.Sprintf("UserConfig.Namespaces[%d].", i)
+	for p := range pos.at {
+		if len(p) > len(prefix) && strings.EqualFold(p, prefix+"Limits."+field) {
+			return p
+		}
+	}
+	return prefix + "Limits." + field
 }
 
 // MinEmulatorDuplicateWindow is the emulator's smallest

@@ -20,23 +20,40 @@ import (
 // The allowed keys come from fileConfig's fields (matched without regard
 // to case, as encoding/json does), so the check and the decoder cannot
 // disagree. A map field (CorrelationFilter.Properties) takes any key.
-func checkKeys(data []byte) error {
+//
+// It returns where each property's value starts, by its path
+// ("UserConfig.Namespaces[1].Limits.MaxEntities", the keys as written),
+// so that a value refused later can be pointed at too (positions.at).
+func checkKeys(data []byte) (positions, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	w := keyWalker{dec: dec, data: data}
+	w := keyWalker{dec: dec, data: data, pos: positions{data: data, at: map[string]int64{}}}
 	if err := w.value(reflect.TypeOf(fileConfig{}), "", true); err != nil {
-		return err
+		return positions{}, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return w.errorf("content after the top-level object")
+		return positions{}, w.errorf("content after the top-level object")
 	}
-	return nil
+	return w.pos, nil
+}
+
+// positions are where the values of a file's properties start.
+type positions struct {
+	data []byte
+	at   map[string]int64 // by path
+}
+
+// errorf returns an error that names the line and column of the value
+// at path (the file's start if it has none) and the path itself.
+func (p positions) errorf(path, format string, args ...any) error {
+	return positionError(p.data, p.at[path], path+": "+fmt.Sprintf(format, args...))
 }
 
 // keyWalker reads one token stream and checks object keys against a Go type.
 type keyWalker struct {
 	dec  *json.Decoder
 	data []byte
+	pos  positions
 }
 
 // value reads one JSON value that should decode into t. A nil t (inside a
@@ -95,6 +112,7 @@ func (w *keyWalker) object(t reflect.Type, path string, top bool) error {
 		default:
 			return w.errorAt(at, "%s must not be an object", where(path))
 		}
+		w.pos.at[join(path, key)] = skipSeparators(w.data, w.dec.InputOffset())
 		if err := w.value(ft, join(path, key), false); err != nil {
 			return err
 		}

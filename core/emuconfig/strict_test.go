@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/namespace"
 )
 
 // TestLoadEveryPropertyOfTheSchema loads a file that sets every property
@@ -90,5 +91,57 @@ func TestLoadAnyNamespaceName(t *testing.T) {
 	c, err := Load(strings.NewReader(`{"UserConfig":{"Namespaces":[{"Name":"servicebus","Queues":[{"Name":"q"}],"Topics":[]}],"Logging":{"Type":"Console"}}}`))
 	if err != nil || c.Namespace != "servicebus" {
 		t.Fatalf("Load = %+v, %v", c, err)
+	}
+}
+
+// TestLoadNamespaceLimits: each namespace's "Limits" object (omnibus's
+// addition) loads as that namespace's limits; one left out leaves the
+// namespace on the defaults.
+func TestLoadNamespaceLimits(t *testing.T) {
+	c, err := Load(strings.NewReader(`{"UserConfig":{"Namespaces":[
+  {"Name":"first"},
+  {"Name":"small","Limits":{"MaxEntities":2,"MaxConnections":1,"MaxEntitySizeInMegabytes":1}},
+  {"Name":"wide","limits":{"maxEntities":20000}}],"Logging":{"Type":"Console"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Namespaces[0]; n.HasLimits {
+		t.Errorf("first has limits %+v, want none", n.Limits)
+	}
+	if n := c.Namespaces[1]; !n.HasLimits || n.Limits != (namespace.Limits{MaxEntities: 2, MaxConnections: 1, MaxEntityBytes: 1 << 20}) {
+		t.Errorf("small's limits = %+v (%v)", n.Limits, n.HasLimits)
+	}
+	if n := c.Namespaces[2]; !n.HasLimits || n.Limits != (namespace.Limits{MaxEntities: 20000}) {
+		t.Errorf("wide's limits = %+v (%v)", n.Limits, n.HasLimits)
+	}
+}
+
+// TestLoadRefusesBadLimits: a limit that is negative, zero, not a
+// number or unknown stops the load with the line, the column and the
+// property.
+func TestLoadRefusesBadLimits(t *testing.T) {
+	file := func(limits string) string {
+		return "{\"UserConfig\": {\"Namespaces\": [\n  {\"Name\": \"first\"},\n  {\"Name\": \"small\",\n   \"Limits\": " + limits + "}],\n \"Logging\": {\"Type\": \"Console\"}}}"
+	}
+	for _, c := range []struct{ name, limits, want string }{
+		{"negative", `{"MaxEntities": 2, "MaxConnections": -1}`,
+			"line 4, column 51: UserConfig.Namespaces[1].Limits.MaxConnections: Limits.MaxConnections must be between 1 and 2147483647, got -1"},
+		{"zero", `{"maxEntitySizeInMegabytes": 0}`,
+			"line 4, column 43: UserConfig.Namespaces[1].Limits.maxEntitySizeInMegabytes: Limits.MaxEntitySizeInMegabytes must be between 1 and 2147483647, got 0"},
+		{"too large", `{"MaxEntities": 2147483648}`,
+			"line 4, column 30: UserConfig.Namespaces[1].Limits.MaxEntities: Limits.MaxEntities must be between 1 and 2147483647, got 2147483648"},
+		{"not a number", `{"MaxEntities": "ten"}`,
+			"line 4, column 30: UserConfig.Namespaces.Limits.MaxEntities must be int64, not a JSON string"},
+		{"fraction", `{"MaxEntities": 2.5}`,
+			"line 4, column 30: UserConfig.Namespaces.Limits.MaxEntities must be int64, not a JSON number 2.5"},
+		{"unknown limit", `{"MaxQueues": 5}`,
+			`line 4, column 15: unknown property "MaxQueues" in UserConfig.Namespaces[1].Limits (known: MaxConnections, MaxEntities, MaxEntitySizeInMegabytes)`},
+		{"not an object", `5`,
+			"line 4, column 14: UserConfig.Namespaces.Limits must be namespace.LimitsJSON, not a JSON number"},
+	} {
+		_, err := Load(strings.NewReader(file(c.limits)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)
+		}
 	}
 }
