@@ -70,7 +70,8 @@ func (s *Server) tooManyConnections() *frames.Error {
 }
 
 // opened moves c from the handshake to the open connections, unless that
-// would exceed MaxConnections (other handshakes finished first) or the
+// would exceed MaxConnections (other handshakes finished first), its
+// namespace's MaxConnections (when the handshake bound it to one) or the
 // server is shutting down: then it returns the error to close c with.
 func (s *Server) opened(c *conn) *frames.Error {
 	s.mu.Lock()
@@ -80,6 +81,11 @@ func (s *Server) opened(c *conn) *frames.Error {
 	}
 	if s.cfg.MaxConnections > 0 && s.mu.open >= s.cfg.MaxConnections {
 		return s.tooManyConnections()
+	}
+	if c.nsBound {
+		if e := s.countInNamespaceLocked(c, c.namespace()); e != nil {
+			return e
+		}
 	}
 	s.mu.pending--
 	s.mu.open++
@@ -93,6 +99,7 @@ func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.mu.conns, c)
+	s.uncountLocked(c)
 	if c.opened {
 		s.mu.open--
 		s.stats.closed.Add(1)

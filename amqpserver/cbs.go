@@ -89,6 +89,9 @@ func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
 	if err := c.bindNamespace(ns, "the token"); err != nil {
 		return 401, err.Error()
 	}
+	if e := c.countBound(); e != nil {
+		return 403, e.Description // the connection is closed with it
+	}
 	if status, desc := c.cbsCheckEntity(entity); status != cbsStatusOK {
 		return status, desc
 	}

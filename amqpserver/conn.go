@@ -43,6 +43,10 @@ type conn struct {
 	ns      atomic.Pointer[namespace.Namespace]
 	nsBound bool
 	plain   *plainLogin // a PLAIN login to settle at the open (sasl.go); owned by serve
+	// nsCounted is the namespace the connection counts against
+	// (namespace.go), nil until it does; written under srv.mu by serve,
+	// then run.
+	nsCounted *namespace.Namespace
 
 	props propsDecoder // application properties of the messages sent on the connection (run's)
 

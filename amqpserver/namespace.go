@@ -143,3 +143,62 @@ func (c *conn) nsDeleted() bool {
 		return false
 	}
 }
+
+// Connections per namespace. A connection counts against its namespace's
+// MaxConnections (namespace.Limits) from the moment it is open and bound
+// to it, by whichever comes last: the open (when the host, the TLS
+// server name or a SASL PLAIN login bound it), or its first $cbs token.
+// A connection past the cap is closed with amqp:resource-limit-exceeded
+// and Service Bus's ConnectionsQuotaExceeded; the other namespaces'
+// connections are not affected. Connections not yet bound (an anonymous
+// one before its first token) count only against the server's
+// MaxConnections, and their authentication deadline bounds them.
+
+// countInNamespaceLocked counts c against ns, or returns the error to
+// close c with when ns holds its MaxConnections already. s.mu is held.
+func (s *Server) countInNamespaceLocked(c *conn, ns *namespace.Namespace) *frames.Error {
+	if c.nsCounted != nil {
+		return nil
+	}
+	if max := ns.Limits().MaxConnections; max > 0 && s.mu.nsConns[ns] >= max {
+		return errorf(frames.CondResourceLimitExceeded,
+			"ConnectionsQuotaExceeded for namespace %s. The namespace's limit of %d concurrent connections is reached.", ns.Name(), max)
+	}
+	s.mu.nsConns[ns]++
+	c.nsCounted = ns
+	return nil
+}
+
+// uncountLocked takes an ended connection out of its namespace's count.
+// s.mu is held.
+func (s *Server) uncountLocked(c *conn) {
+	ns := c.nsCounted
+	if ns == nil {
+		return
+	}
+	c.nsCounted = nil
+	if s.mu.nsConns[ns]--; s.mu.nsConns[ns] <= 0 {
+		delete(s.mu.nsConns, ns)
+	}
+}
+
+// countBound counts an open connection that has just been bound to its
+// namespace by a $cbs token against that namespace, and closes it when
+// the namespace is at its MaxConnections (the error it returns). Called
+// by run. (A link binds a connection without a token only when the
+// server checks no credentials: a registry of one namespace without
+// limits.)
+func (c *conn) countBound() *frames.Error {
+	if c.nsCounted != nil || !c.nsBound || !c.opened {
+		return nil
+	}
+	c.srv.mu.Lock()
+	e := c.srv.countInNamespaceLocked(c, c.namespace())
+	c.srv.mu.Unlock()
+	if e != nil {
+		c.log.Info("connection refused: its namespace is at its connection limit", zap.String("namespace", c.namespace().Name()))
+		c.write(0, &frames.Close{Error: e})
+		c.closed = true
+	}
+	return e
+}

@@ -252,6 +252,10 @@ type Server struct {
 		refusedLog time.Time
 		addr       net.Addr
 		closed     bool
+
+		// nsConns counts the open connections bound to each namespace
+		// (namespace.go), against its MaxConnections.
+		nsConns map[*namespace.Namespace]int
 	}
 }
 
@@ -265,6 +269,7 @@ func New(cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.listeners = make(map[net.Listener]*listenerState)
 	s.mu.conns = make(map[*conn]struct{})
+	s.mu.nsConns = make(map[*namespace.Namespace]int)
 	s.mu.refusing = make(map[net.Conn]struct{})
 	s.locks.init()
 	cfg.Namespaces.OnDelete(s.namespaceDeleted)
