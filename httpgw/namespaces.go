@@ -22,7 +22,7 @@ import (
 //
 //	GET    /$namespaces                  list
 //	GET    /$namespaces/{name}           one, with its rules
-//	PUT    /$namespaces/{name}           create (201); with If-Match: * replace its rules (200)
+//	PUT    /$namespaces/{name}           create (201); with If-Match: * replace its rules and limits (200)
 //	DELETE /$namespaces/{name}           delete, with everything in it
 //	POST   /$namespaces/{name}/clock?advance=1h30m        move its test clock forward
 //	POST   /$namespaces/{name}/deliver?entity=q&sequence=7 deliver scheduled messages now
@@ -46,6 +46,9 @@ type namespaceJSON struct {
 	// AuthorizationRules are the namespace's own rules; none: the root
 	// rules apply (and on the default namespace they always do).
 	AuthorizationRules []ruleJSON `json:",omitempty"`
+	// Limits are the limits in force: the namespace's own, the process's
+	// for those it was not given; one left out has no cap.
+	Limits namespace.LimitsJSON `json:",omitzero"`
 }
 
 // ruleJSON is a shared access authorization rule as the API shows it.
@@ -57,7 +60,7 @@ type ruleJSON struct {
 }
 
 func namespaceView(ns *namespace.Namespace) namespaceJSON {
-	v := namespaceJSON{Name: ns.Name(), Default: ns.IsDefault(), Created: ns.Created(), Now: ns.Now().UTC()}
+	v := namespaceJSON{Name: ns.Name(), Default: ns.IsDefault(), Created: ns.Created(), Now: ns.Now().UTC(), Limits: ns.Limits().JSON()}
 	for _, r := range ns.Rules() {
 		v.AuthorizationRules = append(v.AuthorizationRules, ruleJSON{KeyName: r.KeyName, PrimaryKey: r.PrimaryKey,
 			SecondaryKey: r.SecondaryKey, Rights: rightsNames(r.Rights)})
@@ -135,8 +138,11 @@ func (g *Gateway) getNamespace(w http.ResponseWriter, r *http.Request) {
 }
 
 // putNamespace creates a namespace, or with If-Match: * replaces its
-// rules. The body is optional: {"AuthorizationRules":[{"KeyName":…,
-// "PrimaryKey":…,"SecondaryKey":…,"Rights":["Listen","Send"]}]}.
+// rules and limits. The body is optional: {"AuthorizationRules":
+// [{"KeyName":…,"PrimaryKey":…,"SecondaryKey":…,"Rights":["Listen","Send"]}],
+// "Limits":{"MaxEntities":…,"MaxConnections":…,"MaxEntitySizeInMegabytes":…}};
+// what it leaves out is none (rules: the root key's) or the default
+// (limits).
 func (g *Gateway) putNamespace(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["ns"]
 	body, _, err := readBody(r, maxNamespaceBody, nil) // 64 KiB: not budgeted, as management bodies
@@ -148,7 +154,10 @@ func (g *Gateway) putNamespace(w http.ResponseWriter, r *http.Request) {
 		g.badRequest(w, r, "Reading the request body failed: %v", err)
 		return
 	}
-	var in struct{ AuthorizationRules []ruleJSON }
+	var in struct {
+		AuthorizationRules []ruleJSON
+		Limits             namespace.LimitsJSON
+	}
 	if len(strings.TrimSpace(string(body))) > 0 {
 		dec := json.NewDecoder(strings.NewReader(string(body)))
 		dec.DisallowUnknownFields()
@@ -162,13 +171,18 @@ func (g *Gateway) putNamespace(w http.ResponseWriter, r *http.Request) {
 		g.writeCoreError(w, r, managementAPI, err)
 		return
 	}
+	limits, err := in.Limits.Limits()
+	if err != nil {
+		g.badRequest(w, r, "SubCode=40000. The namespace description is not valid: %v", err)
+		return
+	}
 	status := http.StatusCreated
 	var ns *namespace.Namespace
 	if isUpdate(r) {
 		status = http.StatusOK
-		ns, err = g.reg.SetRules(r.Context(), name, rules)
+		ns, err = g.reg.Replace(r.Context(), name, rules, limits)
 	} else {
-		ns, err = g.reg.Create(r.Context(), name, rules)
+		ns, err = g.reg.CreateWithLimits(r.Context(), name, rules, limits)
 	}
 	if err != nil {
 		g.writeCoreError(w, r, managementAPI, err)

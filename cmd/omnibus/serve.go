@@ -44,7 +44,7 @@ func serve(args []string) error {
 	fs.DurationVar(&o.TokenClockSkew, "token-clock-skew", sas.DefaultClockSkew,
 		"how long after its expiry a SAS token is still accepted, and a link attached with it kept (0: none)")
 	// AMQP connection limits (amqpserver.Config).
-	fs.IntVar(&o.MaxConnections, "max-connections", amqpserver.DefaultMaxConnections, "maximum concurrent AMQP connections, checked at accept (0: unlimited)")
+	fs.IntVar(&o.MaxConnections, "max-connections", amqpserver.DefaultMaxConnections, "maximum concurrent AMQP connections, checked at accept, and each namespace's unless its Limits say otherwise (0: unlimited)")
 	fs.IntVar(&o.MaxPendingConnections, "max-pending-connections", amqpserver.DefaultMaxPendingConnections, "maximum sockets in the AMQP handshake at once (0: unlimited)")
 	fs.DurationVar(&o.AuthTimeout, "amqp-auth-timeout", amqpserver.DefaultAuthTimeout, "time an AMQP connection has, from accept, to log in or put a valid token on $cbs")
 	// What one open AMQP connection may make the server hold (README.md, Limits).
@@ -77,6 +77,7 @@ func serve(args []string) error {
 		"e.g. http://localhost:8080 (*: any). With the publicly known key none may unless listed; with a key of your own any may unless given")
 	// Namespaces (core/namespace).
 	fs.IntVar(&o.MaxNamespaces, "max-namespaces", namespace.DefaultMaxNamespaces, "namespaces, the default one included, that Config.json and PUT /$namespaces/{name} may create")
+	fs.IntVar(&o.Limits.MaxEntities, "max-entities", core.DefaultMaxEntities, "queues and topics one namespace may hold, unless its Limits say otherwise (0: no cap)")
 	fs.BoolVar(&o.TestClock, "allow-test-clock", false, "let a Manage caller move a namespace's clock forward and deliver scheduled messages now (POST /$namespaces/{name}/clock, /deliver); for tests only")
 	// Debugging the core.
 	fs.BoolVar(&o.CheckConsistency, "check-consistency", false, "after recovery, compare memory with the store and log every difference (reads the whole store; see omnibus check)")
@@ -91,7 +92,7 @@ func serve(args []string) error {
 	fs.IntVar(&o.PartitionCount, "partitions", core.DefaultPartitionCount, fmt.Sprintf("partitions of a queue or topic created with EnablePartitioning "+
 		"(Service Bus Standard: 16; 1 to %d); an entity keeps the count it was created with", core.MaxPartitionCount))
 	var maxEntity cli.ByteSize
-	fs.Var(&maxEntity, "max-entity-size", "most one queue or topic stores, whatever its MaxSizeInMegabytes (which Service Bus lets be no less than 1 GiB), e.g. 64MiB; 0: no cap")
+	fs.Var(&maxEntity, "max-entity-size", "most one queue or topic stores, whatever its MaxSizeInMegabytes (which Service Bus lets be no less than 1 GiB), e.g. 64MiB, unless its namespace's Limits say otherwise; 0: no cap")
 	cf := addClusterFlags(fs) // a replicated cluster node (cluster.go)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	debugAddr := fs.String("debug-addr", "", "listen address for Go runtime profiles at /debug/pprof/ (empty: off)")
@@ -126,6 +127,9 @@ func serve(args []string) error {
 	}
 	if o.PartitionCount < 1 || o.PartitionCount > core.MaxPartitionCount {
 		return cli.Exit(2, fmt.Errorf("--partitions must be 1 to %d", core.MaxPartitionCount))
+	}
+	if o.Limits.MaxEntities < 0 {
+		return cli.Exit(2, fmt.Errorf("--max-entities must not be negative"))
 	}
 	if *cacheMB < 1 || o.Limits.DedupHistoryMax < 1 {
 		return cli.Exit(2, fmt.Errorf("--body-cache-mb and --dedup-history-max must be at least 1"))

@@ -135,7 +135,10 @@ type Options struct {
 	// client of that namespace.
 	TestClock bool
 	// MaxNamespaces bounds the namespaces, the default one included; 0
-	// means namespace.DefaultMaxNamespaces.
+	// means namespace.DefaultMaxNamespaces. Each namespace's limits
+	// default to Limits.MaxEntities, Limits.MaxEntityBytes and
+	// MaxConnections (namespaceLimits); Config.json and the namespaces
+	// API give a namespace limits of its own.
 	MaxNamespaces int
 
 	// Store, when set, is the store to run on instead of opening one (a
@@ -267,7 +270,7 @@ func Start(opts Options) (a *App, err error) {
 	cache := core.NewBodyCache() // one cache budget for every namespace
 	a.Namespaces, err = namespace.Open(namespace.Config{Store: coreStore, Clock: opts.Clock, TestClock: opts.TestClock,
 		DefaultName: a.Namespace, MaxNamespaces: opts.MaxNamespaces, ClockSkew: opts.TokenClockSkew, Logger: opts.Logger.Named("namespace"),
-		RootRules: []sas.Rule{{KeyName: opts.KeyName, Key: opts.Key, Rights: sas.Manage}},
+		Limits: opts.namespaceLimits(), RootRules: []sas.Rule{{KeyName: opts.KeyName, Key: opts.Key, Rights: sas.Manage}},
 		NewBroker: func(name string, s storage.Store, clk clock.Clock) (*core.Broker, error) {
 			return core.New(core.Config{Store: s, Clock: clk, Logger: opts.Logger.Named("core").With(zap.String("namespace", name)),
 				Namespace: name, Faults: opts.Faults, Limits: opts.Limits, Stats: stats, TxnTimeout: opts.TxnTimeout, BodyCache: cache,
@@ -307,6 +310,19 @@ func (a *App) backup(_ context.Context, dir string) (Manifest, error) {
 		return Manifest{}, fmt.Errorf("the store %T takes no checkpoints", a.store)
 	}
 	return Manifest{Kind: KindSingle}, cp.Checkpoint(dir)
+}
+
+// namespaceLimits are the limits of every namespace without its own:
+// the process's entity cap, entity size cap and AMQP connection cap.
+func (o *Options) namespaceLimits() namespace.Limits {
+	l := namespace.Limits{MaxEntities: max(o.Limits.MaxEntities, 0), MaxEntityBytes: max(o.Limits.MaxEntityBytes, 0)}
+	switch {
+	case o.MaxConnections == 0:
+		l.MaxConnections = amqpserver.DefaultMaxConnections
+	case o.MaxConnections > 0:
+		l.MaxConnections = o.MaxConnections
+	}
+	return l
 }
 
 // memoryLimit is the memory budget of Options.MaxMemory.
@@ -380,8 +396,10 @@ func (a *App) storeName() string {
 }
 
 // applyNamespaces applies the config file: the first namespace's
-// entities and rules to the default namespace, every other namespace
-// created when it does not exist yet, with its rules and entities. A
+// entities, rules and limits to the default namespace, every other
+// namespace created when it does not exist yet, with its rules, limits
+// and entities. The file's rules and limits, when it gives them, replace
+// those set at run time (its entities are created under its limits). A
 // namespace created at run time and absent from the file is left alone.
 func applyNamespaces(reg *namespace.Registry, c *emuconfig.Config) error {
 	ctx := context.Background()
@@ -391,11 +409,16 @@ func applyNamespaces(reg *namespace.Registry, c *emuconfig.Config) error {
 		case i == 0:
 			ns = reg.Default()
 		case errors.Is(err, core.ErrNotFound):
-			if ns, err = reg.Create(ctx, n.Name, n.AuthorizationRules); err != nil {
+			if ns, err = reg.CreateWithLimits(ctx, n.Name, n.AuthorizationRules, n.Limits); err != nil {
 				return fmt.Errorf("config: namespace %q: %w", n.Name, err)
 			}
 		case err != nil:
 			return err
+		}
+		if n.HasLimits && ns.OwnLimits() != n.Limits {
+			if _, err := reg.SetLimits(ctx, ns.Name(), n.Limits); err != nil {
+				return fmt.Errorf("config: namespace %q: %w", n.Name, err)
+			}
 		}
 		if len(n.AuthorizationRules) > 0 {
 			if _, err := reg.SetRules(ctx, ns.Name(), n.AuthorizationRules); err != nil {
