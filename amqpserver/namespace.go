@@ -202,3 +202,11 @@ func (c *conn) countBound() *frames.Error {
 	}
 	return e
 }
+
+// NamespaceConnections returns how many open connections count against
+// ns's MaxConnections now.
+func (s *Server) NamespaceConnections(ns *namespace.Namespace) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.nsConns[ns]
+}

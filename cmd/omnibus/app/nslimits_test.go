@@ -14,13 +14,16 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"github.com/Azure/go-amqp"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/omnibusmq/omnibus/core/namespace"
 )
 
 // limitsConfig is a Config.json of two namespaces besides the default
-// one: "tight" with limits of its own (2 queues and topics, 1 AMQP
-// connection, 1 MB per entity), "roomy" on the process's defaults.
+// one (which holds at most 2 queues and topics): "tight" with limits of
+// its own (2 queues and topics, 1 AMQP connection, 1 MB per entity),
+// "roomy" on the process's defaults.
 const limitsConfig = `{"UserConfig": {"Namespaces": [
-  {"Name": "sbemulatorns", "Queues": [{"Name": "orders"}]},
+  {"Name": "sbemulatorns", "Limits": {"MaxEntities": 2}, "Queues": [{"Name": "orders"}, {"Name": "invoices"}]},
   {"Name": "tight",
    "Limits": {"MaxEntities": 2, "MaxConnections": 1, "MaxEntitySizeInMegabytes": 1},
    "Queues": [{"Name": "q"}]},
@@ -92,6 +95,8 @@ func TestNamespaceLimitsFromConfig(t *testing.T) {
 	if _, err := tight.CreateSubscription(ctx, "t", "s", nil); err != nil {
 		t.Errorf("a subscription in a full namespace (subscriptions do not count): %v", err)
 	}
+	_, err = adminFor(t, a, DefaultKeyName, DefaultKey).CreateQueue(ctx, "third", nil)
+	wantQuota(t, "the default namespace's third entity", err, "The maximum entity count of 2 has been reached or exceeded for namespace 'sbemulatorns'")
 	roomy := adminFor(t, a, DefaultKeyName+"@roomy", DefaultKey)
 	for _, q := range []string{"a", "b", "c", "d", "e"} {
 		if _, err := roomy.CreateQueue(ctx, q, nil); err != nil {
@@ -155,8 +160,19 @@ func TestNamespaceLimitsFromConfig(t *testing.T) {
 		}
 	}
 
-	// Once tight's connection closes, another takes its place.
+	// Once tight's connection has closed, another takes its place. The
+	// server lets go of a connection just after it answers the close, so
+	// wait for that.
+	if n := a.amqp.NamespaceConnections(mustNamespace(t, a, "tight")); n != 1 {
+		t.Errorf("tight counts %d connections, want 1 (the refused ones are not counted)", n)
+	}
 	first.Close(ctx)
+	for a.amqp.NamespaceConnections(mustNamespace(t, a, "tight")) != 0 {
+		if ctx.Err() != nil {
+			t.Fatal("tight's closed connection is still counted")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	again := clientByKeyName(t, a, DefaultKeyName+"@tight", DefaultKey)
 	r, err := again.NewReceiverForQueue("q", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
 	if err != nil {
@@ -165,6 +181,15 @@ func TestNamespaceLimitsFromConfig(t *testing.T) {
 	if msgs, err := r.ReceiveMessages(ctx, 1, nil); err != nil || len(msgs) != 1 || string(msgs[0].Body) != "first" {
 		t.Errorf("tight's connection after the first closed: %v, %v", msgs, err)
 	}
+}
+
+func mustNamespace(t *testing.T, a *App, name string) *namespace.Namespace {
+	t.Helper()
+	ns, err := a.Namespaces.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }
 
 // TestNamespaceLimitsThroughTheAPI: PUT /$namespaces/{name} creates a
@@ -248,9 +273,9 @@ func TestStartRejectsBadLimits(t *testing.T) {
 	for _, tc := range []struct{ from, to, want string }{
 		{`"MaxConnections": 1`, `"MaxConnections": -3`,
 			"line 4, column 51: UserConfig.Namespaces[1].Limits.MaxConnections: Limits.MaxConnections must be between 1 and 2147483647, got -3"},
-		{`"MaxEntities": 2`, `"MaxEntities": "two"`,
+		{`"MaxEntities": 2, "MaxConnections"`, `"MaxEntities": "two", "MaxConnections"`,
 			"line 4, column 30: UserConfig.Namespaces.Limits.MaxEntities must be int64, not a JSON string"},
-		{`"MaxEntities": 2`, `"MaxQueues": 2`,
+		{`"MaxEntities": 2, "MaxConnections"`, `"MaxQueues": 2, "MaxConnections"`,
 			`line 4, column 15: unknown property "MaxQueues" in UserConfig.Namespaces[1].Limits`},
 	} {
 		_, err := startWithConfig(t, strings.Replace(limitsConfig, tc.from, tc.to, 1), nil)
