@@ -22,7 +22,8 @@ func TestMaxBytes(t *testing.T) {
 		{math.MaxInt64>>20 + 1, 0, math.MaxInt64},
 		{math.MaxInt64, 1 << 20, 1 << 20},
 	} {
-		b := &Broker{cfg: Config{Limits: Limits{MaxEntityBytes: tc.limit}}}
+		b := &Broker{}
+		b.SetQuotas(0, tc.limit) // as New does with Config.Limits
 		if got := b.maxBytes(&Entity{MaxSizeInMegabytes: tc.mb}); got != tc.want {
 			t.Errorf("MaxSizeInMegabytes %d, MaxEntityBytes %d: maxBytes = %d, want %d", tc.mb, tc.limit, got, tc.want)
 		}
