@@ -104,15 +104,21 @@ func TestGroupsReplicateApart(t *testing.T) {
 			})
 		}
 	}
-	st, ok := c.nodes[1].host.status(0)
-	if !ok || len(st.Groups) != 3 {
-		t.Fatalf("the meta group's status lists %d data groups: %+v", len(st.Groups), st.Groups)
-	}
-	for _, gs := range st.Groups {
-		if !slices.Equal(gs.Voters, []uint64{1, 2, 3}) || gs.Leader == 0 {
-			t.Errorf("group %d: voters %v, leader %d", gs.Group, gs.Voters, gs.Leader)
+	// A group's leader reaches node 1's status as its heartbeats arrive:
+	// wait for every group to show one rather than read it once.
+	var st Status
+	waitFor(t, "node 1's status to list 3 data groups, each with three voters and a leader", func() bool {
+		var ok bool
+		if st, ok = c.nodes[1].host.status(0); !ok || len(st.Groups) != 3 {
+			return false
 		}
-	}
+		for _, gs := range st.Groups {
+			if !slices.Equal(gs.Voters, []uint64{1, 2, 3}) || gs.Leader == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	// Stop the leader of group 1: group 1 fails over, with its data.
 	gone := leaders[1]
 	c.stop(gone)
