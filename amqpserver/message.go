@@ -140,11 +140,26 @@ func toCoreMessage(am *frames.Message, pd *propsDecoder) (*core.Message, error) 
 	if err := annotationsFromAMQP(m, am.MessageAnnotations); err != nil {
 		return nil, err
 	}
+	if raw := am.RawApplicationProperties; am.ApplicationProperties == nil && raw != nil {
+		if n, size, ok := plainProperties(raw); ok {
+			if n > 0 { // else none, as a decode of an empty map gives
+				m.EncodedProperties = core.EncodedProperties{Codec: propertyCodecID, Bytes: slices.Clip(raw), Size: size}
+			}
+			setBody(m, am)
+			return m, nil
+		}
+	}
 	props, err := pd.decode(am)
 	if err != nil {
 		return nil, err
 	}
 	m.ApplicationProperties = props
+	setBody(m, am)
+	return m, nil
+}
+
+// setBody sets m's body from am's body sections.
+func setBody(m *core.Message, am *frames.Message) {
 	if am.BodyKind == frames.BodyData && len(am.Data) == 1 {
 		m.BodyType = core.BodyBinary
 		m.Body = slices.Clip(am.Data[0])
@@ -152,7 +167,6 @@ func toCoreMessage(am *frames.Message, pd *propsDecoder) (*core.Message, error) 
 		m.BodyType = core.BodyAMQP
 		m.Body = am.RawBody
 	}
-	return m, nil
 }
 
 // propsDecoder decodes the messages a connection's senders send: each
@@ -431,22 +445,10 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 		sc.dann[0] = encoding.KeyValue{Key: annLockToken, Value: encoding.UUID(m.LockToken)}
 		am.DeliveryAnnotations = sc.dann[:]
 	}
-	if len(m.ApplicationProperties) > 0 {
-		// Written straight from core's map in key order, as Marshal
-		// writes the equivalent sorted Map, but without building that Map
-		// and boxing every key for each delivery.
-		keys := sc.keys[:0]
-		for k := range m.ApplicationProperties {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		sc.props.Reset()
-		if err := encoding.WriteStringKeyedMap(&sc.props, keys, func(k string) any {
-			return valueToAMQP(m.ApplicationProperties[k])
-		}); err != nil {
-			return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
-		}
-		am.RawApplicationProperties = sc.props.Bytes()
+	if ep := m.EncodedProperties; ep.Bytes != nil && ep.Codec == propertyCodecID {
+		am.RawApplicationProperties = ep.Bytes // as they arrived
+	} else if err := writeProperties(am, m, sc); err != nil {
+		return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
 	}
 	switch m.BodyType {
 	case core.BodyBinary:
@@ -468,6 +470,35 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 		return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
 	}
 	return w.Bytes(), nil
+}
+
+// writeProperties sets am's application properties to m's, encoded from
+// core's form (decoded first if they are in an encoding not this
+// front's).
+func writeProperties(am *frames.Message, m *core.Message, sc *deliveryScratch) error {
+	props, err := m.Properties()
+	if err != nil {
+		return err
+	}
+	if len(props) == 0 {
+		return nil
+	}
+	// Written straight from core's map in key order, as Marshal writes
+	// the equivalent sorted Map, but without building that Map and boxing
+	// every key for each delivery.
+	keys := sc.keys[:0]
+	for k := range props {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	sc.props.Reset()
+	if err := encoding.WriteStringKeyedMap(&sc.props, keys, func(k string) any {
+		return valueToAMQP(props[k])
+	}); err != nil {
+		return err
+	}
+	am.RawApplicationProperties = sc.props.Bytes()
+	return nil
 }
 
 // deliveryScratch is the message encodeDelivery builds and marshals, with

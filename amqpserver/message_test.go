@@ -90,6 +90,15 @@ func TestDecodeMessageProperties(t *testing.T) {
 		Data:                  [][]byte{[]byte("hello")},
 	}
 	got := mustDecodeOne(t, mustMarshalMessage(t, am))
+	// The application properties are kept as they arrived (properties.go).
+	if ep := got.EncodedProperties; ep.Codec != propertyCodecID || ep.Size != len("color")+len("red") {
+		t.Errorf("encoded properties: codec %d, size %d; want codec %d, size %d", ep.Codec, ep.Size, propertyCodecID, len("colorred"))
+	}
+	props, err := got.Properties()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.ApplicationProperties, got.EncodedProperties = props, core.EncodedProperties{}
 	want := &core.Message{
 		MessageID:             "id-1",
 		CorrelationID:         core.UUID{1, 2, 3},
@@ -201,7 +210,11 @@ func TestApplicationPropertyTypesRoundTrip(t *testing.T) {
 			if want == nil {
 				want = tc.wire
 			}
-			if got := m.ApplicationProperties["p"]; !cmp.Equal(got, want) {
+			props, err := m.Properties()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := props["p"]; !cmp.Equal(got, want) {
 				t.Fatalf("core property = %#v (%T), want %#v (%T)", got, got, want, want)
 			}
 			out := mustEncodeDelivery(t, m, false)
@@ -248,12 +261,14 @@ func TestPropertyKeysAllocatedOncePerConnection(t *testing.T) {
 	enc := func(props encoding.Map) []byte {
 		return mustMarshalMessage(t, &frames.Message{ApplicationProperties: props, Data: [][]byte{[]byte("b")}})
 	}
+	// A list value: properties that are decoded, not kept as they arrived.
+	list := encoding.KeyValue{Key: "list", Value: []any{int32(1)}}
 	var pd propsDecoder
-	first, err := appendMessages(nil, enc(encoding.Map{{Key: "bench-seq", Value: int64(1)}}), 0, &pd)
+	first, err := appendMessages(nil, enc(encoding.Map{{Key: "bench-seq", Value: int64(1)}, list}), 0, &pd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := appendMessages(nil, enc(encoding.Map{{Key: "bench-seq", Value: int64(2)}}), 0, &pd)
+	second, err := appendMessages(nil, enc(encoding.Map{{Key: "bench-seq", Value: int64(2)}, list}), 0, &pd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +277,9 @@ func TestPropertyKeysAllocatedOncePerConnection(t *testing.T) {
 	}
 	key := func(m map[string]any) *byte {
 		for k := range m {
-			return unsafe.StringData(k)
+			if k == "bench-seq" {
+				return unsafe.StringData(k)
+			}
 		}
 		return nil
 	}

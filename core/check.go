@@ -187,12 +187,22 @@ func (c *checker) bodies(owner uint64) {
 	err := c.b.store.Scan(idKey(tabBody, owner), nil, func(k, v []byte) (bool, error) {
 		seq := seqFromKey(k)
 		c.present[bodyKey{owner, seq}] = true
-		if _, err := decodeBody(v); err != nil {
+		if err := checkBody(v); err != nil {
 			c.addf("%s: the body of message %d cannot be read: %v", c.owners[owner], seq, err)
 		}
 		return true, nil
 	})
 	c.scanErr("bodies of "+c.owners[owner], err)
+}
+
+// checkBody reports whether body record v cannot be read, its encoded
+// properties included (which a delivery passes on without decoding).
+func checkBody(v []byte) error {
+	m, err := decodeBody(v)
+	if err == nil {
+		_, err = m.Properties()
+	}
+	return err
 }
 
 func (c *checker) scanErr(what string, err error) {
@@ -362,7 +372,7 @@ func (c *checker) needBody(q *queue, seq int64, st stateRec) {
 	}
 	v, err := c.b.store.Get(seqKey(tabBody, st.owner, seq))
 	if err == nil {
-		_, err = decodeBody(v)
+		err = checkBody(v)
 	}
 	if err != nil {
 		c.addf("%s: the body of message %d (under %s) cannot be read: %v", q.path, seq, c.ownerName(st.owner), err)

@@ -46,23 +46,31 @@ func stubBody(q *queue, seq int64, st stateRec, raw []byte, cause error) *Messag
 
 // bodyForMove returns a copy of r's message to store elsewhere (the
 // dead-letter subqueue, a forwarding target, a rewrite): the cached body
-// or the stored one, or a stub when the stored one is damaged (stubbed
-// then reports it). r is held by the caller.
+// or the stored one, with its properties decoded to be changed, or a stub
+// when the stored one is damaged (stubbed then reports it). r is held by
+// the caller.
 func (q *queue) bodyForMove(r *msgRec) (m *Message, stubbed bool, err error) {
 	q.mu.Lock()
 	st, seq, cached := r.stateRec, r.seq, r.msg
 	q.mu.Unlock()
 	if cached != nil {
-		return cached.Clone(), false, nil
-	}
-	m, raw, err := q.loadBody(st.owner, seq)
-	if err != nil {
-		if !damaged(err) {
-			return nil, false, err
+		m = cached.Clone()
+	} else {
+		var raw []byte
+		if m, raw, err = q.loadBody(st.owner, seq); err != nil {
+			if !damaged(err) {
+				return nil, false, err
+			}
+			q.b.warnStorage("a message body cannot be read; the message goes to the dead-letter subqueue",
+				zap.String("entity", q.path), zap.Int64("seq", seq), zap.Error(err))
+			return stubBody(q, seq, st, raw, err), true, nil
 		}
-		q.b.warnStorage("a message body cannot be read; the message goes to the dead-letter subqueue",
+	}
+	if err := m.ownProperties(); err != nil { // the move adds properties
+		err = fmt.Errorf("message %d of '%s': %w", seq, q.path, err)
+		q.b.warnStorage("a message's properties cannot be read; the message goes to the dead-letter subqueue",
 			zap.String("entity", q.path), zap.Int64("seq", seq), zap.Error(err))
-		return stubBody(q, seq, st, raw, err), true, nil
+		return stubBody(q, seq, st, m.Body, err), true, nil
 	}
 	return m, false, nil
 }

@@ -142,3 +142,40 @@ func BreakTimers(b *Broker, path string) {
 		break
 	}
 }
+
+// TestCodecID is the id of the property codec core's tests register:
+// the properties in core's own value codec, which EncodeTestProperties
+// writes.
+const TestCodecID = 255
+
+// testCodec decodes what EncodeTestProperties wrote, and nothing else.
+type testCodec struct{}
+
+func (testCodec) DecodeProperties(b []byte) (map[string]any, error) {
+	r := reader{b: b}
+	props := r.mapValue()
+	if r.err != nil || len(r.b) != 0 {
+		return nil, errCorrupt
+	}
+	return props, nil
+}
+
+func init() { RegisterPropertyCodec(TestCodecID, testCodec{}) }
+
+// EncodeTestProperties encodes props as a front keeps application
+// properties it does not decode, in the test codec.
+func EncodeTestProperties(props map[string]any) EncodedProperties {
+	b, err := appendMap(nil, props)
+	if err != nil {
+		panic(err)
+	}
+	return EncodedProperties{Codec: TestCodecID, Bytes: b, Size: (&Message{ApplicationProperties: props}).Size()}
+}
+
+// WithEncodedProperties returns m with its application properties
+// encoded in the test codec, as a front would hand it over.
+func WithEncodedProperties(m *Message) *Message {
+	m.EncodedProperties = EncodeTestProperties(m.ApplicationProperties)
+	m.ApplicationProperties = nil
+	return m
+}

@@ -1,23 +1,28 @@
 package core
 
 import (
-	"strings"
 	"time"
 
 	"github.com/omnibusmq/omnibus/core/filter"
 )
 
 // filterMsg adapts a *Message to the filter package's view of a message.
+// Encoded application properties are decoded the first time a filter
+// asks for one, once for all the subscriptions a send evaluates; a rule
+// action changes a message whose properties are decoded already
+// ([Message.ownProperties]).
 type filterMsg struct {
-	m *Message
+	m       *Message
+	props   map[string]any // m's properties, decoded, once decoded is set
+	decoded bool
 }
 
-var _ filter.MutableMessage = filterMsg{}
+var _ filter.MutableMessage = (*filterMsg)(nil)
 
 func nonEmpty(s string) (any, bool) { return s, s != "" }
 
 // System returns a system property by its Service Bus name.
-func (f filterMsg) System(name string) (any, bool) {
+func (f *filterMsg) System(name string) (any, bool) {
 	m := f.m
 	switch name {
 	case "MessageId":
@@ -68,20 +73,23 @@ func (f filterMsg) System(name string) (any, bool) {
 // case-insensitively, as in Service Bus filters, after an exact match is
 // tried: HTTP clients cannot preserve the case of a custom property
 // header, so "color" must find "Color".
-func (f filterMsg) Property(name string) (any, bool) {
-	if v, ok := f.m.ApplicationProperties[name]; ok {
-		return v, true
+//
+// Properties that cannot be decoded (which the front that encoded them
+// checked when they arrived, so only a damaged record could hold) read
+// as absent.
+func (f *filterMsg) Property(name string) (any, bool) {
+	if !f.m.encoded() {
+		return propertyIn(f.m.ApplicationProperties, name)
 	}
-	for k, v := range f.m.ApplicationProperties {
-		if strings.EqualFold(k, name) {
-			return v, true
-		}
+	if !f.decoded {
+		f.props, _ = f.m.EncodedProperties.decode()
+		f.decoded = true
 	}
-	return nil, false
+	return propertyIn(f.props, name)
 }
 
 // SetSystem sets a settable system property (rule actions).
-func (f filterMsg) SetSystem(name string, v any) error {
+func (f *filterMsg) SetSystem(name string, v any) error {
 	m := f.m
 	str := func(p *string) error {
 		switch x := v.(type) {
@@ -138,8 +146,10 @@ func (f filterMsg) SetSystem(name string, v any) error {
 	return nil
 }
 
-// SetProperty sets an application property.
-func (f filterMsg) SetProperty(name string, v any) {
+// SetProperty sets an application property. The message's properties
+// are decoded (see filterMsg).
+func (f *filterMsg) SetProperty(name string, v any) {
+	_ = f.m.ownProperties() // decoded already: fanOut decoded the copy
 	if f.m.ApplicationProperties == nil {
 		f.m.ApplicationProperties = make(map[string]any)
 	}
@@ -147,4 +157,7 @@ func (f filterMsg) SetProperty(name string, v any) {
 }
 
 // RemoveProperty deletes an application property.
-func (f filterMsg) RemoveProperty(name string) { delete(f.m.ApplicationProperties, name) }
+func (f *filterMsg) RemoveProperty(name string) {
+	_ = f.m.ownProperties()
+	delete(f.m.ApplicationProperties, name)
+}

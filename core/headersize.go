@@ -41,13 +41,15 @@ func measure(m *Message) measured {
 	for k, v := range m.ApplicationProperties {
 		props += len(k) + valueSize(v)
 	}
+	encoded := len(m.EncodedProperties.Bytes) // stored as they are
 	anns := 0
 	for k, v := range m.Annotations {
 		anns += len(k) + valueSize(v)
 	}
 	const fixed = 96 // as bodyRecordSize
-	record := fixed + len(m.Body) + len(m.UserID) + ids + props + anns +
+	record := fixed + len(m.Body) + len(m.UserID) + ids + props + anns + encoded +
 		12*(len(m.ApplicationProperties)+len(m.Annotations))
+	props += m.EncodedProperties.Size
 	for _, s := range bodyStrings(m) {
 		record += len(s)
 	}

@@ -143,6 +143,11 @@ type Message struct {
 	Priority              uint8
 	Durable               bool
 	ApplicationProperties map[string]any
+	// EncodedProperties, when set, hold the application properties
+	// instead of ApplicationProperties (which is then nil), in the
+	// encoding of the front that received them (properties.go): read
+	// them with [Message.Properties].
+	EncodedProperties EncodedProperties
 	// Annotations are message annotations the broker does not interpret
 	// (anything but the x-opt-* keys it owns), kept for fidelity.
 	Annotations map[string]any
@@ -217,7 +222,7 @@ func (m *Message) Size() int {
 	for k, v := range m.ApplicationProperties {
 		n += len(k) + valueSize(v)
 	}
-	return n
+	return n + m.EncodedProperties.Size
 }
 
 func valueSize(v any) int {
@@ -246,7 +251,7 @@ func valueSize(v any) int {
 }
 
 // Clone returns a deep copy of the mutable parts of m (maps), sharing the
-// body bytes, which the broker never modifies.
+// body bytes and encoded properties, which the broker never modifies.
 func (m *Message) Clone() *Message {
 	c := *m
 	c.ApplicationProperties = cloneMap(m.ApplicationProperties)

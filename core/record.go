@@ -14,8 +14,17 @@ import (
 //
 // A topic writes one body record for all its subscriptions; each
 // subscription copy has its own state record pointing at it.
-
-const bodyVersion = 1
+//
+// A body record has one of two versions, which differ only in how they
+// keep the application properties: version 1 in core's value codec
+// (valuecodec.go), version 2 as the front encoded them
+// ([EncodedProperties]: the codec's id, their accounted size, the bytes).
+// A message with encoded properties is written as version 2, any other
+// as version 1, which every release has read and written.
+const (
+	bodyVersion        = 1
+	bodyVersionEncoded = 2
+)
 
 // encodeBody appends the encoding of m to b.
 func encodeBody(b []byte, m *Message) ([]byte, error) {
@@ -28,7 +37,11 @@ func encodeBody(b []byte, m *Message) ([]byte, error) {
 // appendBody is encodeBody into a b that has room for the record already
 // (the send path sized it from [measure]); it grows b if it has not.
 func appendBody(b []byte, m *Message) ([]byte, error) {
-	b = append(b, bodyVersion)
+	if m.encoded() {
+		b = append(b, bodyVersionEncoded)
+	} else {
+		b = append(b, bodyVersion)
+	}
 	var err error
 	if b, err = appendValue(b, m.MessageID); err != nil {
 		return nil, err
@@ -50,7 +63,11 @@ func appendBody(b []byte, m *Message) ([]byte, error) {
 		flags |= 1
 	}
 	b = append(b, m.Priority, flags, byte(m.BodyType))
-	if b, err = appendMap(b, m.ApplicationProperties); err != nil {
+	if m.encoded() {
+		ep := &m.EncodedProperties
+		b = binary.AppendUvarint(append(b, ep.Codec), uint64(ep.Size))
+		b = appendBytes(b, ep.Bytes)
+	} else if b, err = appendMap(b, m.ApplicationProperties); err != nil {
 		return nil, err
 	}
 	if b, err = appendMap(b, m.Annotations); err != nil {

@@ -338,6 +338,9 @@ func detach(m *Message) *Message {
 	if m.UserID != nil {
 		c.UserID = append([]byte(nil), m.UserID...)
 	}
+	if m.encoded() {
+		c.EncodedProperties.Bytes = append([]byte(nil), m.EncodedProperties.Bytes...)
+	}
 	return c
 }
 

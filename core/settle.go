@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -198,6 +199,12 @@ func (q *queue) planDefer(w *write, r *msgRec, st stateRec, o Outcome) (settled,
 // (damaged.go).
 func (q *queue) planRewrite(w *write, r *msgRec, st stateRec, stub bool, change func(*Message)) (stateRec, error) {
 	m, raw, err := q.loadBody(st.owner, r.seq)
+	if err == nil {
+		if err = m.ownProperties(); err != nil { // to be changed
+			err = storeError(fmt.Errorf("message %d of '%s': %w", r.seq, q.path, err))
+			raw = m.Body
+		}
+	}
 	if err != nil {
 		if !stub || !damaged(err) {
 			return st, err
@@ -222,6 +229,8 @@ func (q *queue) planRewrite(w *write, r *msgRec, st stateRec, stub bool, change 
 	return st, nil
 }
 
+// mergeProps sets props on m, whose properties are decoded
+// ([Message.ownProperties]).
 func mergeProps(m *Message, props map[string]any) {
 	if len(props) == 0 {
 		return

@@ -67,13 +67,12 @@ type subscriptionMatch struct {
 	err     error            // a filter failed to evaluate
 }
 
-func (e *entity) match(m *Message) subscriptionMatch {
+func (e *entity) match(fm *filterMsg) subscriptionMatch {
 	var res subscriptionMatch
 	rules := e.root().rules.Load() // a partition has its parent's
 	if rules == nil {
 		return res
 	}
-	fm := filterMsg{m: m}
 	for _, r := range *rules {
 		ok, err := r.filter.Match(fm)
 		if err != nil {
@@ -97,9 +96,10 @@ func (p *sendPlan) fanOut(t *entity, d *Entity, ps *pendingSend, m *Message, seq
 		return nil
 	}
 	sharedUsed := false
+	fm := &filterMsg{m: m} // one decode of m's properties for every filter
 	for _, s := range *subs {
 		sd := s.desc.Load()
-		res := s.match(m)
+		res := s.match(fm)
 		if p.b.cfg.Faults.IgnoreFilters {
 			res.matched, res.err = true, nil
 		}
@@ -119,9 +119,12 @@ func (p *sendPlan) fanOut(t *entity, d *Entity, ps *pendingSend, m *Message, seq
 		cp := m
 		if len(res.actions) > 0 || q != s.q {
 			cp = m.Clone()
-			fm := filterMsg{m: cp}
+			if err := cp.ownProperties(); err != nil { // to be changed
+				return errf(CodeBadRequest, "'%s': %v", sd.Path(), err)
+			}
+			cfm := &filterMsg{m: cp}
 			for _, a := range res.actions {
-				if err := a.Apply(fm); err != nil {
+				if err := a.Apply(cfm); err != nil {
 					return errf(CodeBadRequest, "rule action of '%s': %v", sd.Path(), err)
 				}
 			}

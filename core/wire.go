@@ -48,7 +48,8 @@ func ReadMessage(b []byte) (*Message, []byte, error) {
 
 // decodeBodyFrom reads a body record from r, leaving r after it.
 func decodeBodyFrom(r *reader) (*Message, error) {
-	if r.byte() != bodyVersion {
+	version := r.byte()
+	if version != bodyVersion && version != bodyVersionEncoded {
 		return nil, errCorrupt
 	}
 	m := &Message{}
@@ -69,10 +70,27 @@ func decodeBodyFrom(r *reader) (*Message, error) {
 	m.Priority = r.byte()
 	m.Durable = r.byte()&1 != 0
 	m.BodyType = BodyType(r.byte())
-	m.ApplicationProperties = r.mapValue()
+	var props []byte
+	if version == bodyVersionEncoded {
+		m.EncodedProperties.Codec = r.byte()
+		m.EncodedProperties.Size = int(r.uvarint())
+		props = r.bytes()
+	} else {
+		m.ApplicationProperties = r.mapValue()
+	}
 	m.Annotations = r.mapValue()
-	if body := r.bytes(); len(body) > 0 {
-		m.Body = append([]byte(nil), body...)
+	body := r.bytes()
+	if r.err == nil && (props != nil || len(body) > 0) {
+		// The properties and the body share one copy of what b held.
+		own := make([]byte, len(props)+len(body))
+		if props != nil {
+			m.EncodedProperties.Bytes = own[:len(props):len(props)]
+			copy(own, props)
+		}
+		if len(body) > 0 {
+			m.Body = own[len(props):]
+			copy(m.Body, body)
+		}
 	}
 	if r.err != nil {
 		return nil, r.err

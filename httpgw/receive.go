@@ -85,8 +85,14 @@ func (g *Gateway) receive(w http.ResponseWriter, r *http.Request, mode core.Rece
 // writeMessageHeaders sets the headers that carry a received message:
 // BrokerProperties, Content-Type (absent when the message has none, with
 // sniffing disabled), Content-Length and the custom properties.
+//
+// Properties the broker keeps encoded are decoded here; ones that cannot
+// be (only a damaged record could hold such, which `omnibus check`
+// reports) are left out rather than losing the message, which the
+// receive has already taken.
 func writeMessageHeaders(h http.Header, m *core.Message) {
-	writePropertyHeaders(h, m.ApplicationProperties)
+	props, _ := m.Properties()
+	writePropertyHeaders(h, props)
 	h[headerBrokerProperties] = []string{formatBrokerProperties(m)} // the service's spelling
 	if m.ContentType != "" {
 		h.Set("Content-Type", m.ContentType)

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"time"
@@ -166,11 +167,17 @@ func (h *Handler) resubmitChosen(ctx context.Context, b *core.Broker, dlq, targe
 func (h *Handler) moveBack(ctx context.Context, b *core.Broker, dlq, target string, msgs []*core.Message) error {
 	copies := make([]*core.Message, len(msgs))
 	toks := make([]core.LockToken, len(msgs))
+	var err error
 	for i, m := range msgs {
-		copies[i] = resubmitCopy(m)
 		toks[i] = m.LockToken
+		if copies[i], err = resubmitCopy(m); err != nil {
+			err = fmt.Errorf("message %d: %w", m.SequenceNumber, err)
+		}
 	}
-	if _, err := b.Send(ctx, target, copies...); err != nil {
+	if err == nil {
+		_, err = b.Send(ctx, target, copies...)
+	}
+	if err != nil {
 		for _, tok := range toks {
 			_ = b.Settle(context.WithoutCancel(ctx), dlq, tok, core.Outcome{Kind: core.Release})
 		}
@@ -182,8 +189,12 @@ func (h *Handler) moveBack(ctx context.Context, b *core.Broker, dlq, target stri
 // resubmitCopy is what goes back: what the sender set, without what the
 // broker added (sequence number, enqueue time, delivery count, lock,
 // dead-letter reason and description).
-func resubmitCopy(m *core.Message) *core.Message {
-	props := maps.Clone(m.ApplicationProperties)
+func resubmitCopy(m *core.Message) (*core.Message, error) {
+	props, err := m.Properties()
+	if err != nil {
+		return nil, err
+	}
+	props = maps.Clone(props)
 	delete(props, "DeadLetterReason")
 	delete(props, "DeadLetterErrorDescription")
 	return &core.Message{
@@ -193,7 +204,7 @@ func resubmitCopy(m *core.Message) *core.Message {
 		ViaPartitionKey: m.ViaPartitionKey, TimeToLive: m.TimeToLive, UserID: m.UserID,
 		Priority: m.Priority, Durable: true, ApplicationProperties: props,
 		BodyType: m.BodyType, Body: m.Body, CreationTime: m.CreationTime,
-	}
+	}, nil
 }
 
 type purgeRequest struct {

@@ -50,6 +50,9 @@ type messageJSON struct {
 	BodyType             string     `json:"bodyType"`
 	BodySize             int        `json:"bodySize"`
 	Properties           []propJSON `json:"properties"`
+	// PropertiesError says why the properties could not be read (a
+	// damaged record, which `omnibus check` reports too).
+	PropertiesError string `json:"propertiesError,omitempty"`
 }
 
 // propJSON is a custom property: its name, a type name the send form
@@ -159,13 +162,17 @@ func toJSON(m *core.Message) messageJSON {
 	if m.BodyType == core.BodyAMQP {
 		j.BodyType = "amqp"
 	}
-	names := make([]string, 0, len(m.ApplicationProperties))
-	for k := range m.ApplicationProperties {
+	props, err := m.Properties()
+	if err != nil {
+		j.PropertiesError = err.Error()
+	}
+	names := make([]string, 0, len(props))
+	for k := range props {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		t, v := typedValue(m.ApplicationProperties[k])
+		t, v := typedValue(props[k])
 		j.Properties = append(j.Properties, propJSON{Name: k, Type: t, Value: v})
 	}
 	return j
