@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
@@ -197,7 +198,7 @@ func FuzzPlainProperties(f *testing.F) {
 			t.Fatalf("accounted size %d, the decoded properties' %d", size, want)
 		}
 		back, err := propertyCodec{}.DecodeProperties(raw)
-		if err != nil || !cmp.Equal(back, props) {
+		if err != nil || !cmp.Equal(back, props, cmpopts.EquateNaNs()) {
 			t.Fatalf("the codec decodes %v, %v; want %v", back, err, props)
 		}
 	})
