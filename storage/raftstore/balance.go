@@ -66,7 +66,7 @@ func (h *host) balanceOnce() {
 			continue
 		}
 		n.log.Info("handing this group's leadership to its preferred leader", zap.Uint64("to", want))
-		n.runOnLoop(func() { n.loop.rn.TransferLeader(want) })
+		n.runOnLoop(func() { n.transferLeadership(want) })
 		return
 	}
 }
@@ -80,4 +80,20 @@ func preferredLeader(founders []uint64, g uint64) uint64 {
 	ids := slices.Clone(founders)
 	slices.Sort(ids)
 	return ids[int(g-1)%len(ids)]
+}
+
+// transferLeadership (on the loop) hands the group's leadership to node
+// to. The Session ends first, before raft's TimeoutNow leaves: the new
+// leader is elected without waiting out this one's lease (a transfer's
+// campaign passes over the lease that makes voters refuse), so this one
+// must stop serving before it can be; and no new Session starts while
+// the transfer is under way (updateServing).
+func (n *Node) transferLeadership(to uint64) {
+	n.mu.Lock()
+	if n.sess != nil {
+		n.endSessionLocked(n.sess, errTransferring)
+	}
+	n.canServe = false
+	n.mu.Unlock()
+	n.loop.rn.TransferLeader(to)
 }

@@ -225,3 +225,36 @@ func TestGroupLeadershipBalances(t *testing.T) {
 	c.start(3)
 	waitFor(t, "every data group led by its preferred leader once node 3 is back", preferred)
 }
+
+// TestTransferEndsSessionFirst: a leader that hands its leadership over
+// (the balancer's transfer) ends its Session before raft's TimeoutNow
+// leaves, and starts no other while the transfer is under way: the
+// transferee is elected without waiting out this leader's lease, so this
+// one must not serve by then.
+func TestTransferEndsSessionFirst(t *testing.T) {
+	c := newTestCluster(t, 3, true, func(cfg *Config) { cfg.Groups = 1 })
+	s, id := c.groupSession(1)
+	gn := c.nodes[id].GroupNode(1)
+	to := uint64(1)
+	if id == 1 {
+		to = 2
+	}
+	// Checked on the loop, right after the transfer began: before the
+	// loop's next Ready sends raft's messages (TimeoutNow among them).
+	ended := make(chan bool, 1)
+	gn.runOnLoop(func() {
+		gn.transferLeadership(to)
+		ended <- s.Err() != nil
+	})
+	if !<-ended {
+		t.Fatal("the Session is still live once the transfer began")
+	}
+	s2, newID := c.groupSession(1)
+	defer s2.Close()
+	if newID != to {
+		t.Fatalf("node %d leads after the transfer to %d", newID, to)
+	}
+	if !s2.started.After(time.Now().Add(-time.Minute)) {
+		t.Fatalf("the new Session began at %v", s2.started)
+	}
+}

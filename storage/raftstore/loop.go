@@ -425,7 +425,13 @@ func (n *Node) updateServing() {
 		n.endSessionLocked(n.sess, errNotLeader)
 	}
 	fenced := l.fenceTerm == st.Term && applied < l.fenceIndex
-	can := leader && appliedTerm == st.Term && !fenced && !n.stalled.Load() &&
+	// A leader handing its leadership over serves nothing meanwhile: the
+	// transferee may be elected before this one's lease ends.
+	transferring := st.LeadTransferee != 0
+	if transferring && n.sess != nil {
+		n.endSessionLocked(n.sess, errTransferring)
+	}
+	can := leader && appliedTerm == st.Term && !fenced && !transferring && !n.stalled.Load() &&
 		n.leaseValid() && n.failed == nil && !n.closed
 	if can != n.canServe {
 		n.canServe = can

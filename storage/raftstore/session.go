@@ -14,10 +14,11 @@ import (
 
 // Errors a Session ends with (all wrap storage.ErrUnavailable).
 var (
-	errNotLeader   = fmt.Errorf("%w: raftstore: no longer the leader", storage.ErrUnavailable)
-	errLeaseLapsed = fmt.Errorf("%w: raftstore: the leader lease lapsed (no quorum heard from)", storage.ErrUnavailable)
-	errStalled     = fmt.Errorf("%w: raftstore: this node's disk refuses writes", storage.ErrUnavailable)
-	errTimedOut    = fmt.Errorf("%w: raftstore: a write was not committed in time; its outcome is unknown", storage.ErrUnavailable)
+	errNotLeader    = fmt.Errorf("%w: raftstore: no longer the leader", storage.ErrUnavailable)
+	errLeaseLapsed  = fmt.Errorf("%w: raftstore: the leader lease lapsed (no quorum heard from)", storage.ErrUnavailable)
+	errStalled      = fmt.Errorf("%w: raftstore: this node's disk refuses writes", storage.ErrUnavailable)
+	errTimedOut     = fmt.Errorf("%w: raftstore: a write was not committed in time; its outcome is unknown", storage.ErrUnavailable)
+	errTransferring = fmt.Errorf("%w: raftstore: this node is handing its leadership over", storage.ErrUnavailable)
 )
 
 // proposalTimeout bounds how long Apply waits for its batch to commit. It
