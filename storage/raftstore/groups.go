@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 
@@ -252,14 +253,17 @@ func (l groupLink) addr() string                   { return l.tr.addr() }
 // GroupSummary is one data group as a node sees it: its part of the
 // meta group's [Status] (Status.Groups).
 type GroupSummary struct {
-	Group   uint64   `json:"group"`
-	State   string   `json:"state"`
-	Term    uint64   `json:"term"`
-	Leader  uint64   `json:"leader"`
-	Commit  uint64   `json:"commit"`
-	Applied uint64   `json:"applied"`
-	Serving bool     `json:"serving"`
-	Voters  []uint64 `json:"voters"`
+	Group   uint64 `json:"group"`
+	State   string `json:"state"`
+	Term    uint64 `json:"term"`
+	Leader  uint64 `json:"leader"`
+	Commit  uint64 `json:"commit"`
+	Applied uint64 `json:"applied"`
+	Serving bool   `json:"serving"`
+	// ServingSince is when (wall clock) this node's Session of the group
+	// began, while it serves.
+	ServingSince time.Time `json:"servingSince,omitzero"`
+	Voters       []uint64  `json:"voters"`
 }
 
 // groupSummary is what Status.Groups says of this group, from what other
@@ -276,7 +280,9 @@ func (n *Node) groupSummary() GroupSummary {
 		s.State = "NoLeader"
 	}
 	n.mu.Lock()
-	s.Serving = n.sess != nil
+	if n.sess != nil {
+		s.Serving, s.ServingSince = true, n.sess.started
+	}
 	n.mu.Unlock()
 	return s
 }

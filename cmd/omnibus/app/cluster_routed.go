@@ -132,9 +132,34 @@ func (r *routed) start() error {
 	for _, gn := range r.meta.Groups() {
 		if gn.Group() != 0 {
 			go r.serveGroup(gn)
+			go r.watchLeader(gn)
 		}
 	}
 	return nil
+}
+
+// watchLeader fails the calls under way on data group gn's old leader as
+// soon as this node sees another elected: that node may be frozen or cut
+// off and never answer, and the clients' retries reach the new leader.
+func (r *routed) watchLeader(gn *raftstore.Node) {
+	g, last := gn.Group(), gn.Leader()
+	for {
+		select {
+		case <-gn.Changed():
+		case <-r.cl.ctx.Done():
+			return
+		}
+		now := gn.Leader()
+		if now != last && last != 0 && last != r.meta.ID() {
+			r.mu.Lock()
+			c := r.clients[last]
+			r.mu.Unlock()
+			if c != nil {
+				c.FailGroup(g)
+			}
+		}
+		last = now
+	}
 }
 
 // stop closes the routed App and the calls between nodes.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -21,6 +22,9 @@ type Dial func(ctx context.Context) (nc net.Conn, br *bufio.Reader, err error)
 type Client struct {
 	dial Dial
 	log  *zap.Logger
+	// pingEvery and silence are the liveness timing (frame.go); tests
+	// shorten them before the first call.
+	pingEvery, silence time.Duration
 
 	mu     sync.Mutex // guards the fields below
 	cur    *clientConn
@@ -32,7 +36,7 @@ func NewClient(dial Dial, log *zap.Logger) *Client {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Client{dial: dial, log: log}
+	return &Client{dial: dial, log: log, pingEvery: pingEvery, silence: silenceLimit}
 }
 
 // Close closes the connection; calls under way fail.
@@ -61,6 +65,7 @@ type clientConn struct {
 type pendingCall struct {
 	ch      chan []byte // the answer's payload after the id; nil when the connection broke
 	changes bool        // the call may change state: a broken connection leaves its outcome unknown
+	group   uint64
 }
 
 // conn returns the live connection, opening one if needed.
@@ -78,9 +83,64 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "cannot reach the node that leads the entity's group: " + err.Error()}
 	}
 	cc := &clientConn{fc: newFrameConn(nc, br), pending: map[uint64]*pendingCall{}}
+	cc.fc.silence = c.silence
 	c.cur = cc
 	go c.readLoop(cc)
+	go cc.pingLoop(c.pingEvery)
 	return cc, nil
+}
+
+// pingLoop pings the server every pingEvery until the connection ends:
+// its answers keep the connection's reads alive (frame.go, silenceLimit).
+func (cc *clientConn) pingLoop(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-cc.fc.closed:
+			return
+		}
+		cc.mu.Lock()
+		if cc.broken {
+			cc.mu.Unlock()
+			return
+		}
+		cc.next++
+		id := cc.next
+		cc.mu.Unlock()
+		e := &enc{}
+		e.uvarint(id)
+		e.byte(opPing)
+		if cc.fc.write(e.b) != nil {
+			return
+		}
+	}
+}
+
+// FailGroup fails the calls on group g under way now, as if their
+// connection broke: their group has another leader than this peer (a
+// caller that sees the election calls it), and the peer, frozen or cut
+// off, may never answer. Their answers, should they come, are dropped.
+func (c *Client) FailGroup(g uint64) {
+	c.mu.Lock()
+	cc := c.cur
+	c.mu.Unlock()
+	if cc == nil {
+		return
+	}
+	cc.mu.Lock()
+	var failed []*pendingCall
+	for id, p := range cc.pending {
+		if p.group == g {
+			failed = append(failed, p)
+			delete(cc.pending, id)
+		}
+	}
+	cc.mu.Unlock()
+	for _, p := range failed {
+		p.ch <- nil
+	}
 }
 
 // readLoop hands each answer to its call until the connection ends.
@@ -136,7 +196,7 @@ func (c *Client) start(ctx context.Context, op byte, group uint64, args []byte, 
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	p := &pendingCall{ch: make(chan []byte, 1), changes: changes}
+	p := &pendingCall{ch: make(chan []byte, 1), changes: changes, group: group}
 	cc.mu.Lock()
 	if cc.broken {
 		cc.mu.Unlock()

@@ -46,6 +46,7 @@ const (
 	opTxnRollback
 	opPlace  // the meta group's placement of a queue or topic (Server.Place)
 	opCancel // not a call: cancels the call with the frame's id
+	opPing   // not a call: the server answers it at once (liveness)
 	opLast
 )
 

@@ -19,14 +19,23 @@ const MaxFrameBytes = 112 << 20
 // that stopped reading loses its connection.
 const writeTimeout = 5 * time.Second
 
+// Liveness: a client pings every pingEvery, which the server answers; an
+// end that reads nothing for silenceLimit closes the connection (a peer
+// frozen or cut off without a reset), failing the calls under way.
+const (
+	pingEvery    = time.Second
+	silenceLimit = 5 * time.Second
+)
+
 // frameConn writes whole frames from several goroutines and reads them
 // from one. Writes are gathered: a frame is appended to what waits to be
 // written, and one writer goroutine writes everything that waits in one
 // system call (one TLS record run), so a burst of answers costs a write,
 // not one each.
 type frameConn struct {
-	nc net.Conn
-	br *bufio.Reader
+	nc      net.Conn
+	br      *bufio.Reader
+	silence time.Duration // a read gives up after this long without a byte
 
 	mu      sync.Mutex // guards the fields below
 	pending []byte     // frames waiting for the writer
@@ -41,7 +50,7 @@ func newFrameConn(nc net.Conn, br *bufio.Reader) *frameConn {
 	if br == nil {
 		br = bufio.NewReaderSize(nc, 64<<10)
 	}
-	return &frameConn{nc: nc, br: br, wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	return &frameConn{nc: nc, br: br, silence: silenceLimit, wake: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
 // write queues one frame (payload without its length) for the writer.
@@ -104,6 +113,9 @@ func (c *frameConn) writeLoop() {
 
 // read reads the next frame's payload into buf (reused when it fits).
 func (c *frameConn) read(buf []byte) ([]byte, error) {
+	if err := c.nc.SetReadDeadline(time.Now().Add(c.silence)); err != nil {
+		return nil, err
+	}
 	var hdr [4]byte
 	if _, err := io.ReadFull(c.br, hdr[:]); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -313,5 +314,70 @@ func TestRemoteBrokenConnection(t *testing.T) {
 	r.srv.Close() // the remote node goes away
 	if err := <-done; !errors.Is(err, core.ErrServerBusy) || !strings.Contains(err.Error(), "retry") {
 		t.Fatalf("a receive cut off: %v, want server busy", err)
+	}
+}
+
+// TestSilentPeerFailsCalls: a peer that takes the connection and never
+// answers (frozen, cut off without a reset) fails the calls under way once
+// nothing came for silenceLimit, and FailGroup fails a group's calls at
+// once (its caller saw another leader elected).
+func TestSilentPeerFailsCalls(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, nc) }() // reads, never answers
+		}
+	}()
+	c := NewClient(func(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", ln.Addr().String())
+		return nc, nil, err
+	}, zaptest.NewLogger(t))
+	c.pingEvery, c.silence = 50*time.Millisecond, 300*time.Millisecond
+	defer c.Close()
+	home, err := core.New(core.Config{Router: &rigRouter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer home.Close()
+	be := NewBackend(c, 1, home)
+	start := time.Now()
+	_, err = be.Send(t.Context(), "q", coretest.Text("x"))
+	if !errors.Is(err, core.ErrOutcomeUnknown) {
+		t.Fatalf("a send to a silent peer: %v, want outcome unknown", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the send failed only after %v", d)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := be.Receive(t.Context(), "q", core.ReceiveOptions{})
+		done <- err
+	}()
+	for {
+		c.mu.Lock()
+		cc := c.cur
+		c.mu.Unlock()
+		if cc != nil {
+			cc.mu.Lock()
+			n := len(cc.pending)
+			cc.mu.Unlock()
+			if n > 0 {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.FailGroup(1)
+	if err := <-done; !errors.Is(err, core.ErrServerBusy) {
+		t.Fatalf("a receive of a group whose leader changed: %v, want server busy", err)
 	}
 }

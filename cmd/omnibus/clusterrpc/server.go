@@ -139,6 +139,13 @@ func (c *serverConn) dispatch(payload []byte) bool {
 		c.s.log.Warn("a peer sent a malformed call; closing its connection", zap.Uint64("peer", c.from))
 		return false
 	}
+	if op == opPing {
+		e := &enc{}
+		e.uvarint(id)
+		e.byte(statusOK)
+		_ = c.fc.write(e.b)
+		return true
+	}
 	if op == opCancel {
 		c.mu.Lock()
 		cancel := c.calls[id]
