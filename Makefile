@@ -223,8 +223,9 @@ soak: build ## crash soak: SIGKILL the real binary under load KILLS times (18) a
 	bin/omnibus-tools soak --binary bin/omnibus --kills $(KILLS) --disk-faults $(DISK_FAULTS) $(SOAK_FLAGS)
 
 FAILOVERS ?= 12
-cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILLed or cut off (network namespaces as root, else SIGSTOP) FAILOVERS times (12), every message accounted (CLUSTER_FLAGS="--backlog 100000 --hold-receivers": every failover with 100k queued)
+cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILLed or cut off (network namespaces as root, else SIGSTOP) FAILOVERS times (12), every message accounted; then the same with 3 data groups (--groups 3), each node deposed in turn, the meta leader among them (CLUSTER_FLAGS="--backlog 100000 --hold-receivers": every failover with 100k queued)
 	bin/omnibus-tools cluster-soak --binary bin/omnibus --failovers $(FAILOVERS) $(CLUSTER_FLAGS)
+	bin/omnibus-tools cluster-soak --binary bin/omnibus --groups 3 --failovers $(FAILOVERS) $(CLUSTER_FLAGS)
 
 cluster-scale: build ## a cluster with data groups against one group, each node held to CPU=0.2 cores by cgroup v1 cpu.cfs_quota_us (root): send+receive rate and CPU per message per node, 3 and 5 nodes (NODES, CPU, DURATION, QUEUES_PER_NODE)
 	bash cmd/omnibus/bench/cluster_scale.sh

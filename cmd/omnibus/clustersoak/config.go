@@ -48,6 +48,12 @@ type Config struct {
 	// zero means omnibus's defaults.
 	Tick          time.Duration
 	ElectionTicks int
+
+	// Groups runs the cluster with that many data groups (omnibus
+	// --groups): each node leads one, and a failover deposes each node
+	// in turn, the meta group's leader among them (groups.go). 0: one
+	// group, and a failover deposes its leader.
+	Groups int
 }
 
 // Defaults of `make cluster-test`.
@@ -80,6 +86,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", time.Minute, "the drain gives up after this long without a delivery")
 	fs.DurationVar(&c.Tick, "raft-tick", 0, "the nodes' --raft-tick (0: omnibus's default)")
 	fs.IntVar(&c.ElectionTicks, "raft-election-ticks", 0, "the nodes' --raft-election-ticks (0: omnibus's default)")
+	fs.IntVar(&c.Groups, "groups", 0, "data groups (omnibus --groups): the nodes are deposed in turn, the meta leader among them (0: one group, its leader deposed)")
 	return fs
 }
 
@@ -107,6 +114,9 @@ func (c *Config) validate() error {
 	case "auto", "on", "off":
 	default:
 		return fmt.Errorf("%w: --netns %q: want auto, on or off", errUsage, c.Netns)
+	}
+	if c.Groups < 0 {
+		return fmt.Errorf("%w: --groups must be >= 0", errUsage)
 	}
 	if c.Size < 32 {
 		c.Size = 32

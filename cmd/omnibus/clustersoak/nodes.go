@@ -93,6 +93,9 @@ func newNodes(c *Config, nw *network, dir, key string, count int) ([]*node, erro
 		if c.ElectionTicks > 0 {
 			n.args = append(n.args, "--raft-election-ticks", fmt.Sprint(c.ElectionTicks))
 		}
+		if c.Groups > 0 {
+			n.args = append(n.args, "--groups", fmt.Sprint(c.Groups))
+		}
 	}
 	return nodes, nil
 }

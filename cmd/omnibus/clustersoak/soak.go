@@ -92,6 +92,11 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the cluster did not elect a leader: %w", err)
 	}
+	if c.Groups > 0 {
+		if _, err := waitAllServed(ctx, nodes, c.Groups, c.ReadyTimeout); err != nil {
+			return nil, fmt.Errorf("the cluster's groups: %w", err)
+		}
+	}
 	res.Startup = time.Since(started)
 	where := "loopback; cut-offs are SIGSTOPs (" + nw.why + ")"
 	if nw.netns {
@@ -131,10 +136,17 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 			break
 		}
 		var f Failover
-		f, runErr = failover(ctx, &c, k, nodes, nw, lb, ld)
+		if c.Groups > 0 {
+			f, runErr = groupsFailover(ctx, &c, k, nodes, nw, lb, ld)
+		} else {
+			f, runErr = failover(ctx, &c, k, nodes, nw, lb, ld)
+		}
 		res.Failovers = append(res.Failovers, f)
 		res.CompletionsAtFailovers += f.completions
-		if runErr == nil {
+		if runErr == nil && c.Groups > 0 {
+			fmt.Fprintf(progress, "cluster soak: failover %d/%d: node %d %s; its groups served again %s after the fault took effect; a send acknowledged after %s\n",
+				k, c.Failovers, f.Old, f.How, ms(f.Elected), ms(f.FirstAck))
+		} else if runErr == nil {
 			fmt.Fprintf(progress, "cluster soak: failover %d/%d: %s node %d (term %d) → node %d leads (term %d), serving %s after the fault took effect; its first send acknowledged after %s\n",
 				k, c.Failovers, f.How, f.Old, f.OldTerm, f.New, f.NewTerm, ms(f.Elected), ms(f.FirstAck))
 		}
