@@ -19,8 +19,9 @@
 # node ((i + i div n) mod n) + 1, so that each node's clients use every
 # group alike and 1 in n of them reach the node leading their queue's
 # group, as behind a load balancer: the others' links are served over
-# the nodes' own connections. The generators run outside the nodes'
-# cgroups, on whatever CPU is left.
+# the nodes' own connections (CLIENTS=leader puts every generator on the
+# node leading its queue's group instead: no call between nodes). The
+# generators run outside the nodes' cgroups, on whatever CPU is left.
 #
 # Needs root (cgroups); skips, saying why, where /sys/fs/cgroup/cpu is not
 # a writable cgroup v1 hierarchy. Take the numbers when the machine is
@@ -103,12 +104,31 @@ run() {
       sleep 0.5
     done
   done
-  sleep 5 # the data groups' leadership spreads (one transfer a second per node)
+  # Every data group led by its preferred leader, node ((g-1) mod n) + 1
+  # (one transfer a second per node): a transfer under load fails the
+  # sends under way, and the load generator does not reconnect.
+  if [ "$groups" -gt 0 ]; then
+    until "$BIN/omnibus" cluster status --data "$dir/node1" --addr "127.0.0.1:$(port 0 1)" --json 2>/dev/null |
+      python3 -c '
+import json, sys
+n, g = int(sys.argv[1]), int(sys.argv[2])
+led = {}
+for m in json.load(sys.stdin):
+    for gs in m.get("groups") or []:
+        if gs.get("serving"):
+            led[gs["group"]] = m["id"]
+sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1)' "$n" "$groups"; do
+      [ $SECONDS -lt $deadline ] || { echo "cluster-scale: the data groups never went to their preferred leaders" >&2; KEEP=1; exit 1; }
+      sleep 0.5
+    done
+  fi
+  sleep 2
   local before=() after=() b
   for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
   local bpids=()
   for i in $(seq 0 $((q - 1))); do
     local node=$((((i + i / n) % n) + 1))
+    if [ "${CLIENTS:-}" = leader ]; then node=$(((i % n) + 1)); fi
     "$BIN/omnibus-tools" bench --scenario both --queue "s$i" --url "amqp://127.0.0.1:$(port 1 "$node")" --size "$SIZE" \
       --duration "$DURATION" --quiet --pass "$KEY" --json "$dir/b$i.json" >"$dir/b$i.out" 2>&1 &
     bpids+=($!)
