@@ -86,6 +86,17 @@ func TestGroupsReplicateApart(t *testing.T) {
 			t.Fatalf("node %d runs %d groups, want the meta group and 3 data groups", id, got)
 		}
 	}
+	// The balancer hands groups to their preferred leaders; wait for it,
+	// so that no handover ends a Session under the writes below.
+	waitFor(t, "every data group led by its preferred leader", func() bool {
+		for g := uint64(1); g <= 3; g++ {
+			gn := c.nodes[preferredLeader([]uint64{1, 2, 3}, g)].GroupNode(g)
+			if gn.Leader() != gn.ID() {
+				return false
+			}
+		}
+		return true
+	})
 	leaders := map[uint64]uint64{}
 	for g := uint64(0); g <= 3; g++ {
 		s, id := c.groupSession(g)
@@ -152,22 +163,16 @@ func TestGroupsOnFiveNodes(t *testing.T) {
 			}
 		}
 	}
+	founders := []uint64{1, 2, 3, 4, 5}
 	for g := uint64(1); g <= 5; g++ {
 		slices.Sort(held[g])
-		if want := groupMembers([]uint64{1, 2, 3, 4, 5}, g); !slices.Equal(held[g], want) {
+		if want := groupMembers(founders, g); !slices.Equal(held[g], want) {
 			t.Errorf("group %d runs on %v, want %v", g, held[g], want)
 		}
-		s, id := c.groupSession(g)
-		if !slices.Contains(held[g], id) {
-			t.Errorf("group %d is led by node %d, not one of its members %v", g, id, held[g])
-		}
-		mustPut(t, s, "g", fmt.Sprint(g))
-		s.Close()
 	}
 	// Each node leads the group it prefers, and keeps it: the leadership
 	// does not go back and forth (it did, when each node balanced by the
 	// counts it saw over its own groups).
-	founders := []uint64{1, 2, 3, 4, 5}
 	terms := map[uint64]uint64{}
 	waitFor(t, "every data group led by its preferred leader", func() bool {
 		for g := uint64(1); g <= 5; g++ {
@@ -179,6 +184,14 @@ func TestGroupsOnFiveNodes(t *testing.T) {
 		}
 		return true
 	})
+	for g := uint64(1); g <= 5; g++ {
+		s, id := c.groupSession(g)
+		if !slices.Contains(held[g], id) {
+			t.Errorf("group %d is led by node %d, not one of its members %v", g, id, held[g])
+		}
+		mustPut(t, s, "g", fmt.Sprint(g))
+		s.Close()
+	}
 	time.Sleep(3 * balanceEvery)
 	for g := uint64(1); g <= 5; g++ {
 		gn := c.nodes[preferredLeader(founders, g)].GroupNode(g)
