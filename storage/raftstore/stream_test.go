@@ -161,8 +161,12 @@ func TestStreamBadFrameClosesOnlyThatStream(t *testing.T) {
 	sendUntil(t, t1, 2, heartbeat(1, 2), "a first heartbeat", func() bool { return h2.received.Load() > 0 })
 
 	oversized := binary.BigEndian.AppendUint32(nil, maxFrameBytes+1)
-	forged := frameBytes(t, &frame{from: 1, to: 2, msgs: []pb.Message{heartbeat(1, 2)}}) // on peer 9's stream
-	wrongNode := frameBytes(t, &frame{from: 9, to: 3, msgs: []pb.Message{heartbeat(9, 3)}})
+	// The forged messages carry markedTerm: heartbeats the good stream sent
+	// before a subtest may still arrive during it, so the count of every
+	// message received cannot tell whether a bad one got through.
+	marked := func(from, to uint64) pb.Message { m := heartbeat(from, to); m.Term = markedTerm; return m }
+	forged := frameBytes(t, &frame{from: 1, to: 2, msgs: []pb.Message{marked(1, 2)}}) // on peer 9's stream
+	wrongNode := frameBytes(t, &frame{from: 9, to: 3, msgs: []pb.Message{marked(9, 3)}})
 	for name, b := range map[string][]byte{
 		"garbage":    append(binary.BigEndian.AppendUint32(nil, 5), "junk!"...),
 		"oversized":  oversized,
@@ -176,8 +180,8 @@ func TestStreamBadFrameClosesOnlyThatStream(t *testing.T) {
 				t.Fatal(err)
 			}
 			awaitClosed(t, conn, br)
-			if h2.received.Load() != got {
-				t.Fatal("the bad stream's frame was delivered")
+			if n := h2.marked.Load(); n != 0 {
+				t.Fatalf("%d of the bad streams' messages were delivered", n)
 			}
 			sendUntil(t, t1, 2, heartbeat(1, 2), "a heartbeat on the good stream", func() bool { return h2.received.Load() > got })
 		})

@@ -82,6 +82,7 @@ type countingHandler struct {
 	tokens       chan struct{}
 	holdApps     chan struct{}
 	received     atomic.Int64
+	marked       atomic.Int64 // messages of term markedTerm: those a test forged
 	apps         atomic.Int64
 	unreachables atomic.Int64
 	gones        atomic.Int64
@@ -118,6 +119,10 @@ func (h *countingHandler) drain(tb testing.TB, window int) {
 	}
 }
 
+// markedTerm marks the messages a test forges, so that it can tell them
+// from the good stream's heartbeats, which may still be arriving.
+const markedTerm = 99
+
 func (h *countingHandler) receive(f *frame) bool {
 	for _, m := range f.msgs {
 		if m.Type == pb.MsgApp {
@@ -127,6 +132,9 @@ func (h *countingHandler) receive(f *frame) bool {
 			h.apps.Add(1)
 		}
 		h.received.Add(1)
+		if m.Term == markedTerm {
+			h.marked.Add(1)
+		}
 		select {
 		case h.tokens <- struct{}{}:
 		default:
