@@ -22,11 +22,17 @@ func (b *Broker) CompleteMany(path string, toks []LockToken, durable bool) (errs
 		if err != nil {
 			errs = make([]error, len(toks))
 			for i := range errs {
-				errs[i] = err
+				errs[i] = routedSettleErr(err)
 			}
 			return errs
 		}
-		return be.CompleteMany(path, toks, durable)
+		errs = be.CompleteMany(path, toks, durable)
+		for i := range errs {
+			if errs[i] != nil {
+				errs[i] = routedSettleErr(errs[i])
+			}
+		}
+		return errs
 	}
 	errs = make([]error, len(toks))
 	qs, err := b.queuesFor(path)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"time"
@@ -198,4 +199,30 @@ func (t *Txn) noteForwarded(path string, size int64) {
 		t.viaName = ParseAddress(path).Entity
 	}
 	t.bytes += size
+}
+
+// routedSettleErr is what a routed broker reports for a settlement
+// (Settle, CompleteMany) that failed with err. A refusal for now (server
+// busy: the entity's group is changing leaders, its leader cannot be
+// reached, or it stopped leading), a broken call (outcome unknown) or an
+// internal failure means the lock lived in a broker that is gone or out
+// of reach: it is reported lost, and the message is delivered again
+// (unless the settlement was applied before its answer was lost; a
+// retry could not tell either, the new leader knowing no lock of the
+// old). A retryable answer is unsafe here: go-amqp takes any reply to a
+// disposition as settling the delivery, so the Go SDK's retry of a
+// rejected completion reports success without asking the broker again,
+// and a message whose completion was never applied is delivered again
+// after the client was told it was completed.
+func routedSettleErr(err error) error {
+	switch CodeOf(err) {
+	case CodeServerBusy, CodeOutcomeUnknown, CodeTimeout, CodeInternal:
+		var e *Error
+		msg := err.Error()
+		if errors.As(err, &e) && e.Msg != "" {
+			msg = e.Msg
+		}
+		return &Error{Code: CodeLockLost, Msg: "The lock supplied is invalid: the broker holding it stopped serving the entity or cannot be reached (" + msg + "). The message will be delivered again, unless this settlement took effect before its answer was lost."}
+	}
+	return err
 }

@@ -179,3 +179,40 @@ func TestRoutedBrokerRefusesWhatItCannotReach(t *testing.T) {
 		t.Errorf("receive while the group moves: %v, want server busy", err)
 	}
 }
+
+// TestRoutedSettlementRefusalIsLockLost: a routed broker reports a
+// settlement its backend could not carry out for now (the group moving,
+// its leader out of reach) as a lost lock, never as "retry": the lock
+// lived in a broker that is gone, and the Go SDK would take the answer to
+// a retried disposition as a success without asking again.
+func TestRoutedSettlementRefusalIsLockLost(t *testing.T) {
+	b, r := newRouted(t)
+	ctx := t.Context()
+	if _, err := b.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Send(ctx, "q", coretest.Text("x"), coretest.Text("y")); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Max: 2})
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("receive: %d messages, %v", len(msgs), err)
+	}
+	r.down = true // the entity's group is changing leaders
+	if err := b.Settle(ctx, "q", msgs[0].LockToken, core.Outcome{Kind: core.Complete}); !errors.Is(err, core.ErrLockLost) {
+		t.Errorf("settle while the group moves: %v, want lock lost", err)
+	}
+	for _, err := range b.CompleteMany("q", []core.LockToken{msgs[1].LockToken}, true) {
+		if !errors.Is(err, core.ErrLockLost) {
+			t.Errorf("complete while the group moves: %v, want lock lost", err)
+		}
+	}
+	// A settlement the backend does answer keeps its own outcome.
+	r.down = false
+	if err := b.Settle(ctx, "q", msgs[0].LockToken, core.Outcome{Kind: core.Complete}); err != nil {
+		t.Errorf("settle once the group is back: %v", err)
+	}
+	if err := b.Settle(ctx, "q", msgs[0].LockToken, core.Outcome{Kind: core.Complete}); !errors.Is(err, core.ErrLockLost) {
+		t.Errorf("settling twice: %v, want lock lost", err)
+	}
+}

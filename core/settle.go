@@ -48,10 +48,13 @@ const (
 func (b *Broker) Settle(ctx context.Context, path string, tok LockToken, o Outcome) error {
 	if b.routed() {
 		be, err := b.route(path)
-		if err != nil {
-			return err
+		if err == nil {
+			err = be.Settle(ctx, path, tok, o)
 		}
-		return be.Settle(ctx, path, tok, o)
+		if err != nil {
+			return routedSettleErr(err)
+		}
+		return nil
 	}
 	q, err := b.queueFor(path, byLock(tok))
 	if err != nil {
