@@ -82,6 +82,22 @@ func amqpError(err error) *frames.Error {
 	return &frames.Error{Condition: conditionOf(err).cond, Description: description(err)}
 }
 
+// detachError is the error a receive link is detached with when taking
+// messages for it failed with err. A failure worth retrying (server busy:
+// in a cluster, the entity's group changing leaders; outcome unknown)
+// detaches with amqp:link:detach-forced, as Service Bus does when an
+// entity moves, so that the SDKs attach again: the Go SDK takes a link
+// detached with com.microsoft:server-busy or com.microsoft:timeout for a
+// passing error needing no recovery, keeps the dead link, and its
+// receiver returns no message ever again, without an error.
+func detachError(err error) *frames.Error {
+	fe := amqpError(err)
+	if fe.Condition == condServerBusy || fe.Condition == condTimeout {
+		return &frames.Error{Condition: frames.CondDetachForced, Description: fe.Description}
+	}
+	return fe
+}
+
 // description returns the human-readable part of err.
 func description(err error) string {
 	var ce *core.Error

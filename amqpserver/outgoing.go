@@ -303,7 +303,7 @@ func (l *link) pulled(batch []pulledMsg, err error) {
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		l.giveBack(batch)
 		if !l.detached {
-			l.detach(amqpError(err))
+			l.detach(detachError(err))
 		}
 		return
 	}

@@ -1,0 +1,136 @@
+package amqpserver
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	"github.com/Azure/go-amqp"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/coretest"
+)
+
+// A routed broker (a cluster with data groups, core.Config.Router) whose
+// entity's group is changing leaders refuses for now: the answers must be
+// ones the SDKs act on correctly.
+
+// refusingBackend is a broker whose receives and settlements can be
+// refused with server busy, as a group changing leaders refuses them.
+type refusingBackend struct {
+	core.Backend
+	refuse atomic.Bool
+}
+
+var errMoving = &core.Error{Code: core.CodeServerBusy, Msg: "the entity's group (1) is changing leaders; retry"}
+
+func (b *refusingBackend) Receive(ctx context.Context, path string, opts core.ReceiveOptions) ([]*core.Message, error) {
+	if b.refuse.Load() {
+		return nil, errMoving
+	}
+	return b.Backend.Receive(ctx, path, opts)
+}
+
+func (b *refusingBackend) Settle(ctx context.Context, path string, tok core.LockToken, o core.Outcome) error {
+	if b.refuse.Load() {
+		return errMoving
+	}
+	return b.Backend.Settle(ctx, path, tok, o)
+}
+
+func (b *refusingBackend) CompleteMany(path string, toks []core.LockToken, durable bool) []error {
+	if b.refuse.Load() {
+		errs := make([]error, len(toks))
+		for i := range errs {
+			errs[i] = errMoving
+		}
+		return errs
+	}
+	return b.Backend.CompleteMany(path, toks, durable)
+}
+
+type oneBackend struct{ be core.Backend }
+
+func (r oneBackend) Route(string) (core.Backend, error)                  { return r.be, nil }
+func (r oneBackend) Place(context.Context, string) (core.Backend, error) { return r.be, nil }
+func (r oneBackend) All() ([]core.Backend, error)                        { return []core.Backend{r.be}, nil }
+func (r oneBackend) Local() []core.Backend                               { return []core.Backend{r.be} }
+
+// newRoutedTestServer serves a routed broker whose one backend is the
+// test server's broker behind a refusingBackend.
+func newRoutedTestServer(t *testing.T) (*testServer, *refusingBackend) {
+	t.Helper()
+	be := &refusingBackend{}
+	ts := newTestServer(t, func(c *Config) {
+		be.Backend = c.Broker
+		routed, err := core.New(core.Config{Router: oneBackend{be}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { routed.Close() })
+		c.Broker = routed
+	})
+	return ts, be
+}
+
+// TestRoutedReceiveRefusedDetachesForced: a receive link whose pull is
+// refused for now is detached with amqp:link:detach-forced, as Service
+// Bus detaches links of an entity that moves. The Go SDK keeps a link
+// detached with com.microsoft:server-busy (a passing error, to it) and its
+// receiver then returns nothing, without an error, for good.
+func TestRoutedReceiveRefusedDetachesForced(t *testing.T) {
+	ts, be := newRoutedTestServer(t)
+	ts.MustSend(t, "q", coretest.Text("x"))
+	be.refuse.Store(true)
+	r, err := ts.session(t).NewReceiver(t.Context(), "q", &amqp.ReceiverOptions{SettlementMode: amqp.ReceiverSettleModeSecond.Ptr(), Credit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err = r.Receive(ctx, nil)
+	var le *amqp.LinkError
+	if !errors.As(err, &le) || le.RemoteErr == nil || le.RemoteErr.Condition != amqp.ErrCondDetachForced {
+		t.Fatalf("a receive refused while the group moves: %v, want the link detached with %s", err, amqp.ErrCondDetachForced)
+	}
+}
+
+// TestRoutedCompletionRefusedIsLockLost: the official Go SDK is told a
+// completion refused while the entity's group changes leaders failed
+// (lock lost), and the message is still there. Answered with server-busy,
+// the SDK retries by settling the same go-amqp message again, which
+// go-amqp reports as done without asking the broker: the client was told
+// the message was completed, and it was delivered again (the partitioned
+// cluster soak's "completed then delivered again").
+func TestRoutedCompletionRefusedIsLockLost(t *testing.T) {
+	ts, be := newRoutedTestServer(t)
+	ts.MustSend(t, "q", coretest.Text("x"))
+	cs := "Endpoint=sb://" + ts.addr + ";SharedAccessKeyName=" + testKeyName + ";SharedAccessKey=" + testKey + ";UseDevelopmentEmulator=true"
+	client, err := azservicebus.NewClientFromConnectionString(cs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close(context.Background())
+	rcv, err := client.NewReceiverForQueue("q", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	msgs, err := rcv.ReceiveMessages(ctx, 1, nil)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("receive: %d messages, %v", len(msgs), err)
+	}
+	be.refuse.Store(true)
+	err = rcv.CompleteMessage(ctx, msgs[0], nil)
+	var se *azservicebus.Error
+	if !errors.As(err, &se) || se.Code != azservicebus.CodeLockLost {
+		t.Fatalf("a completion refused while the group moves: %v, want lock lost", err)
+	}
+	if c := ts.MustCounts(t, "q"); c.Active != 1 {
+		t.Fatalf("counts %+v after a refused completion: the message must still be there", c)
+	}
+}
