@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	"go.uber.org/zap"
 )
 
@@ -83,17 +84,58 @@ func preferredLeader(founders []uint64, g uint64) uint64 {
 }
 
 // transferLeadership (on the loop) hands the group's leadership to node
-// to. The Session ends first, before raft's TimeoutNow leaves: the new
-// leader is elected without waiting out this one's lease (a transfer's
-// campaign passes over the lease that makes voters refuse), so this one
-// must stop serving before it can be; and no new Session starts while
-// the transfer is under way (updateServing).
+// to, in three steps:
+//
+//  1. Drain: the Session takes no new batch (refused as not applied) and
+//     lives on until the batches under way are committed and answered,
+//     so that a hand-over leaves no write whose outcome is unknown (a
+//     completion the client is told failed, which took effect). It ends
+//     once none is left, or after an election timeout at most.
+//  2. The lease margin (Config.leaseMargin) runs: the transferee is
+//     elected without waiting out this leader's lease (a transfer's
+//     campaign passes over the lease that makes voters refuse), so what
+//     this one answered just before its Session ended, checked against
+//     the lease, gets the time an election leaves it to reach its
+//     client. Without it the partitioned soak caught a delivery of the
+//     old leader reaching its client after the new leader had handed the
+//     same message out again and confirmed its completion.
+//  3. raft's TimeoutNow leaves (TransferLeader).
+//
+// No Session starts while the hand-over is under way (updateServing).
 func (n *Node) transferLeadership(to uint64) {
+	l := &n.loop
+	if l.handingOver {
+		return
+	}
+	l.handingOver, l.handDraining = true, true
+	l.handTo, l.handTerm = to, l.rn.BasicStatus().Term
+	l.handDrainUntil = n.mono() + int64(time.Duration(n.cfg.ElectionTicks)*n.cfg.TickInterval)
 	n.mu.Lock()
+	n.canServe = false
+	if n.sess == nil || len(n.queue)+len(n.waiting) == 0 {
+		n.handOverLocked()
+	} else {
+		n.draining = true
+	}
+	n.mu.Unlock()
+}
+
+// handOverLocked (on the loop, n.mu held) ends the drain of a hand-over:
+// the Session ends, and raft's TimeoutNow leaves after the lease margin.
+func (n *Node) handOverLocked() {
+	l := &n.loop
+	l.handDraining = false
+	n.draining = false
 	if n.sess != nil {
 		n.endSessionLocked(n.sess, errTransferring)
 	}
-	n.canServe = false
-	n.mu.Unlock()
-	n.loop.rn.TransferLeader(to)
+	to, term := l.handTo, l.handTerm
+	time.AfterFunc(n.cfg.leaseMargin(), func() {
+		n.runOnLoop(func() {
+			l.handingOver = false
+			if st := l.rn.BasicStatus(); st.RaftState == raft.StateLeader && st.Term == term {
+				l.rn.TransferLeader(to)
+			}
+		})
+	})
 }

@@ -204,6 +204,15 @@ func (c *Config) lease() time.Duration {
 	return time.Duration(c.ElectionTicks-3) * c.TickInterval
 }
 
+// leaseMargin is what an election leaves between the end of a deposed
+// leader's lease and the earliest vote another node may grant (two
+// ticks): the time an answer checked against the lease just before it
+// ended has to reach its client. A leadership transfer, whose campaign
+// does not wait for the lease, waits this long after ending the Session.
+func (c *Config) leaseMargin() time.Duration {
+	return time.Duration(c.ElectionTicks-1)*c.TickInterval - c.lease()
+}
+
 // ParsePeers reads a peer list "1=host:port,2=host:port,...".
 func ParsePeers(s string) (map[uint64]string, error) {
 	peers := map[uint64]string{}

@@ -4,8 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/omnibusmq/omnibus/storage"
 )
 
 // groupSession waits (up to a minute) for the member of group g on any
@@ -243,7 +248,9 @@ func TestGroupLeadershipBalances(t *testing.T) {
 // (the balancer's transfer) ends its Session before raft's TimeoutNow
 // leaves, and starts no other while the transfer is under way: the
 // transferee is elected without waiting out this leader's lease, so this
-// one must not serve by then.
+// one must not serve by then. And the transferee serves no earlier than
+// the lease margin after that end, as after an election: what the old
+// leader answered just before has that long to reach its client.
 func TestTransferEndsSessionFirst(t *testing.T) {
 	c := newTestCluster(t, 3, true, func(cfg *Config) { cfg.Groups = 1 })
 	s, id := c.groupSession(1)
@@ -255,8 +262,10 @@ func TestTransferEndsSessionFirst(t *testing.T) {
 	// Checked on the loop, right after the transfer began: before the
 	// loop's next Ready sends raft's messages (TimeoutNow among them).
 	ended := make(chan bool, 1)
+	var endedAt time.Time
 	gn.runOnLoop(func() {
 		gn.transferLeadership(to)
+		endedAt = time.Now()
 		ended <- s.Err() != nil
 	})
 	if !<-ended {
@@ -267,7 +276,67 @@ func TestTransferEndsSessionFirst(t *testing.T) {
 	if newID != to {
 		t.Fatalf("node %d leads after the transfer to %d", newID, to)
 	}
+	if margin := gn.cfg.leaseMargin(); s2.started.Sub(endedAt) < margin {
+		t.Fatalf("node %d served %v after the old leader's Session ended, within the lease margin (%v)",
+			newID, s2.started.Sub(endedAt), margin)
+	}
 	if !s2.started.After(time.Now().Add(-time.Minute)) {
 		t.Fatalf("the new Session began at %v", s2.started)
+	}
+}
+
+// TestTransferAnswersWritesUnderWay: a hand-over drains the Session
+// first. A write that was under way when the transfer began is answered
+// (committed) rather than failed with an unknown outcome; one that comes
+// during the drain is refused as not applied. Ending the Session at once
+// left the batches in flight with an unknown outcome: a completion the
+// client was told failed (lock lost) that took effect all the same.
+func TestTransferAnswersWritesUnderWay(t *testing.T) {
+	c := newTestCluster(t, 3, true, func(cfg *Config) { cfg.Groups = 1 })
+	s, id := c.groupSession(1)
+	gn := c.nodes[id].GroupNode(1)
+	to := uint64(1)
+	if id == 1 {
+		to = 2
+	}
+	var began atomic.Int64 // unix nanos when the drain began (0: not yet)
+	var done, unknown atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				start := time.Now().UnixNano()
+				b := &storage.Batch{Sync: true}
+				b.Set(fmt.Appendf(nil, "w%d-%d", w, i), []byte("v"))
+				err := s.Apply(b)
+				switch {
+				case err == nil:
+					done.Add(1)
+					continue
+				case strings.Contains(err.Error(), "not applied"):
+				case began.Load() != 0 && start < began.Load():
+					unknown.Add(1)
+					t.Errorf("a write under way when the hand-over began: %v", err)
+				}
+				return
+			}
+		})
+	}
+	for done.Load() < 50 {
+		time.Sleep(time.Millisecond)
+	}
+	gn.runOnLoop(func() {
+		began.Store(time.Now().UnixNano())
+		gn.transferLeadership(to)
+	})
+	<-s.Done()
+	wg.Wait()
+	if unknown.Load() > 0 {
+		t.Fatalf("%d writes under way when the hand-over began ended with an unknown outcome", unknown.Load())
+	}
+	s2, newID := c.groupSession(1)
+	defer s2.Close()
+	if newID != to {
+		t.Fatalf("node %d leads after the transfer to %d", newID, to)
 	}
 }

@@ -47,6 +47,13 @@ type loopState struct {
 	// snapHandedOut is the index of the latest snapshot handed to the
 	// appender (stepSnapshot resets it to see whether raft took one).
 	snapHandedOut uint64
+	// A leadership transfer under way (balance.go): handingOver from its
+	// start until raft's TimeoutNow leaves; while draining, the Session
+	// takes no new batch and lives until those under way are answered
+	// (or handDrainUntil, mono), then it ends and the lease margin runs.
+	handingOver, handDraining bool
+	handTo, handTerm          uint64
+	handDrainUntil            int64
 }
 
 // initLoop builds the RawNode over the loaded log.
@@ -424,6 +431,9 @@ func (n *Node) updateServing() {
 	if n.sess != nil && (!leader || n.sess.term != st.Term) {
 		n.endSessionLocked(n.sess, errNotLeader)
 	}
+	if l.handDraining && (n.sess == nil || len(n.queue)+len(n.waiting) == 0 || n.mono() >= l.handDrainUntil) {
+		n.handOverLocked()
+	}
 	fenced := l.fenceTerm == st.Term && applied < l.fenceIndex
 	// A leader handing its leadership over serves nothing meanwhile: the
 	// transferee may be elected before this one's lease ends.
@@ -431,7 +441,7 @@ func (n *Node) updateServing() {
 	if transferring && n.sess != nil {
 		n.endSessionLocked(n.sess, errTransferring)
 	}
-	can := leader && appliedTerm == st.Term && !fenced && !transferring && !n.stalled.Load() &&
+	can := leader && appliedTerm == st.Term && !fenced && !transferring && !l.handingOver && !n.stalled.Load() &&
 		n.leaseValid() && n.failed == nil && !n.closed
 	if can != n.canServe {
 		n.canServe = can

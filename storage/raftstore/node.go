@@ -83,6 +83,7 @@ type Node struct {
 	changed    chan struct{}
 	sess       *Session
 	canServe   bool
+	draining   bool // a hand-over drains the Session: it takes no new batch (balance.go)
 	fenceAgain bool // a session ended: the loop must set a new fence index
 	queue      []*proposal
 	queueBytes int

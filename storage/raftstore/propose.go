@@ -24,6 +24,10 @@ func (n *Node) enqueue(s *Session, p *proposal) error {
 			n.mu.Unlock()
 			return err
 		}
+		if n.draining {
+			n.mu.Unlock()
+			return fmt.Errorf("%w (the write was not applied)", errTransferring)
+		}
 		if n.queueBytes == 0 || n.queueBytes+len(p.enc) <= n.cfg.MaxPendingBytes {
 			break
 		}

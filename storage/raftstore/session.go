@@ -189,6 +189,7 @@ func (n *Node) endSessionLocked(s *Session, why error) {
 	}
 	n.fenceAgain = true
 	n.canServe = false
+	n.draining = false
 	close(s.done)
 	if !errors.Is(why, storage.ErrClosed) {
 		n.log.Warn("leadership session ended", zapErr(why))
