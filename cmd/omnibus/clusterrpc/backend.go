@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/omnibusmq/omnibus/core"
 )
 
@@ -36,10 +38,43 @@ func deadline(ctx context.Context) int64 {
 }
 
 func (b *Backend) do(ctx context.Context, op byte, e *enc, changes bool) (*dec, error) {
+	return b.doOrphan(ctx, op, e, changes, nil)
+}
+
+// doOrphan is do for a call whose answer holds locks: orphan gives them
+// back when the answer comes after the call failed (Client.FailGroup).
+func (b *Backend) doOrphan(ctx context.Context, op byte, e *enc, changes bool, orphan func(*dec)) (*dec, error) {
 	if e.err != nil {
 		return nil, e.err
 	}
-	return b.c.call(ctx, op, b.group, e.b, changes)
+	var late func([]byte)
+	if orphan != nil {
+		late = func(ans []byte) {
+			if d, err := answer(ans, false); err == nil {
+				orphan(d)
+			}
+		}
+	}
+	return b.c.call(ctx, op, b.group, e.b, changes, late)
+}
+
+// releaseLate gives back the messages of a peek-lock receive's answer
+// that came after its call failed: nobody will deliver them, and their
+// locks would keep them from every receiver until they expire.
+func (b *Backend) releaseLate(path string) func(*dec) {
+	return func(d *dec) {
+		msgs := d.messages()
+		if d.err != nil {
+			return
+		}
+		for _, m := range msgs {
+			_ = b.Settle(context.Background(), path, m.LockToken, core.Outcome{Kind: core.Release})
+		}
+		if len(msgs) > 0 {
+			b.c.log.Info("released the messages of a receive answered after its call failed",
+				zap.Uint64("group", b.group), zap.String("entity", path), zap.Int("messages", len(msgs)))
+		}
+	}
 }
 
 // Send implements core.Backend.
@@ -65,7 +100,7 @@ func (b *Backend) SendAsync(path string, msgs []*core.Message, done func(seqs []
 	if e.err != nil {
 		return e.err
 	}
-	_, _, p, err := b.c.start(context.Background(), opSendAsync, b.group, e.b, true)
+	_, _, p, err := b.c.start(context.Background(), opSendAsync, b.group, e.b, true, nil)
 	if err != nil {
 		return err
 	}
@@ -94,7 +129,11 @@ func (b *Backend) Receive(ctx context.Context, path string, opts core.ReceiveOpt
 	e.uvarint(uint64(max(opts.Max, 0)))
 	e.uvarint(uint64(max(opts.MaxBytes, 0)))
 	e.sessionLock(opts.Session)
-	d, err := b.do(ctx, opReceive, e, opts.Mode == core.ReceiveAndDelete)
+	var orphan func(*dec)
+	if opts.Mode == core.PeekLock {
+		orphan = b.releaseLate(path)
+	}
+	d, err := b.doOrphan(ctx, opReceive, e, opts.Mode == core.ReceiveAndDelete, orphan)
 	if err != nil {
 		return nil, ctxCause(ctx, err)
 	}
@@ -167,7 +206,11 @@ func (b *Backend) ReceiveDeferred(ctx context.Context, path string, mode core.Re
 	e.string(path)
 	e.byte(byte(mode))
 	e.int64s(seqs)
-	d, err := b.do(context.WithoutCancel(ctx), opReceiveDeferred, e, true)
+	var orphan func(*dec)
+	if mode == core.PeekLock {
+		orphan = b.releaseLate(path)
+	}
+	d, err := b.doOrphan(context.WithoutCancel(ctx), opReceiveDeferred, e, true, orphan)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +274,12 @@ func (b *Backend) AcceptSession(ctx context.Context, path, id string) (*core.Ses
 	e.varint(deadline(ctx))
 	e.string(path)
 	e.string(id)
-	d, err := b.do(ctx, opAcceptSession, e, false)
+	d, err := b.doOrphan(ctx, opAcceptSession, e, false, func(d *dec) {
+		// A session lock nobody holds: closed, so that others may take it.
+		if sl := d.sessionLock(); d.err == nil && sl != nil {
+			_ = b.CloseSession(path, sl)
+		}
+	})
 	if err != nil {
 		return nil, ctxCause(ctx, err)
 	}

@@ -58,6 +58,10 @@ type clientConn struct {
 	mu      sync.Mutex // guards the fields below
 	next    uint64
 	pending map[uint64]*pendingCall
+	// orphans are the calls FailGroup failed whose answers, should they
+	// still come, hold what the server took for them (locks): each gets
+	// its call's orphan function.
+	orphans map[uint64]func(ans []byte)
 	broken  bool
 }
 
@@ -66,6 +70,9 @@ type pendingCall struct {
 	ch      chan []byte // the answer's payload after the id; nil when the connection broke
 	changes bool        // the call may change state: a broken connection leaves its outcome unknown
 	group   uint64
+	// orphan, when set, gives back what an answer that comes after the
+	// call failed holds (the locks of a receive's messages).
+	orphan func(ans []byte)
 }
 
 // conn returns the live connection, opening one if needed.
@@ -82,7 +89,7 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 	if err != nil {
 		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "cannot reach the node that leads the entity's group: " + err.Error()}
 	}
-	cc := &clientConn{fc: newFrameConn(nc, br), pending: map[uint64]*pendingCall{}}
+	cc := &clientConn{fc: newFrameConn(nc, br), pending: map[uint64]*pendingCall{}, orphans: map[uint64]func([]byte){}}
 	cc.fc.silence = c.silence
 	c.cur = cc
 	go c.readLoop(cc)
@@ -121,7 +128,11 @@ func (cc *clientConn) pingLoop(every time.Duration) {
 // FailGroup fails the calls on group g under way now, as if their
 // connection broke: their group has another leader than this peer (a
 // caller that sees the election calls it), and the peer, frozen or cut
-// off, may never answer. Their answers, should they come, are dropped.
+// off, may never answer. Their answers, should they come, are not
+// delivered; what they hold is given back (a receive's locks are
+// released), since the peer may lead the group still: the caller's view
+// of the election can be wrong or late, and a lock nobody will settle
+// would keep its message from every receiver until it expires.
 func (c *Client) FailGroup(g uint64) {
 	c.mu.Lock()
 	cc := c.cur
@@ -131,15 +142,33 @@ func (c *Client) FailGroup(g uint64) {
 	}
 	cc.mu.Lock()
 	var failed []*pendingCall
+	var ids []uint64
 	for id, p := range cc.pending {
 		if p.group == g {
 			failed = append(failed, p)
+			ids = append(ids, id)
 			delete(cc.pending, id)
+			if p.orphan != nil && cc.orphans != nil {
+				cc.orphans[id] = p.orphan
+			}
 		}
 	}
 	cc.mu.Unlock()
+	if len(failed) == 0 {
+		return
+	}
+	c.log.Info("failed the calls under way on a group this node saw elect another leader",
+		zap.Uint64("group", g), zap.Int("calls", len(failed)))
 	for _, p := range failed {
 		p.ch <- nil
+	}
+	// A peer that is still there stops waiting for them: a blocked
+	// receive then takes nothing.
+	for _, id := range ids {
+		e := &enc{}
+		e.uvarint(id)
+		e.byte(opCancel)
+		_ = cc.fc.write(e.b)
 	}
 }
 
@@ -159,9 +188,14 @@ func (c *Client) readLoop(cc *clientConn) {
 		cc.mu.Lock()
 		p := cc.pending[id]
 		delete(cc.pending, id)
+		orphan := cc.orphans[id]
+		delete(cc.orphans, id)
 		cc.mu.Unlock()
-		if p != nil {
+		switch {
+		case p != nil:
 			p.ch <- append([]byte(nil), d.b...)
+		case orphan != nil:
+			go orphan(append([]byte(nil), d.b...))
 		}
 		if cap(payload) <= 1<<20 {
 			buf = payload[:0]
@@ -183,7 +217,7 @@ func (cc *clientConn) fail() {
 	cc.mu.Lock()
 	cc.broken = true
 	pending := cc.pending
-	cc.pending = nil
+	cc.pending, cc.orphans = nil, nil
 	cc.mu.Unlock()
 	for _, p := range pending {
 		p.ch <- nil
@@ -191,12 +225,12 @@ func (cc *clientConn) fail() {
 }
 
 // start sends a request and returns the call to wait on.
-func (c *Client) start(ctx context.Context, op byte, group uint64, args []byte, changes bool) (*clientConn, uint64, *pendingCall, error) {
+func (c *Client) start(ctx context.Context, op byte, group uint64, args []byte, changes bool, orphan func([]byte)) (*clientConn, uint64, *pendingCall, error) {
 	cc, err := c.conn(ctx)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	p := &pendingCall{ch: make(chan []byte, 1), changes: changes, group: group}
+	p := &pendingCall{ch: make(chan []byte, 1), changes: changes, group: group, orphan: orphan}
 	cc.mu.Lock()
 	if cc.broken {
 		cc.mu.Unlock()
@@ -221,8 +255,8 @@ func (c *Client) start(ctx context.Context, op byte, group uint64, args []byte, 
 // call makes a call and waits for its answer; a blocking one (ctx given)
 // is cancelled at the server when ctx ends first, and its answer still
 // awaited (it may carry what the server took meanwhile).
-func (c *Client) call(ctx context.Context, op byte, group uint64, args []byte, changes bool) (*dec, error) {
-	cc, id, p, err := c.start(ctx, op, group, args, changes)
+func (c *Client) call(ctx context.Context, op byte, group uint64, args []byte, changes bool, orphan func([]byte)) (*dec, error) {
+	cc, id, p, err := c.start(ctx, op, group, args, changes, orphan)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +301,7 @@ func (c *Client) Place(ctx context.Context, name string, suggest uint64, create 
 	e.string(name)
 	e.uvarint(suggest)
 	e.bool(create)
-	d, err := c.call(context.WithoutCancel(ctx), opPlace, 0, e.b, create)
+	d, err := c.call(context.WithoutCancel(ctx), opPlace, 0, e.b, create, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -381,3 +381,127 @@ func TestSilentPeerFailsCalls(t *testing.T) {
 		t.Fatalf("a receive of a group whose leader changed: %v, want server busy", err)
 	}
 }
+
+// TestLateReceiveAnswerGivesItsLocksBack: a peek-lock receive whose call
+// failed (FailGroup: the caller saw another leader elected, perhaps
+// wrongly) and whose answer comes afterwards gives the messages it took
+// back at once. Nobody will deliver them: kept, their locks would hide
+// them from every receiver until they expired (a minute, by default).
+func TestLateReceiveAnswerGivesItsLocksBack(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.routed.CreateEntity(t.Context(), core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	p := newHoldingProxy(t, r.ln.Addr().String())
+	c := NewClient(func(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", p.addr())
+		return nc, nil, err
+	}, zaptest.NewLogger(t))
+	defer c.Close()
+	be := NewBackend(c, 1, r.routed)
+	done := make(chan error, 1)
+	go func() {
+		_, err := be.Receive(t.Context(), "q", core.ReceiveOptions{Max: 1, Mode: core.PeekLock})
+		done <- err
+	}()
+	waitForWaiter(t, r.remote.Broker)
+	// The server answers with a locked message; the answer is held on
+	// its way while the caller gives the call up.
+	p.hold(true)
+	if _, err := r.remote.Broker.Send(t.Context(), "q", coretest.Text("late")); err != nil {
+		t.Fatal(err)
+	}
+	for r.remote.Broker.Waiting("q") {
+		time.Sleep(time.Millisecond)
+	}
+	c.FailGroup(1)
+	if err := <-done; !errors.Is(err, core.ErrServerBusy) {
+		t.Fatalf("a receive of a group whose leader changed: %v, want server busy", err)
+	}
+	p.hold(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		msgs, err := r.remote.Broker.Receive(coretest.Now(t), "q", core.ReceiveOptions{Max: 1, Mode: core.PeekLock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 1 {
+			if string(msgs[0].Body) != "late" || msgs[0].DeliveryCount != 1 {
+				t.Fatalf("got %q delivered %d times, want the late answer's message, its first delivery", msgs[0].Body, msgs[0].DeliveryCount)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the message of the answer that came after its call failed is still locked")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// holdingProxy forwards TCP connections to a server; while holding, what
+// the server sends waits in the proxy.
+type holdingProxy struct {
+	ln   net.Listener
+	gate sync.RWMutex // held (locked) while the server's bytes wait
+	held atomic.Bool
+}
+
+func newHoldingProxy(t *testing.T, to string) *holdingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &holdingProxy{ln: ln}
+	t.Cleanup(func() {
+		p.hold(false)
+		ln.Close()
+	})
+	go func() {
+		for {
+			cn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			sn, err := net.Dial("tcp", to)
+			if err != nil {
+				cn.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(sn, cn); sn.Close() }()
+			go func() {
+				defer cn.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := sn.Read(buf)
+					if n > 0 {
+						p.gate.RLock()
+						_, werr := cn.Write(buf[:n])
+						p.gate.RUnlock()
+						if werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+func (p *holdingProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *holdingProxy) hold(on bool) {
+	if p.held.Swap(on) == on {
+		return
+	}
+	if on {
+		p.gate.Lock()
+	} else {
+		p.gate.Unlock()
+	}
+}
