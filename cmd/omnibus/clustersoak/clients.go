@@ -33,12 +33,18 @@ type load struct {
 	// (failtime.go).
 	acked      ackTimes
 	reconnects atomic.Int64
+	// failing counts the failovers under way (from just before the fault
+	// until the node is back): a completion refused as lock lost then
+	// may have been applied (its outcome was unknown to the broker).
+	failing atomic.Int32
+	trace   *trace // every delivery and completion outcome (nil: none)
 }
 
 // client is one SDK client with its sender or receiver, replaced (a new
 // generation) when an operation on it fails.
 type client[T any] struct {
 	ld   *load
+	id   int // a receiver's number, for the trace
 	open func(*azservicebus.Client) (T, error)
 
 	mu  sync.Mutex // guards the fields below
@@ -136,6 +142,7 @@ func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender]
 		cancel()
 		if err != nil {
 			ld.ledger.SendFailed(seq)
+			ld.trace.line("send-failed seq=%d err=%q", seq, err.Error())
 			sc.broken(gen)
 			pause(claim, 20*time.Millisecond)
 			continue
@@ -149,8 +156,8 @@ func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender]
 // receive runs the receivers until ctx ends.
 func (ld *load) receive(ctx context.Context, receivers int) {
 	var wg sync.WaitGroup
-	for range receivers {
-		rc := &client[*azservicebus.Receiver]{ld: ld, open: func(cl *azservicebus.Client) (*azservicebus.Receiver, error) {
+	for i := range receivers {
+		rc := &client[*azservicebus.Receiver]{ld: ld, id: i + 1, open: func(cl *azservicebus.Client) (*azservicebus.Receiver, error) {
 			return cl.NewReceiverForQueue(queueName, nil)
 		}}
 		wg.Go(func() {
@@ -173,6 +180,7 @@ func (ld *load) receiveLoop(ctx context.Context, rc *client[*azservicebus.Receiv
 		cancel()
 		if err != nil && len(msgs) == 0 {
 			if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+				ld.trace.line("receive-failed rcv=%d.%d err=%q", rc.id, gen, err.Error())
 				rc.broken(gen)
 				pause(ctx, 20*time.Millisecond)
 			}
@@ -191,20 +199,30 @@ func (ld *load) settleAll(rc *client[*azservicebus.Receiver], r *azservicebus.Re
 	for _, m := range msgs {
 		runID, seq, _, _ := bench.ReadStamp(m.ApplicationProperties)
 		_, nth := ld.ledger.Delivered(0, bench.Delivery{RunID: runID, Seq: seq})
+		ld.trace.line("deliver rcv=%d.%d seq=%d nth=%d bseq=%d count=%d lock=%x", rc.id, gen, seq, nth, seqOf(m), m.DeliveryCount, m.LockToken)
 		ld.lastRecv.Store(time.Now().UnixNano())
 		ld.inFlight.Add(1)
 		wg.Go(func() {
 			defer ld.inFlight.Add(-1)
 			ld.settling.Add(1) // before settleStarts: see completionsAt
 			ld.settleStarts.Add(1)
+			failing := ld.failing.Load() > 0
 			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 			err := r.CompleteMessage(ctx, m, nil)
 			cancel()
 			ld.settling.Add(-1)
+			failing = failing || ld.failing.Load() > 0
 			var sbErr *azservicebus.Error
+			ld.trace.line("complete rcv=%d.%d seq=%d nth=%d bseq=%d lock=%x err=%v", rc.id, gen, seq, nth, seqOf(m), m.LockToken, err)
 			switch {
 			case err == nil:
 				ld.ledger.Completed(0, seq, nth)
+			case errors.As(err, &sbErr) && sbErr.Code == azservicebus.CodeLockLost && failing:
+				// Refused while a leader went away: the broker that held
+				// the lock may have applied it before the refusal
+				// (clusters with data groups report such a completion
+				// as lock lost, never as "retry": core.routedSettleErr).
+				ld.ledger.CompletionUnanswered(0, seq)
 			case errors.As(err, &sbErr) && sbErr.Code == azservicebus.CodeLockLost:
 				ld.ledger.Released(0, seq)
 			default:
@@ -224,6 +242,14 @@ func (ld *load) completionsAt(act func() error) (int64, error) {
 	under := ld.settling.Load()
 	err := act()
 	return under + ld.settleStarts.Load() - starts, err
+}
+
+// seqOf is a delivery's broker sequence number (0: none given).
+func seqOf(m *azservicebus.ReceivedMessage) int64 {
+	if m.SequenceNumber == nil {
+		return 0
+	}
+	return *m.SequenceNumber
 }
 
 func pause(ctx context.Context, d time.Duration) {

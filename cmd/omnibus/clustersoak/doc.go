@@ -23,7 +23,17 @@
 // Clients never retry an operation themselves (MaxRetries < 0): every
 // send the broker did not acknowledge is counted failed (it may or may
 // not be stored), every completion without an answer unanswered (it may
-// or may not be applied); a failed client is replaced by a new one.
+// or may not be applied), and so is one refused as lock lost while a
+// failover is under way (a cluster with data groups reports a completion
+// whose outcome a leader change left unknown that way: core's
+// routedSettleErr); a failed client is replaced by a new one.
+//
+// Every delivery and completion outcome, and each failover, is written to
+// deliveries.log in the run's directory, with the broker's sequence
+// number and lock token: a message counted delivered again can be read
+// back (the same broker sequence number twice: one stored message handed
+// out twice). After a drain that did not finish, it also lists what the
+// queue still holds (peeked, with delivery counts).
 //
 // The accounting must show, for the run to pass: no acknowledged message
 // lost, no message whose completion was confirmed delivered again, no

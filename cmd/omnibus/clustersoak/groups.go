@@ -123,6 +123,8 @@ func groupsFailover(ctx context.Context, c *Config, k int, nodes []*node, nw *ne
 		}
 	}
 	f.How += " (" + strings.Join(roles, ", ") + ")"
+	ld.failing.Add(1)
+	defer ld.failing.Add(-1)
 	f.completions, err = ld.completionsAt(func() error {
 		lb.setUp(victim.id-1, false)
 		switch {
@@ -136,6 +138,7 @@ func groupsFailover(ctx context.Context, c *Config, k int, nodes []*node, nw *ne
 		}
 	})
 	effect := time.Now()
+	ld.trace.line("failover %d: node %d %s", k, victim.id, f.How)
 	ld.acked.start()
 	defer ld.acked.stop()
 	if err != nil {
@@ -191,6 +194,7 @@ func groupsFailover(ctx context.Context, c *Config, k int, nodes []*node, nw *ne
 	if err != nil {
 		return f, fmt.Errorf("failover %d: bringing node %d back: %w", k, victim.id, err)
 	}
+	ld.trace.line("failover %d: node %d back", k, victim.id)
 	lb.setUp(victim.id-1, true)
 	return f, nil
 }

@@ -128,7 +128,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row(t.Unique, "distinct messages received", "")
 	row(t.Deliveries, "deliveries", "")
 	row(t.Completed, "completions confirmed", "")
-	row(t.Unanswered, "completions unanswered (may or may not be applied)", "")
+	row(t.Unanswered, "completions unanswered, or lock lost at a failover (may or may not be applied)", "")
 	row(t.UnansweredAgain, "… of those delivered again", "allowed")
 	row(t.OnlyUnanswered, "… of those never seen again (applied in silence)", fmt.Sprintf("≤ %d completions under way at the failovers", r.CompletionsAtFailovers))
 	row(t.Redelivered-t.UnansweredAgain, "redeliveries after a lost lock", "allowed")

@@ -8,6 +8,7 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -108,6 +109,10 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	ld := &load{c: &c, ledger: bench.NewLedger(bench.NewRunID(), 1),
 		conn: "Endpoint=sb://localhost:" + portOf(lb.addr()) + ";SharedAccessKeyName=" + keyName +
 			";SharedAccessKey=" + key + ";UseDevelopmentEmulator=true;"}
+	if ld.trace, err = newTrace(filepath.Join(res.Dir, "deliveries.log")); err != nil {
+		return nil, err
+	}
+	defer ld.trace.close()
 	claim, stopClaim := context.WithCancel(ctx)
 	defer stopClaim()
 	recvCtx, stopRecv := context.WithCancel(context.Background())
@@ -160,6 +165,9 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	stopClaim()
 	senders.Wait()
 	res.Drained = runErr == nil && drain(ctx, ld, c.DrainTimeout)
+	if !res.Drained {
+		ld.traceLeft(ctx)
+	}
 	stopRecv()
 	receivers.Wait()
 	res.Reconnects = ld.reconnects.Load()
@@ -188,6 +196,8 @@ func failover(ctx context.Context, c *Config, k int, nodes []*node, nw *network,
 			f.How = "froze (SIGSTOP)"
 		}
 	}
+	ld.failing.Add(1)
+	defer ld.failing.Add(-1)
 	f.completions, err = ld.completionsAt(func() error {
 		lb.setUp(old.id-1, false)
 		switch {
