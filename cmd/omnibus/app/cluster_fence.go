@@ -12,7 +12,8 @@ import (
 // once the call returns. An answer the lease no longer allows becomes a
 // retryable error (com.microsoft:server-busy) instead of reaching a
 // client, as the single-group cluster's fenced connections and the peer
-// calls' fenced answers (clusterrpc) guarantee.
+// calls' fenced answers (clusterrpc) guarantee; sends and settlements,
+// whose success means committed, excepted.
 type fencedBackend struct {
 	b     *core.Broker
 	valid func() bool
@@ -30,13 +31,17 @@ func (f fencedBackend) check(err error) error {
 	return err
 }
 
+// A send or a settlement that succeeded is committed: it holds whoever
+// leads the group afterwards, so its answer is not fenced (fencing it
+// turned a completion that took effect into a failure, and a stored send
+// into one the client sends again; clusterrpc's committed answers).
+
 func (f fencedBackend) Send(ctx context.Context, path string, msgs ...*core.Message) ([]int64, error) {
-	seqs, err := f.b.Send(ctx, path, msgs...)
-	return seqs, f.check(err)
+	return f.b.Send(ctx, path, msgs...)
 }
 
 func (f fencedBackend) SendAsync(path string, msgs []*core.Message, done func([]int64, error)) error {
-	return f.b.SendAsync(path, msgs, func(seqs []int64, err error) { done(seqs, f.check(err)) })
+	return f.b.SendAsync(path, msgs, done)
 }
 
 func (f fencedBackend) Receive(ctx context.Context, path string, opts core.ReceiveOptions) ([]*core.Message, error) {
@@ -48,19 +53,11 @@ func (f fencedBackend) Receive(ctx context.Context, path string, opts core.Recei
 }
 
 func (f fencedBackend) Settle(ctx context.Context, path string, tok core.LockToken, o core.Outcome) error {
-	return f.check(f.b.Settle(ctx, path, tok, o))
+	return f.b.Settle(ctx, path, tok, o)
 }
 
 func (f fencedBackend) CompleteMany(path string, toks []core.LockToken, durable bool) []error {
-	errs := f.b.CompleteMany(path, toks, durable)
-	if !f.valid() {
-		for i := range errs {
-			if errs[i] == nil {
-				errs[i] = errDeposed
-			}
-		}
-	}
-	return errs
+	return f.b.CompleteMany(path, toks, durable)
 }
 
 func (f fencedBackend) RenewLock(ctx context.Context, path string, tok core.LockToken) (time.Time, error) {

@@ -287,13 +287,54 @@ func TestRemoteAnswersAreFenced(t *testing.T) {
 	if _, err := b.Send(t.Context(), "q", coretest.Text("x")); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := b.Send(t.Context(), "q", coretest.Text("y")); err != nil {
+		t.Fatal(err)
+	}
+	locked, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Max: 1})
+	if err != nil || len(locked) != 1 {
+		t.Fatalf("receive: %v, %v", locked, err)
+	}
 	r.valid.Store(false) // the remote node lost its lease
 	msgs, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Max: 1})
 	if !errors.Is(err, core.ErrServerBusy) || len(msgs) != 0 {
 		t.Fatalf("a deposed leader's answer: %v, %v; want nothing and server busy", msgs, err)
 	}
-	if _, err := b.Send(t.Context(), "q", coretest.Text("y")); !errors.Is(err, core.ErrServerBusy) {
-		t.Fatalf("send to a deposed leader: %v", err)
+	if _, err := b.RenewLock(t.Context(), "q", locked[0].LockToken); !errors.Is(err, core.ErrServerBusy) {
+		t.Fatalf("a lock renewed by a deposed leader: %v, want server busy", err)
+	}
+}
+
+// TestCommittedAnswersAreNotFenced: a send or a completion the group's
+// store committed holds whoever leads afterwards, so its answer goes out
+// even once the lease ended. Fenced, a completion that took effect came
+// back as a failure (lock lost: the message never came back), and a
+// stored send as one the client sends again.
+func TestCommittedAnswersAreNotFenced(t *testing.T) {
+	r := newRig(t)
+	b := r.routed
+	if _, err := b.CreateEntity(t.Context(), core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Send(t.Context(), "q", coretest.Text("x")); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Max: 1})
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("receive: %v, %v", msgs, err)
+	}
+	r.valid.Store(false) // the lease ends as the writes commit
+	for _, err := range b.CompleteMany("q", []core.LockToken{msgs[0].LockToken}, true) {
+		if err != nil {
+			t.Fatalf("a completion the store committed: %v, want it confirmed", err)
+		}
+	}
+	if _, err := b.Send(t.Context(), "q", coretest.Text("y")); err != nil {
+		t.Fatalf("a send the store committed: %v, want it acknowledged", err)
+	}
+	r.valid.Store(true)
+	got, err := r.remote.Broker.Peek(t.Context(), "q", core.PeekOptions{Max: 10})
+	if err != nil || len(got) != 1 || string(got[0].Body) != "y" {
+		t.Fatalf("the queue holds %v (%v), want the one message sent after the completion", got, err)
 	}
 }
 

@@ -192,6 +192,10 @@ func (c *serverConn) dispatch(payload []byte) bool {
 			c.answerErr(id, err)
 			return
 		}
+		if committed(op) {
+			c.answerCommitted(id, res)
+			return
+		}
 		c.answer(id, g, res)
 	}()
 	return true
@@ -209,6 +213,26 @@ func (c *serverConn) answer(id uint64, g Group, res []byte) {
 		c.answerErr(id, &core.Error{Code: core.CodeServerBusy, Msg: "this node stopped leading the entity's group; retry"})
 		return
 	}
+	c.answerCommitted(id, res)
+}
+
+// committed reports whether op's success means its writes are committed
+// (sends, settlements): such an answer holds whoever leads the group
+// afterwards, so it goes out even once the lease ended. Fencing it turned
+// a completion that took effect into a failure (lock lost; the message
+// never came back), and a stored send into one the client sends again.
+// What is read from the broker's memory (deliveries, locks, renewals,
+// listings) stays fenced.
+func committed(op byte) bool {
+	switch op {
+	case opSend, opSendAsync, opSettle, opCompleteMany:
+		return true
+	}
+	return false
+}
+
+// answerCommitted writes a successful answer whatever the lease.
+func (c *serverConn) answerCommitted(id uint64, res []byte) {
 	e := &enc{b: make([]byte, 0, len(res)+12)}
 	e.uvarint(id)
 	e.byte(statusOK)
@@ -240,7 +264,7 @@ func (c *serverConn) sendAsync(id uint64, g Group, args []byte) {
 		}
 		e := &enc{}
 		e.int64s(seqs)
-		c.answer(id, g, e.b)
+		c.answerCommitted(id, e.b)
 	})
 	if err != nil {
 		c.answerErr(id, err)
