@@ -39,7 +39,7 @@ import (
 // A client stays connected to the node it reached, whoever leads what.
 
 // rpcProtocol is the peer-port protocol of the calls between nodes.
-const rpcProtocol = "omnibus-rpc/1"
+const rpcProtocol = "omnibus-rpc/2" // 2: receive answers are acknowledged (opAck)
 
 // placementPrefix starts the meta group's placement records: the
 // lower-case name of a queue or topic, then its data group (8 bytes).

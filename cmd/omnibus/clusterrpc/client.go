@@ -61,7 +61,7 @@ type clientConn struct {
 	// orphans are the calls FailGroup failed whose answers, should they
 	// still come, hold what the server took for them (locks): each gets
 	// its call's orphan function.
-	orphans map[uint64]func(ans []byte)
+	orphans map[uint64]*pendingCall
 	broken  bool
 }
 
@@ -71,7 +71,9 @@ type pendingCall struct {
 	changes bool        // the call may change state: a broken connection leaves its outcome unknown
 	group   uint64
 	// orphan, when set, gives back what an answer that comes after the
-	// call failed holds (the locks of a receive's messages).
+	// call failed holds (the locks of a receive's messages); such an
+	// answer is acknowledged (opAck) as soon as it is read, so that the
+	// server gives the locks back itself if the connection breaks first.
 	orphan func(ans []byte)
 }
 
@@ -89,7 +91,7 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 	if err != nil {
 		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "cannot reach the node that leads the entity's group: " + err.Error()}
 	}
-	cc := &clientConn{fc: newFrameConn(nc, br), pending: map[uint64]*pendingCall{}, orphans: map[uint64]func([]byte){}}
+	cc := &clientConn{fc: newFrameConn(nc, br), pending: map[uint64]*pendingCall{}, orphans: map[uint64]*pendingCall{}}
 	cc.fc.silence = c.silence
 	c.cur = cc
 	go c.readLoop(cc)
@@ -149,7 +151,7 @@ func (c *Client) FailGroup(g uint64) {
 			ids = append(ids, id)
 			delete(cc.pending, id)
 			if p.orphan != nil && cc.orphans != nil {
-				cc.orphans[id] = p.orphan
+				cc.orphans[id] = p
 			}
 		}
 	}
@@ -191,11 +193,17 @@ func (c *Client) readLoop(cc *clientConn) {
 		orphan := cc.orphans[id]
 		delete(cc.orphans, id)
 		cc.mu.Unlock()
+		if (p != nil && p.orphan != nil) || orphan != nil {
+			e := &enc{}
+			e.uvarint(id)
+			e.byte(opAck)
+			_ = cc.fc.write(e.b)
+		}
 		switch {
 		case p != nil:
 			p.ch <- append([]byte(nil), d.b...)
 		case orphan != nil:
-			go orphan(append([]byte(nil), d.b...))
+			go orphan.orphan(append([]byte(nil), d.b...))
 		}
 		if cap(payload) <= 1<<20 {
 			buf = payload[:0]

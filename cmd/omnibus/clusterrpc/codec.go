@@ -47,6 +47,7 @@ const (
 	opPlace  // the meta group's placement of a queue or topic (Server.Place)
 	opCancel // not a call: cancels the call with the frame's id
 	opPing   // not a call: the server answers it at once (liveness)
+	opAck    // not a call: the answer to the frame's id (a receive's locked messages) arrived
 	opLast
 )
 

@@ -10,7 +10,10 @@
 // payload. A request is (call id, operation, group, arguments); the
 // answer to it is (call id, status, result or error). Calls are answered
 // in any order, each as it completes; a blocking call (receive, accept a
-// session) may be cancelled by a cancel frame naming its id. The
+// session) may be cancelled by a cancel frame naming its id; the answer
+// to a peek-lock receive is acknowledged by an ack frame naming its id as
+// soon as it is read, and the messages of those not acknowledged when the
+// connection ends are released (the caller never had them). The
 // arguments and results are encoded here (codec.go): messages and
 // property values with core's wire encoding, which keeps every value's
 // type, the rest field by field. Sends of one link stay in order: the

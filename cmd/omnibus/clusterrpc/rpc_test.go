@@ -486,6 +486,18 @@ type holdingProxy struct {
 	ln   net.Listener
 	gate sync.RWMutex // held (locked) while the server's bytes wait
 	held atomic.Bool
+
+	mu    sync.Mutex // guards conns
+	conns []net.Conn
+}
+
+// cut closes every connection through the proxy, both ends.
+func (p *holdingProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
 }
 
 func newHoldingProxy(t *testing.T, to string) *holdingProxy {
@@ -510,6 +522,9 @@ func newHoldingProxy(t *testing.T, to string) *holdingProxy {
 				cn.Close()
 				continue
 			}
+			p.mu.Lock()
+			p.conns = append(p.conns, cn, sn)
+			p.mu.Unlock()
 			go func() { _, _ = io.Copy(sn, cn); sn.Close() }()
 			go func() {
 				defer cn.Close()
@@ -544,5 +559,59 @@ func (p *holdingProxy) hold(on bool) {
 		p.gate.Lock()
 	} else {
 		p.gate.Unlock()
+	}
+}
+
+// TestUnacknowledgedReceiveGivesItsLocksBack: the messages of a peek-lock
+// receive answer whose arrival the caller never acknowledged are released
+// when the connection ends: the caller's node died (or was cut off) with
+// them, and nobody would settle them before their locks expired (a
+// minute, by default), hidden from every receiver meanwhile.
+func TestUnacknowledgedReceiveGivesItsLocksBack(t *testing.T) {
+	r := newRig(t)
+	if _, err := r.routed.CreateEntity(t.Context(), core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	p := newHoldingProxy(t, r.ln.Addr().String())
+	c := NewClient(func(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, "tcp", p.addr())
+		return nc, nil, err
+	}, zaptest.NewLogger(t))
+	defer c.Close()
+	be := NewBackend(c, 1, r.routed)
+	done := make(chan error, 1)
+	go func() {
+		_, err := be.Receive(t.Context(), "q", core.ReceiveOptions{Max: 1, Mode: core.PeekLock})
+		done <- err
+	}()
+	waitForWaiter(t, r.remote.Broker)
+	p.hold(true) // the answer never arrives
+	if _, err := r.remote.Broker.Send(t.Context(), "q", coretest.Text("lost on its way")); err != nil {
+		t.Fatal(err)
+	}
+	for r.remote.Broker.Waiting("q") {
+		time.Sleep(time.Millisecond)
+	}
+	p.cut() // the caller's node dies
+	if err := <-done; !errors.Is(err, core.ErrServerBusy) {
+		t.Fatalf("a receive whose connection broke: %v, want server busy", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		msgs, err := r.remote.Broker.Receive(coretest.Now(t), "q", core.ReceiveOptions{Max: 1, Mode: core.PeekLock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 1 {
+			if msgs[0].DeliveryCount != 1 {
+				t.Fatalf("delivered %d times, want its first delivery (the lost one released, not counted)", msgs[0].DeliveryCount)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the message of an answer that never arrived is still locked")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -7,8 +7,9 @@ import (
 	"github.com/omnibusmq/omnibus/core"
 )
 
-// call runs one operation on g's broker and returns its encoded result.
-func (c *serverConn) call(ctx context.Context, g Group, op byte, d *dec) ([]byte, error) {
+// call runs one operation on g's broker and returns its encoded result;
+// held gets the locks a peek-lock receive handed out.
+func (c *serverConn) call(ctx context.Context, g Group, op byte, d *dec, held *heldLocks) ([]byte, error) {
 	b := g.Broker
 	e := &enc{}
 	var err error
@@ -29,6 +30,9 @@ func (c *serverConn) call(ctx context.Context, g Group, op byte, d *dec) ([]byte
 			var msgs []*core.Message
 			msgs, err = b.Receive(ctx, path, opts)
 			e.messages(msgs)
+			if opts.Mode == core.PeekLock {
+				held.hold(path, msgs)
+			}
 		}
 	case opSettle:
 		path, tok, o := d.string(), d.token(), d.outcome()
@@ -68,6 +72,9 @@ func (c *serverConn) call(ctx context.Context, g Group, op byte, d *dec) ([]byte
 			var msgs []*core.Message
 			msgs, err = b.ReceiveDeferred(ctx, path, mode, seqs)
 			e.messages(msgs)
+			if mode == core.PeekLock {
+				held.hold(path, msgs)
+			}
 		}
 	case opPeek:
 		path := d.string()
@@ -288,4 +295,12 @@ func (c *serverConn) txnCall(ctx context.Context, b *core.Broker, op byte, d *de
 	}
 	e.time(t.Deadline())
 	return e.b, nil
+}
+
+// hold records the locks of msgs, handed out on path.
+func (h *heldLocks) hold(path string, msgs []*core.Message) {
+	h.path = path
+	for _, m := range msgs {
+		h.toks = append(h.toks, m.LockToken)
+	}
 }

@@ -65,13 +65,25 @@ type serverConn struct {
 	calls   map[uint64]context.CancelFunc
 	txns    map[uint64]*core.Txn // by id, this connection's
 	nextTxn uint64
+	// held are the receive answers written whose arrival the peer has
+	// not acknowledged yet (opAck), by call id: if the connection ends
+	// first, their locks are given back (the peer, or its client, never
+	// had the messages; its node may have died with them).
+	held map[uint64]heldLocks
+}
+
+// heldLocks is what a peek-lock receive answer handed out.
+type heldLocks struct {
+	g    Group
+	path string
+	toks []core.LockToken
 }
 
 // Serve answers the calls that come on nc from peer node from, until it
 // closes or the server does. It owns nc; br holds what was read of it
 // already (nil: nothing).
 func (s *Server) Serve(nc net.Conn, br *bufio.Reader, from uint64) {
-	c := &serverConn{s: s, from: from, calls: map[uint64]context.CancelFunc{}, txns: map[uint64]*core.Txn{}}
+	c := &serverConn{s: s, from: from, calls: map[uint64]context.CancelFunc{}, txns: map[uint64]*core.Txn{}, held: map[uint64]heldLocks{}}
 	c.fc = newFrameConn(nc, br)
 	s.mu.Lock()
 	if s.closed {
@@ -90,10 +102,13 @@ func (s *Server) Serve(nc net.Conn, br *bufio.Reader, from uint64) {
 		}
 		txns := c.txns
 		c.txns = nil
+		held := c.held
+		c.held = nil
 		c.mu.Unlock()
 		for _, t := range txns {
 			t.Rollback() // the peer that opened it is gone
 		}
+		c.releaseHeld(held)
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()
@@ -155,6 +170,12 @@ func (c *serverConn) dispatch(payload []byte) bool {
 		}
 		return true
 	}
+	if op == opAck {
+		c.mu.Lock()
+		delete(c.held, id)
+		c.mu.Unlock()
+		return true
+	}
 	group := d.uvarint()
 	args := append([]byte(nil), d.b...) // the reader reuses payload
 	if op == opPlace {
@@ -187,13 +208,18 @@ func (c *serverConn) dispatch(payload []byte) bool {
 			c.mu.Unlock()
 			cancel()
 		}()
-		res, err := c.call(ctx, g, op, &dec{b: args})
+		var held heldLocks
+		res, err := c.call(ctx, g, op, &dec{b: args}, &held)
 		if err != nil {
 			c.answerErr(id, err)
 			return
 		}
 		if committed(op) {
 			c.answerCommitted(id, res)
+			return
+		}
+		if len(held.toks) > 0 {
+			c.answerHeld(id, g, res, held)
 			return
 		}
 		c.answer(id, g, res)
@@ -214,6 +240,44 @@ func (c *serverConn) answer(id uint64, g Group, res []byte) {
 		return
 	}
 	c.answerCommitted(id, res)
+}
+
+// answerHeld is answer for a receive that locked messages: they are
+// held for the peer until it acknowledges the answer's arrival.
+func (c *serverConn) answerHeld(id uint64, g Group, res []byte, held heldLocks) {
+	if !g.Valid() {
+		c.answer(id, g, res) // refused: the locks die with the broker
+		return
+	}
+	held.g = g
+	c.mu.Lock()
+	if c.held == nil { // the connection ended
+		c.mu.Unlock()
+		c.releaseHeld(map[uint64]heldLocks{id: held})
+		return
+	}
+	c.held[id] = held
+	c.mu.Unlock()
+	c.answer(id, g, res)
+}
+
+// releaseHeld gives back the locks of receive answers the peer never
+// acknowledged: released, as if never delivered (no delivery counted).
+// A lock the broker no longer knows (settled, expired, another leader)
+// is skipped.
+func (c *serverConn) releaseHeld(held map[uint64]heldLocks) {
+	n := 0
+	for _, h := range held {
+		for _, tok := range h.toks {
+			if h.g.Broker.Settle(context.Background(), h.path, tok, core.Outcome{Kind: core.Release}) == nil {
+				n++
+			}
+		}
+	}
+	if n > 0 {
+		c.s.log.Info("released the messages of receive answers a peer never acknowledged: its connection ended",
+			zap.Uint64("peer", c.from), zap.Int("messages", n))
+	}
 }
 
 // committed reports whether op's success means its writes are committed
