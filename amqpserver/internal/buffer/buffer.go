@@ -85,6 +85,24 @@ func (b *Buffer) Skip(n int) bool {
 	return ok
 }
 
+// Window limits b to the next n unread bytes, as if they were all it
+// held, and returns what it held before, for [Buffer.Restore]. It
+// reports false, and does nothing, if fewer than n bytes are unread. A
+// decoder reads a nested value in the buffer it came in this way instead
+// of slicing it into a buffer of its own.
+func (b *Buffer) Window(n int) (rest []byte, ok bool) {
+	if n < 0 || n > b.Len() {
+		return nil, false
+	}
+	rest = b.b
+	b.b = b.b[: b.i+n : b.i+n]
+	return rest, true
+}
+
+// Restore ends a [Buffer.Window]: b holds rest again, its read cursor
+// where reading in the window left it.
+func (b *Buffer) Restore(rest []byte) { b.b = rest }
+
 // Unread moves the read cursor back by n bytes. It reports false, and does
 // nothing, if fewer than n bytes have been read.
 func (b *Buffer) Unread(n int) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
@@ -69,6 +70,7 @@ func FuzzDecode(f *testing.F) {
 		var n, skipped, validated int
 		var m Map
 		var into mapCollector
+		var listed, windowed listWalk
 		checkBudget(t, "the decoders together", 10, len(in), func() {
 			r := buffer.New(in)
 			v, err = Unmarshal(r)
@@ -79,7 +81,8 @@ func FuzzDecode(f *testing.F) {
 			ReadArray(buffer.New(in))
 			ReadSymbols(buffer.New(in))
 			ReadRaw(buffer.New(in))
-			walkList(buffer.New(in))
+			listed = walkList(buffer.New(in))
+			windowed = walkWindow(buffer.New(in))
 			sr := buffer.New(in)
 			skipErr = Skip(sr)
 			skipped = len(in) - sr.Len()
@@ -87,6 +90,12 @@ func FuzzDecode(f *testing.F) {
 			validErr = Validate(vr)
 			validated = len(in) - vr.Len()
 		})
+		// A ListWindow reads a list as a ListReader does: the same
+		// elements, the same verdict, the same bytes taken when both
+		// read it all.
+		if listed.ok != windowed.ok || !slices.Equal(listed.idx, windowed.idx) || (listed.ok && listed.took != windowed.took) {
+			t.Fatalf("ListReader saw %+v, ListWindow %+v in % x", listed, windowed, in)
+		}
 		// ReadMapInto is ReadMap without the Map: the same entries, the
 		// same verdict.
 		if (mapErr == nil) != (intoErr == nil) {
@@ -132,18 +141,66 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// walkList reads r as a composite's list the way the frames package does,
-// reading every field with the typed reader that fits its constructor.
-func walkList(r *buffer.Buffer) {
+// listWalk is what walking a list saw: the indices of its non-null
+// elements, whether it ended without error, and how many bytes of the
+// input it took.
+type listWalk struct {
+	idx  []int
+	ok   bool
+	took int
+}
+
+// elementCursor is what walkList needs of a ListReader or a ListWindow.
+type elementCursor interface {
+	Next() (int, error)
+	Buf() *buffer.Buffer
+}
+
+// walkList reads r as a composite's list the way the frames package did
+// before ListWindow, reading every field with the typed reader that fits
+// its constructor.
+func walkList(r *buffer.Buffer) listWalk {
+	n := r.Len()
 	l, err := NewListReader(r)
 	if err != nil {
-		return
+		return listWalk{}
 	}
+	w := walkElements(&l)
+	if err := l.End(); err != nil {
+		w.ok = false
+	}
+	w.took = n - r.Len()
+	return w
+}
+
+// walkWindow is walkList with a ListWindow, as the frames package reads
+// a performative's fields.
+func walkWindow(r *buffer.Buffer) listWalk {
+	n := r.Len()
+	l, err := OpenList(r)
+	if err != nil {
+		return listWalk{}
+	}
+	w := walkElements(&l)
+	if err := l.Close(); err != nil {
+		w.ok = false
+	}
+	w.took = n - r.Len()
+	return w
+}
+
+func walkElements(l elementCursor) listWalk {
+	var w listWalk
 	for {
 		i, err := l.Next()
-		if err != nil || i < 0 {
-			break
+		if err != nil {
+			return w
 		}
+		if i < 0 {
+			w.ok = true
+			return w
+		}
+		w.idx = append(w.idx, i)
 		code, _ := PeekCode(l.Buf())
 		switch code {
 		case TypeCodeStr8, TypeCodeStr32:
@@ -163,10 +220,9 @@ func walkList(r *buffer.Buffer) {
 			_, err = Unmarshal(l.Buf())
 		}
 		if err != nil {
-			return
+			return w
 		}
 	}
-	_ = l.End()
 }
 
 // mapCollector gathers what ReadMapInto decodes as a Map.

@@ -175,42 +175,124 @@ func NewListReader(r *buffer.Buffer) (ListReader, error) {
 }
 
 func newListReader(r *buffer.Buffer, code byte) (ListReader, error) {
-	var size, count int
+	size, count, err := readListHeader(r, code)
+	if err != nil {
+		return ListReader{}, err
+	}
+	content, _ := r.Next(int64(size)) // readListHeader checked the length
+	return ListReader{buf: buffer.Make(content), count: count}, nil
+}
+
+// readListHeader reads the rest of a list header whose constructor code
+// was read, and returns the size of its content, which is there to read
+// in r, and its element count.
+func readListHeader(r *buffer.Buffer, code byte) (size, count int, err error) {
 	switch code {
 	case TypeCodeList0:
-		return ListReader{}, nil
+		return 0, 0, nil
 	case TypeCodeList8:
 		p, ok := r.Next(2)
 		if !ok {
-			return ListReader{}, errShort
+			return 0, 0, errShort
 		}
 		size, count = int(p[0]), int(p[1])
 		size--
 	case TypeCodeList32:
 		p, ok := r.Next(8)
 		if !ok {
-			return ListReader{}, errShort
+			return 0, 0, errShort
 		}
 		size64 := int64(binary.BigEndian.Uint32(p)) - 4
 		if size64 > int64(r.Len()) {
-			return ListReader{}, malformed("list size %d exceeds input", size64)
+			return 0, 0, malformed("list size %d exceeds input", size64)
 		}
 		size, count = int(size64), int(binary.BigEndian.Uint32(p[4:]))
 	default:
-		return ListReader{}, malformed("constructor 0x%02x is not a list", code)
+		return 0, 0, malformed("constructor 0x%02x is not a list", code)
 	}
 	if size < 0 {
-		return ListReader{}, malformed("list size too small")
+		return 0, 0, malformed("list size too small")
 	}
-	content, ok := r.Next(int64(size))
-	if !ok {
-		return ListReader{}, malformed("list size %d exceeds input", size)
+	if size > r.Len() {
+		return 0, 0, malformed("list size %d exceeds input", size)
 	}
 	if count > size {
 		// Every element takes at least one byte.
-		return ListReader{}, malformed("list count %d exceeds its size %d", count, size)
+		return 0, 0, malformed("list count %d exceeds its size %d", count, size)
 	}
-	return ListReader{buf: buffer.Make(content), count: count}, nil
+	return size, count, nil
+}
+
+// ListWindow is a [ListReader] that reads the list in the buffer it came
+// from rather than in a buffer of its own: while it is open that buffer
+// holds only the list's content, and [ListWindow.Close] gives the rest
+// back. A decoder that hands the element's buffer to a function value
+// (which makes the buffer escape to the heap) then allocates nothing for
+// the list: its buffer is already there.
+type ListWindow struct {
+	r     *buffer.Buffer
+	rest  []byte // what r held before the list was opened
+	count int    // number of elements in the list
+	next  int    // index of the next element to read
+}
+
+// OpenList reads a list header (list0, list8 or list32) from r, with the
+// checks of [NewListReader], and limits r to the list's content until
+// [ListWindow.Close]. On error r is as the failed read left it, not
+// limited.
+func OpenList(r *buffer.Buffer) (ListWindow, error) {
+	code, err := r.ReadByte()
+	if err != nil {
+		return ListWindow{}, errShort
+	}
+	size, count, err := readListHeader(r, code)
+	if err != nil {
+		return ListWindow{}, err
+	}
+	rest, _ := r.Window(size) // readListHeader checked the length
+	return ListWindow{r: r, rest: rest, count: count}, nil
+}
+
+// Buf returns the buffer positioned at the current element, as
+// [ListReader.Buf] does: the buffer OpenList was given.
+func (l *ListWindow) Buf() *buffer.Buffer { return l.r }
+
+// Next is [ListReader.Next]: the index of the next non-null element, at
+// which the window's buffer is positioned, or -1 when none remain.
+func (l *ListWindow) Next() (int, error) {
+	for l.next < l.count {
+		i := l.next
+		l.next++
+		c, err := l.r.PeekByte()
+		if err != nil {
+			return -1, malformed("list ends after %d of %d elements", i, l.count)
+		}
+		if c != TypeCodeNull {
+			return i, nil
+		}
+		l.r.Skip(1)
+	}
+	return -1, nil
+}
+
+// Close gives the buffer back whole, positioned where reading the list
+// left it (after the list, once every element was read), and reports the
+// error [ListReader.End] would. Call it whatever happened since
+// [OpenList].
+func (l *ListWindow) Close() error {
+	if l.r == nil {
+		return nil // list0 of an OpenList that failed: nothing limited
+	}
+	unread := l.r.Len()
+	l.r.Restore(l.rest)
+	l.r = nil
+	if l.next < l.count {
+		return malformed("list has %d unread elements", l.count-l.next)
+	}
+	if unread != 0 {
+		return malformed("list has %d trailing bytes", unread)
+	}
+	return nil
 }
 
 // Len returns the number of elements in the list, nulls included.

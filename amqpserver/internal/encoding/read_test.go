@@ -1,6 +1,7 @@
 package encoding
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -176,5 +177,58 @@ func TestListReaderEndDetectsLeftovers(t *testing.T) {
 	}
 	if err := l.End(); !errors.Is(err, ErrMalformed) {
 		t.Errorf("End with unread elements = %v, want ErrMalformed", err)
+	}
+}
+
+// TestListWindowReadsInPlace checks that a ListWindow sees what a
+// ListReader sees, limits its buffer to the list while open (a read past
+// the list's end fails), and gives back the bytes after the list on
+// Close, with the verdicts of End.
+func TestListWindowReadsInPlace(t *testing.T) {
+	list := mustMarshal(t, []any{nil, "a", nil, uint32(3)})
+	r := buffer.New(append(append([]byte{}, list...), 0x41, 0x42)) // two bytes after the list
+	l, err := OpenList(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx []int
+	for {
+		i, err := l.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 0 {
+			break
+		}
+		idx = append(idx, i)
+		if err := Skip(l.Buf()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Buf().ReadByte(); err == nil {
+		t.Error("a read past the list's end succeeded inside the window")
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if diff := cmp.Diff([]int{1, 3}, idx); diff != "" {
+		t.Errorf("indices (-want +got):\n%s", diff)
+	}
+	if !bytes.Equal(r.Bytes(), []byte{0x41, 0x42}) {
+		t.Errorf("after Close the buffer holds % x, want 41 42", r.Bytes())
+	}
+
+	r = buffer.New(append(mustMarshal(t, []any{"a", "b"}), 0x41))
+	if l, err = OpenList(r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Close with unread elements = %v, want ErrMalformed", err)
+	}
+	if r.Len() == 0 {
+		t.Error("Close did not give back the bytes after the window")
 	}
 }

@@ -159,3 +159,38 @@ func BenchmarkUnmarshalMessageSharing(b *testing.B) {
 		}
 	}
 }
+
+// TestReadTransferAllocs counts what reading a client's transfer frame
+// costs: its body, the Transfer, and its delivery-id, tag and
+// message-format; the cursor over the frame (the Reader's) and the
+// performative's list (a ListWindow in that cursor) cost nothing. A
+// disposition costs its body, itself and its last delivery-id.
+func TestReadTransferAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are only meaningful without -race (make allocs); see race_on_test.go")
+	}
+	id, format := uint32(12345), uint32(0)
+	for _, c := range []struct {
+		name string
+		body Body
+		want float64
+	}{
+		{"transfer", &Transfer{Handle: 1, DeliveryID: &id, DeliveryTag: make([]byte, 16), MessageFormat: &format, Payload: make([]byte, 1024)}, 5},
+		{"disposition", &Disposition{Role: RoleReceiver, First: 7, Last: &id, Settled: true, State: &Accepted{}}, 3},
+	} {
+		enc := mustWrite(t, Frame{Channel: 1, Body: c.body})
+		stream := bytes.Repeat(enc, 102) // one, and AllocsPerRun's warm-up and 100 runs
+		rd := NewReader(bytes.NewReader(stream), 1<<20)
+		if _, err := rd.ReadFrame(); err != nil { // the Reader's own buffers
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			if _, err := rd.ReadFrame(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != c.want {
+			t.Errorf("ReadFrame(%s) allocates %v times, want %v", c.name, allocs, c.want)
+		}
+	}
+}

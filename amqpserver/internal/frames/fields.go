@@ -163,28 +163,19 @@ func (f *fieldWriter) value(v any) error { return f.l.Value(v) }
 // that value (returning skip(r) for fields it ignores). Fields whose bit is
 // set in mandatory must be present, or decoding fails.
 func decodeFields(r *buffer.Buffer, name string, mandatory uint32, field func(i int, r *buffer.Buffer) error) error {
-	l, err := encoding.NewListReader(r)
+	// The list is read in r itself (a ListWindow), not in a buffer of
+	// its own: field's r escapes, and a list of every frame's
+	// performative would otherwise be an allocation of every frame.
+	l, err := encoding.OpenList(r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	var seen uint32
-	for {
-		i, err := l.Next()
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if i < 0 {
-			break
-		}
-		if i < 32 {
-			seen |= 1 << i
-		}
-		if err := field(i, l.Buf()); err != nil {
-			return fmt.Errorf("%s field %d: %w", name, i, err)
-		}
+	seen, err := readFields(&l, name, field)
+	if cerr := l.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s: %w", name, cerr)
 	}
-	if err := l.End(); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+	if err != nil {
+		return err
 	}
 	if missing := mandatory &^ seen; missing != 0 {
 		for i := range 32 {
@@ -194,6 +185,25 @@ func decodeFields(r *buffer.Buffer, name string, mandatory uint32, field func(i 
 		}
 	}
 	return nil
+}
+
+// readFields calls field for each non-null element of l.
+func readFields(l *encoding.ListWindow, name string, field func(i int, r *buffer.Buffer) error) (seen uint32, err error) {
+	for {
+		i, err := l.Next()
+		if err != nil {
+			return seen, fmt.Errorf("%s: %w", name, err)
+		}
+		if i < 0 {
+			return seen, nil
+		}
+		if i < 32 {
+			seen |= 1 << i
+		}
+		if err := field(i, l.Buf()); err != nil {
+			return seen, fmt.Errorf("%s field %d: %w", name, i, err)
+		}
+	}
 }
 
 // skip consumes a field that the decoder does not interpret (fields added

@@ -128,6 +128,7 @@ type StoreDecoder struct {
 	hdr   MessageHeader
 	props MessageProperties
 	data  [1][]byte
+	r     buffer.Buffer // the read cursor over the input
 }
 
 // Decode decodes p into the decoder's Message, which is valid (and
@@ -144,13 +145,19 @@ func (d *StoreDecoder) Decode(p []byte) (*Message, error) {
 
 // Clear lets go of the last message decoded (and the input it aliases).
 func (d *StoreDecoder) Clear() {
-	d.m, d.hdr, d.props, d.data = Message{}, MessageHeader{}, MessageProperties{}, [1][]byte{}
+	d.m, d.hdr, d.props, d.data, d.r = Message{}, MessageHeader{}, MessageProperties{}, [1][]byte{}, buffer.Buffer{}
 }
 
 // unmarshal decodes p into the zero Message m, its header, properties and
 // first data section into room's when room is not nil.
 func (m *Message) unmarshal(p []byte, store bool, room *StoreDecoder) error {
-	r := buffer.New(p)
+	var r *buffer.Buffer
+	if room != nil {
+		room.r = buffer.Make(p)
+		r = &room.r
+	} else {
+		r = buffer.New(p)
+	}
 	last := -1
 	bodyStart, bodyEnd := -1, -1
 	for r.Len() > 0 {

@@ -20,6 +20,11 @@ type Reader struct {
 	r   *bufio.Reader
 	max atomic.Uint32 // largest acceptable frame size, header included
 	hdr [HeaderSize]byte
+	// body is the read cursor over the frame being decoded, reused from
+	// frame to frame: decoding keeps slices of the frame's bytes (a
+	// transfer's payload), never the cursor, so a frame allocates its
+	// bytes and its performative, not the cursor too.
+	body buffer.Buffer
 }
 
 // NewReader returns a Reader over r that rejects frames larger than
@@ -78,9 +83,12 @@ func (r *Reader) ReadFrame() (Frame, error) {
 	if err != nil {
 		return Frame{}, err
 	}
-	br := buffer.New(body)
+	r.body = buffer.Make(body)
+	br := &r.body
 	br.Skip(int(h.DataOffset)*4 - HeaderSize) // extended header, bounds checked by parseHeaderBytes
-	return parseFrameBody(h, br)
+	f, err := parseFrameBody(h, br)
+	r.body = buffer.Buffer{} // let go of the frame's bytes
+	return f, err
 }
 
 // eagerBody is the largest frame body the Reader allocates in full as soon
