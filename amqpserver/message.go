@@ -442,8 +442,9 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 	}
 	am.RawMessageAnnotations = sc.ann.Bytes()
 	if peekLock && m.LockToken != (core.LockToken{}) {
-		sc.dann[0] = encoding.KeyValue{Key: annLockToken, Value: encoding.UUID(m.LockToken)}
-		am.DeliveryAnnotations = sc.dann[:]
+		sc.dann.Reset()
+		writeLockTokenAnnotation(&sc.dann, m.LockToken)
+		am.RawDeliveryAnnotations = sc.dann.Bytes()
 	}
 	if ep := m.EncodedProperties; ep.Bytes != nil && ep.Codec == propertyCodecID {
 		am.RawApplicationProperties = ep.Bytes // as they arrived
@@ -464,12 +465,25 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 		}
 	}
 	// Room for the body and typical sections up front: growing the
-	// buffer through a 1 KiB body would copy it several times.
-	w := buffer.Make(make([]byte, 0, len(m.Body)+encodeOverhead))
-	if err := am.MarshalAMQP(&w); err != nil {
+	// buffer through a 1 KiB body would copy it several times. The
+	// Buffer around it is the scratch's, so that only the bytes are
+	// allocated.
+	sc.out = buffer.Make(make([]byte, 0, len(m.Body)+encodeOverhead))
+	if err := am.MarshalAMQP(&sc.out); err != nil {
 		return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
 	}
-	return w.Bytes(), nil
+	return sc.out.Bytes(), nil
+}
+
+// writeLockTokenAnnotation writes the delivery annotations of a
+// peek-locked delivery, the map {x-opt-lock-token: tok}, as marshalling
+// that Map would, without boxing the token.
+func writeLockTokenAnnotation(w *buffer.Buffer, tok core.LockToken) {
+	_ = encoding.WriteMapWith(w, func() (int, error) {
+		encoding.WriteSymbol(w, annLockToken)
+		encoding.WriteUUID(w, encoding.UUID(tok))
+		return 1, nil
+	})
 }
 
 // writeProperties sets am's application properties to m's, encoded from
@@ -510,11 +524,12 @@ type deliveryScratch struct {
 	hdr   frames.MessageHeader
 	sys   frames.MessageProperties
 	anns  [12]encoding.KeyValue
-	dann  [1]encoding.KeyValue
 	data  [1][]byte
 	keys  []string      // application property keys, sorted (then annotation keys)
 	props buffer.Buffer // the application properties, encoded
 	ann   buffer.Buffer // the message annotations, encoded
+	dann  buffer.Buffer // the delivery annotations, encoded
+	out   buffer.Buffer // the delivery being encoded (its bytes are the caller's)
 }
 
 // maxKeptScratch bounds what a pooled deliveryScratch keeps of its key
@@ -526,13 +541,14 @@ var deliveryScratches = sync.Pool{New: func() any { return new(deliveryScratch) 
 // release drops what sc refers to (message bodies among it) and returns
 // it to the pool.
 func (sc *deliveryScratch) release() {
-	keys, props, ann := sc.keys[:0], sc.props, sc.ann
+	keys, props, ann, dann := sc.keys[:0], sc.props, sc.ann, sc.dann
 	*sc = deliveryScratch{}
 	if cap(keys) <= maxKeptScratch/16 && cap(props.Raw()) <= maxKeptScratch && cap(ann.Raw()) <= maxKeptScratch {
 		clear(keys[:cap(keys)]) // the keys of the last message: let them go
 		props.Reset()
 		ann.Reset()
-		sc.keys, sc.props, sc.ann = keys, props, ann
+		dann.Reset()
+		sc.keys, sc.props, sc.ann, sc.dann = keys, props, ann, dann
 	}
 	deliveryScratches.Put(sc)
 }

@@ -34,7 +34,11 @@ const (
 type Message struct {
 	Header              *MessageHeader
 	DeliveryAnnotations encoding.Map // symbol (or ulong) keys
-	MessageAnnotations  encoding.Map // symbol (or ulong) keys, x-opt-…
+	// RawDeliveryAnnotations, when DeliveryAnnotations is nil, is the
+	// encoded map of the delivery-annotations section, which
+	// [Message.MarshalAMQP] writes verbatim (as RawMessageAnnotations).
+	RawDeliveryAnnotations []byte
+	MessageAnnotations     encoding.Map // symbol (or ulong) keys, x-opt-…
 	// RawMessageAnnotations, when MessageAnnotations is nil, is the
 	// encoded map of the message-annotations section, which
 	// [Message.MarshalAMQP] writes verbatim (a broker writes its
@@ -352,7 +356,10 @@ func (m *Message) MarshalAMQP(w *buffer.Buffer) error {
 	if m.Header != nil {
 		m.Header.marshal(w)
 	}
-	if err := writeSectionMap(w, codeDeliveryAnnotations, m.DeliveryAnnotations); err != nil {
+	if m.DeliveryAnnotations == nil && m.RawDeliveryAnnotations != nil {
+		encoding.WriteDescriptor(w, codeDeliveryAnnotations)
+		w.Append(m.RawDeliveryAnnotations)
+	} else if err := writeSectionMap(w, codeDeliveryAnnotations, m.DeliveryAnnotations); err != nil {
 		return err
 	}
 	if m.MessageAnnotations == nil && m.RawMessageAnnotations != nil {
