@@ -39,20 +39,45 @@ func TestNewUUIDIsRandomV4(t *testing.T) {
 	checkAllocs(t, "NewUUID", 0, func() { NewUUID() })
 }
 
-// A delivery count and a completion each cost the write one allocation
-// for their keys and record, and write what the separate keys did.
+// A delivery count and a completion each cost a write of one message
+// one allocation for their keys and record, a write of a hundred a few
+// allocations for all of them (8, where it took 200), and they write
+// what the separate keys did.
 func TestStateAndDeleteKeysAllocateOnce(t *testing.T) {
 	q := &queue{id: 7}
 	st := stateRec{state: StateActive, deliveryCount: 3, owner: 9, expiresAt: 1 << 40, size: 1024, sessionID: "s"}
 	w := &write{}
 	checkAllocs(t, "setState", 1, func() {
-		w.batch.Ops = w.batch.Ops[:0]
+		w.batch.Ops, w.room, w.roomSize = w.batch.Ops[:0], nil, 0
 		w.setState(q, 42, &st)
 	})
 	checkAllocs(t, "deleteRecords", 1, func() {
-		w.batch.Ops, w.bodies.Ops = w.batch.Ops[:0], w.bodies.Ops[:0]
+		w.batch.Ops, w.bodies.Ops, w.room, w.roomSize = w.batch.Ops[:0], w.bodies.Ops[:0], nil, 0
 		w.deleteRecords(q, 42, 9, false)
 	})
+	w.batch.Ops, w.bodies.Ops = make([]storage.Op, 0, 200), make([]storage.Op, 0, 100)
+	checkAllocs(t, "a hundred setState and deleteRecords", 8, func() {
+		w.batch.Ops, w.bodies.Ops, w.room, w.roomSize = w.batch.Ops[:0], w.bodies.Ops[:0], nil, 0
+		for seq := range int64(100) {
+			w.setState(q, seq, &st)
+			w.deleteRecords(q, seq, 9, false)
+		}
+	})
+	w.batch.Ops, w.bodies.Ops, w.room, w.roomSize = w.batch.Ops[:0], w.bodies.Ops[:0], nil, 0
+	for seq := range int64(100) {
+		w.setState(q, seq, &st)
+		w.deleteRecords(q, seq, 9, false)
+	}
+	for i, op := range w.batch.Ops { // the keys and records did not overlap
+		want := seqKey(tabState, q.id, int64(i/2))
+		if !bytes.Equal(op.Key, want) {
+			t.Fatalf("op %d: key % x, want % x", i, op.Key, want)
+		}
+		if i%2 == 0 && !bytes.Equal(op.Value, st.encode(nil)) {
+			t.Fatalf("op %d: state record % x, want % x", i, op.Value, st.encode(nil))
+		}
+	}
+	w.batch.Ops, w.bodies.Ops, w.room, w.roomSize = nil, nil, nil, 0
 
 	w.batch.Ops, w.bodies.Ops = nil, nil
 	w.setState(q, 42, &st)

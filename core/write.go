@@ -42,6 +42,10 @@ type write struct {
 		mode ReceiveMode
 	}
 	done bool // committed or aborted
+	// room is what is left of the last allocation room made for the
+	// keys and records the batch borrows until commit.
+	room     []byte
+	roomSize int // the size of that allocation
 }
 
 // settleWrite is a write with room for one hold and one reference, so
@@ -168,17 +172,36 @@ func (w *write) deleteRecords(q *queue, seq int64, owner uint64, shared bool) {
 		w.releaseRef(q, seq)
 		return
 	}
-	// Both keys in one allocation (a completion's only one).
-	sk := appendSeqKey(make([]byte, 0, 2*seqKeyLen), tabState, q.id, seq)
+	// Both keys in one piece of room (a completion's only allocation).
+	sk := appendSeqKey(w.alloc(2*seqKeyLen), tabState, q.id, seq)
 	w.batch.Delete(sk[:len(sk):len(sk)])
 	w.bodies.Delete(appendSeqKey(sk[len(sk):], tabBody, owner, seq))
 }
 
 // setState adds the write of st as q's state record of message seq, key
-// and value in one allocation (a delivery count's only one).
+// and value in one piece of room (a delivery count's only allocation).
 func (w *write) setState(q *queue, seq int64, st *stateRec) {
-	k := appendSeqKey(make([]byte, 0, seqKeyLen+maxStateRecLen+len(st.sessionID)), tabState, q.id, seq)
+	k := appendSeqKey(w.alloc(seqKeyLen+maxStateRecLen+len(st.sessionID)), tabState, q.id, seq)
 	w.batch.Set(k[:len(k):len(k)], st.encode(k[len(k):]))
+}
+
+// maxRoom is the most alloc allocates at once beyond what is asked.
+const maxRoom = 4 << 10
+
+// alloc returns an empty slice with room for n bytes, for keys and
+// records the batch borrows until it is applied. A write of many
+// messages (a batch of completions, of delivery counts) takes them from
+// a few allocations, each twice the size of the one before up to
+// maxRoom, rather than one per message; a write of one message still
+// allocates only what it asks for.
+func (w *write) alloc(n int) []byte {
+	if cap(w.room) < n {
+		w.roomSize = max(min(2*w.roomSize, maxRoom), n)
+		w.room = make([]byte, 0, w.roomSize)
+	}
+	b := w.room[:0:n]
+	w.room = w.room[n:n]
+	return b
 }
 
 // commit applies the batch. On failure every reservation is given back
