@@ -467,12 +467,8 @@ func (c *conn) flush() {
 	if c.pending.Len() == 0 {
 		return
 	}
-	c.enqueue(c.pending.Bytes())
-	if c.pending.Size() > keepWriteBuffer {
-		c.pending = buffer.Buffer{}
-	} else {
-		c.pending.Reset()
-	}
+	used := c.pending.Size()
+	c.pending = buffer.Make(reuseWriteBuffer(c.enqueue(c.pending.Bytes()), used))
 }
 
 // writeNow writes one frame synchronously (handshake phase, before the

@@ -14,15 +14,31 @@ import (
 const maxOutbox = 4 << 20
 
 // keepWriteBuffer is the largest write buffer kept for reuse after a
-// write; a bigger one (a burst of large deliveries) is dropped, so an idle
-// connection does not pin it.
+// write of at most that much: a bigger one, which a burst of large
+// deliveries grew, is kept only while the output it carries stays that
+// large (the next burst would grow it again, copying and zeroing as it
+// goes: a fifth of a 64 KiB delivery's CPU), and dropped after the first
+// small write, so a connection that went idle (whose heartbeats are
+// small writes) does not pin it.
 const keepWriteBuffer = 1 << 20
+
+// reuseWriteBuffer returns b emptied for the next output, or nil when b
+// is bigger than keepWriteBuffer and the output it last carried (used
+// bytes) was not.
+func reuseWriteBuffer(b []byte, used int) []byte {
+	if cap(b) > keepWriteBuffer && used <= keepWriteBuffer {
+		return nil
+	}
+	return b[:0]
+}
 
 // outbox hands output from run to writeLoop. run appends each burst of
 // frames; writeLoop takes everything accumulated since its last write and
 // writes it with one system call, so the frames of bursts made while the
-// socket was busy share a write. The two swap buffers, so steady output
-// allocates nothing.
+// socket was busy share a write. run's pending output, buf and the
+// buffer writeLoop writes rotate between the two (a burst handed to an
+// idle writer becomes buf as it is, without a copy), so steady output
+// allocates and copies nothing more.
 type outbox struct {
 	mu     sync.Mutex
 	buf    []byte       // bytes waiting for writeLoop
@@ -48,8 +64,12 @@ func signal(ch chan struct{}) {
 }
 
 // enqueue appends p to the output, waiting while the output is over
-// maxOutbox. p may be reused once enqueue returns.
-func (c *conn) enqueue(p []byte) {
+// maxOutbox, and returns an empty buffer for the next output. When
+// writeLoop has taken all the output before (the usual case), p becomes
+// the output as it is, without a copy, and the buffer returned is the
+// one writeLoop gave back; otherwise p is copied and returned emptied.
+// Either way the caller no longer owns p.
+func (c *conn) enqueue(p []byte) []byte {
 	o := &c.ob
 	o.mu.Lock()
 	for len(o.buf) >= maxOutbox && !o.failed {
@@ -57,21 +77,27 @@ func (c *conn) enqueue(p []byte) {
 		select {
 		case <-o.drained:
 		case <-c.wdone:
-			return
+			return p[:0]
 		}
 		o.mu.Lock()
 	}
 	if o.failed || o.closed {
 		o.mu.Unlock()
-		return
+		return p[:0]
 	}
 	first := len(o.buf) == 0
-	o.buf = append(o.buf, p...)
+	next := p[:0]
+	if first {
+		next, o.buf = o.buf[:0], p
+	} else {
+		o.buf = append(o.buf, p...)
+	}
 	o.size.Store(int64(len(o.buf)))
 	o.mu.Unlock()
 	if first {
 		signal(o.wake)
 	}
+	return next
 }
 
 // closeOutput lets writeLoop exit once it has written what is queued.
@@ -114,9 +140,7 @@ func (c *conn) writeLoop() {
 				}
 				return
 			}
-			if cap(p) > keepWriteBuffer {
-				p = nil
-			}
+			p = reuseWriteBuffer(p, len(p))
 		}
 		if closed {
 			return
