@@ -41,6 +41,21 @@ type Router interface {
 	Local() []Backend
 }
 
+// GroupRouter is a [Router] whose backends are groups that forwarding
+// cannot cross (a cluster's data groups): a broker forwards only to an
+// entity it holds. A routed broker over one places a new queue with the
+// entities it forwards to, and refuses, naming both groups, forwarding
+// from an entity of one group to an entity of another.
+type GroupRouter interface {
+	Router
+	// Group returns the group of the queue or topic named name, 0 when
+	// name is placed nowhere.
+	Group(ctx context.Context, name string) (uint64, error)
+	// PlaceIn is Place, choosing group g (when not 0) if name has no
+	// place yet.
+	PlaceIn(ctx context.Context, name string, g uint64) (Backend, error)
+}
+
 // Backend is what a routed broker hands an entity's operations to: the
 // entity operations of [Broker], which implements it.
 type Backend interface {
@@ -92,6 +107,9 @@ func (b *Broker) route(path string) (Backend, error) {
 // routeEntity returns the backend an entity being created goes to: a
 // queue's or topic's place, a subscription's topic's.
 func (b *Broker) routeEntity(ctx context.Context, e Entity, create bool) (Backend, error) {
+	if gr, ok := b.cfg.Router.(GroupRouter); ok {
+		return b.routeGrouped(ctx, gr, e, create)
+	}
 	if e.Kind == KindSubscription {
 		return b.route(e.Topic)
 	}
