@@ -274,8 +274,12 @@ func (r *routed) applyConfigLoop(sess *raftstore.Session) {
 	if len(r.config.Namespaces) > 1 {
 		r.log.Warn("a cluster with data groups serves the config file's first namespace only; the others are left out")
 	}
+	entities := r.config.Namespaces[0].Entities
 	for {
-		err := applyConfig(home, r.config.Namespaces[0].Entities)
+		err := r.placeForwardingTogether(r.cl.ctx, entities)
+		if err == nil {
+			err = applyConfig(home, entities)
+		}
 		if err == nil {
 			r.log.Info("applied the config file")
 			return
@@ -312,7 +316,7 @@ func (r *routed) place(ctx context.Context, name string, suggest uint64, create 
 		return 0, nil
 	}
 	g := suggest
-	if g == 0 {
+	if g == 0 || g > uint64(r.meta.DataGroups()) {
 		g = r.leastPlaced(sess)
 	}
 	b := &storage.Batch{Sync: true}
@@ -350,6 +354,12 @@ func (r *routed) leastPlaced(sess *raftstore.Session) uint64 {
 // node's copy of the meta group, else from the meta leader (which
 // records one when create is set); 0 when it has none.
 func (r *routed) groupOf(ctx context.Context, name string, create bool) (uint64, error) {
+	return r.groupOrPlace(ctx, name, 0, create)
+}
+
+// groupOrPlace is groupOf, the meta leader recording suggest (when not
+// 0) if it places name now.
+func (r *routed) groupOrPlace(ctx context.Context, name string, suggest uint64, create bool) (uint64, error) {
 	if v, err := r.meta.ReadReplica(placementKey(name)); err == nil && len(v) == 8 {
 		return binary.BigEndian.Uint64(v), nil
 	}
@@ -358,13 +368,13 @@ func (r *routed) groupOf(ctx context.Context, name string, create bool) (uint64,
 	case leader == 0:
 		return 0, &core.Error{Code: core.CodeServerBusy, Msg: "the meta group has no leader now (an election is under way); retry"}
 	case leader == r.meta.ID():
-		return r.place(ctx, name, 0, create)
+		return r.place(ctx, name, suggest, create)
 	}
 	c, err := r.client(leader)
 	if err != nil {
 		return 0, err
 	}
-	return c.Place(ctx, name, 0, create)
+	return c.Place(ctx, name, suggest, create)
 }
 
 // client returns the connection to node id.
@@ -464,6 +474,21 @@ func (r *routed) Place(ctx context.Context, name string) (core.Backend, error) {
 	return r.backend(g)
 }
 
+// Group implements core.GroupRouter.
+func (r *routed) Group(ctx context.Context, name string) (uint64, error) {
+	return r.groupOf(ctx, name, false)
+}
+
+// PlaceIn implements core.GroupRouter: name goes where what it forwards
+// to is (g), when it has no place yet.
+func (r *routed) PlaceIn(ctx context.Context, name string, g uint64) (core.Backend, error) {
+	g, err := r.groupOrPlace(ctx, name, g, true)
+	if err != nil {
+		return nil, err
+	}
+	return r.backend(g)
+}
+
 // All implements core.Router.
 func (r *routed) All() ([]core.Backend, error) {
 	var out []core.Backend
@@ -488,4 +513,4 @@ func (r *routed) Local() []core.Backend {
 	return out
 }
 
-var _ core.Router = (*routed)(nil)
+var _ core.GroupRouter = (*routed)(nil)
