@@ -275,6 +275,7 @@ func (r *routed) applyConfigLoop(sess *raftstore.Session) {
 		r.log.Warn("a cluster with data groups serves the config file's first namespace only; the others are left out")
 	}
 	entities := r.config.Namespaces[0].Entities
+	warned := ""
 	for {
 		err := r.placeForwardingTogether(r.cl.ctx, entities)
 		if err == nil {
@@ -284,7 +285,14 @@ func (r *routed) applyConfigLoop(sess *raftstore.Session) {
 			r.log.Info("applied the config file")
 			return
 		}
-		r.log.Debug("applying the config file; retrying", zap.Error(err))
+		if errors.Is(err, core.ErrBadRequest) && err.Error() != warned {
+			// Not a passing state (forwarding across groups, say): say so
+			// once, and keep trying in case the entities change.
+			warned = err.Error()
+			r.log.Warn("the config file cannot be applied as it is; retrying", zap.Error(err))
+		} else {
+			r.log.Debug("applying the config file; retrying", zap.Error(err))
+		}
 		select {
 		case <-sess.Done():
 			return
