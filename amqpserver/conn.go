@@ -441,6 +441,15 @@ func (c *conn) write(ch uint16, body frames.Body) {
 		// not a crash.
 		c.log.Error("encoding frame", zap.Error(err))
 	}
+	if c.pending.Len() >= handOffAt {
+		c.handOff()
+	}
+}
+
+// handOff hands the frames written so far to writeLoop.
+func (c *conn) handOff() {
+	used := c.pending.Size()
+	c.pending = buffer.Make(reuseWriteBuffer(c.enqueue(c.pending.Bytes()), used))
 }
 
 // submitPending hands the deliveries and settlements queued in this pass
@@ -467,8 +476,7 @@ func (c *conn) flush() {
 	if c.pending.Len() == 0 {
 		return
 	}
-	used := c.pending.Size()
-	c.pending = buffer.Make(reuseWriteBuffer(c.enqueue(c.pending.Bytes()), used))
+	c.handOff()
 }
 
 // writeNow writes one frame synchronously (handshake phase, before the

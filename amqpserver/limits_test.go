@@ -37,12 +37,17 @@ func (ts *testServer) onConn(t testing.TB, f func(c *conn)) {
 			c = x
 		}
 		n := len(ts.srv.mu.conns)
+		open := n == 1 && ts.srv.mu.open == 1 // past its handshake (c.ctx is serve's to set: not read here)
 		ts.srv.mu.Unlock()
-		if n == 1 && c.ctx != nil {
+		if open {
 			done := make(chan struct{})
 			if c.post(func() { f(c); close(done) }) {
-				<-done
-				return
+				select {
+				case <-done:
+					return
+				case <-time.After(time.Until(deadline)):
+					t.Fatal("the connection did not run the posted check")
+				}
 			}
 		}
 		if time.Now().After(deadline) {

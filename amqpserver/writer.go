@@ -2,6 +2,7 @@ package amqpserver
 
 import (
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,23 +33,41 @@ func reuseWriteBuffer(b []byte, used int) []byte {
 	return b[:0]
 }
 
-// outbox hands output from run to writeLoop. run appends each burst of
-// frames; writeLoop takes everything accumulated since its last write and
-// writes it with one system call, so the frames of bursts made while the
-// socket was busy share a write. run's pending output, buf and the
-// buffer writeLoop writes rotate between the two (a burst handed to an
-// idle writer becomes buf as it is, without a copy), so steady output
-// allocates and copies nothing more.
+// outbox hands output from run to writeLoop. run hands over each
+// burst of frames in the buffer it wrote them into; writeLoop takes every
+// buffer handed over since its last write and writes them with one
+// system call (writev on TCP), so the bursts made while the socket was
+// busy share a write without being copied together. A small burst joins
+// the buffer before it when that has room, so that connections whose
+// net.Conn writes each buffer on its own (TLS, WebSockets) do not turn
+// a stream of small bursts into as many writes. The emptied buffers come
+// back to run through free, so steady output allocates nothing.
 type outbox struct {
 	mu     sync.Mutex
-	buf    []byte       // bytes waiting for writeLoop
-	size   atomic.Int64 // len(buf), readable without mu
-	closed bool         // no more output: writeLoop exits once buf is written
+	bufs   [][]byte     // output waiting for writeLoop, in order
+	free   [][]byte     // written buffers, emptied, for run's next bursts
+	size   atomic.Int64 // bytes in bufs, readable without mu
+	closed bool         // no more output: writeLoop exits once bufs is written
 	failed bool         // a write failed: output is dropped
 
-	wake    chan struct{} // (cap 1) buf got bytes, or closed was set
-	drained chan struct{} // (cap 1) writeLoop took buf
+	wake    chan struct{} // (cap 1) bufs got bytes, or closed was set
+	drained chan struct{} // (cap 1) writeLoop took bufs
 }
+
+// Bounds of the outbox's buffers: a burst of at most coalesceBelow bytes
+// joins the buffer before it; at most maxFreeBuffers written buffers wait
+// in free (each at most keepWriteBuffer, so an idle connection keeps at
+// most a few MiB, and one whose last bursts were small far less).
+const (
+	coalesceBelow  = 4 << 10
+	maxFreeBuffers = 4
+)
+
+// handOffAt is the size at which run hands the frames it has written to
+// writeLoop in the middle of a pass: the buffers then stay well under
+// keepWriteBuffer (and are reused), and a long burst reaches the socket
+// while the rest of it is being encoded.
+const handOffAt = 256 << 10
 
 func newOutbox() outbox {
 	return outbox{wake: make(chan struct{}, 1), drained: make(chan struct{}, 1)}
@@ -63,16 +82,15 @@ func signal(ch chan struct{}) {
 	}
 }
 
-// enqueue appends p to the output, waiting while the output is over
-// maxOutbox, and returns an empty buffer for the next output. When
-// writeLoop has taken all the output before (the usual case), p becomes
-// the output as it is, without a copy, and the buffer returned is the
-// one writeLoop gave back; otherwise p is copied and returned emptied.
-// Either way the caller no longer owns p.
+// enqueue hands p to writeLoop, waiting while the output is over
+// maxOutbox, and returns an empty buffer for the next output: one
+// writeLoop gave back, or p emptied when p joined the buffer before it
+// (or the output is closed). Either way the caller no longer owns p's
+// bytes.
 func (c *conn) enqueue(p []byte) []byte {
 	o := &c.ob
 	o.mu.Lock()
-	for len(o.buf) >= maxOutbox && !o.failed {
+	for o.size.Load() >= maxOutbox && !o.failed {
 		o.mu.Unlock()
 		select {
 		case <-o.drained:
@@ -85,14 +103,19 @@ func (c *conn) enqueue(p []byte) []byte {
 		o.mu.Unlock()
 		return p[:0]
 	}
-	first := len(o.buf) == 0
-	next := p[:0]
-	if first {
-		next, o.buf = o.buf[:0], p
+	first := len(o.bufs) == 0
+	var next []byte
+	if n := len(o.bufs); n > 0 && len(p) <= coalesceBelow && cap(o.bufs[n-1])-len(o.bufs[n-1]) >= len(p) {
+		o.bufs[n-1] = append(o.bufs[n-1], p...)
+		next = p[:0]
 	} else {
-		o.buf = append(o.buf, p...)
+		o.bufs = append(o.bufs, p)
+		if n := len(o.free); n > 0 {
+			next, o.free[n-1] = o.free[n-1], nil
+			o.free = o.free[:n-1]
+		}
 	}
-	o.size.Store(int64(len(o.buf)))
+	o.size.Add(int64(len(p)))
 	o.mu.Unlock()
 	if first {
 		signal(o.wake)
@@ -113,26 +136,31 @@ func (c *conn) closeOutput() {
 func (c *conn) writeLoop() {
 	defer close(c.wdone)
 	o := &c.ob
-	var p []byte
+	var taken [][]byte   // the buffers being written
+	var iovs net.Buffers // taken's slices, which writing consumes
 	idle := c.srv.cfg.IdleTimeout
 	var deadline time.Time // the write deadline set last
 	for range o.wake {
 		o.mu.Lock()
-		p, o.buf = o.buf, p[:0]
+		taken, o.bufs = o.bufs, taken[:0]
 		o.size.Store(0)
 		closed := o.closed
 		o.mu.Unlock()
 		signal(o.drained)
-		if len(p) > 0 {
+		if len(taken) > 0 {
 			// As readLoop's: moved once the time left is below the idle
 			// timeout, so a write still gets at least that long.
 			if now := time.Now(); deadline.Sub(now) < idle {
 				deadline = now.Add(idle + idle/16)
 				c.nc.SetWriteDeadline(deadline)
 			}
-			if _, err := c.nc.Write(p); err != nil {
+			iovs = append(iovs[:0], taken...)
+			iov := iovs
+			_, err := iov.WriteTo(c.nc) // one writev on TCP; Write by Write otherwise
+			clear(iovs)
+			if err != nil {
 				o.mu.Lock()
-				o.failed, o.buf = true, nil
+				o.failed, o.bufs = true, nil
 				o.size.Store(0)
 				o.mu.Unlock()
 				if !peerGone(err) {
@@ -140,7 +168,14 @@ func (c *conn) writeLoop() {
 				}
 				return
 			}
-			p = reuseWriteBuffer(p, len(p))
+			o.mu.Lock()
+			for _, b := range taken {
+				if b = reuseWriteBuffer(b, len(b)); b != nil && len(o.free) < maxFreeBuffers {
+					o.free = append(o.free, b)
+				}
+			}
+			o.mu.Unlock()
+			clear(taken)
 		}
 		if closed {
 			return
