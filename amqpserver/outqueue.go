@@ -72,7 +72,15 @@ func (s *session) queueTransfer(d *outTransfer) {
 	d.frames = s.c.framesFor(len(d.payload))
 	s.outFrames += d.frames
 	s.c.holdOut(len(d.payload))
-	s.out = append(s.out, d)
+	if len(s.out) == cap(s.out) {
+		// append moves out to a new array: remember it, so that the
+		// queue reuses it once drained rather than allocating an array
+		// for each delivery (which is written at once, most of the time).
+		s.out = append(s.out, d)
+		s.outRoom = s.out[:0]
+	} else {
+		s.out = append(s.out, d)
+	}
 	if len(s.out) == 1 {
 		s.pump()
 	}
@@ -100,7 +108,7 @@ func (s *session) pump() {
 		}
 	}
 	if len(s.out) == 0 {
-		s.out = nil
+		s.out = s.outRoom[:0] // every slot was cleared as it was written
 	}
 	s.c.wakeBuffer()
 }

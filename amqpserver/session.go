@@ -25,6 +25,7 @@ type session struct {
 	peerWindow           uint32 // the incoming-window of the peer's last begin or flow
 	nextDeliveryID       uint32
 	out                  []*outTransfer // deliveries being written, in order
+	outRoom              []*outTransfer // the array out was last grown into, reused once out is empty
 	outFrames            uint32         // frames of out still to write
 	reserved             uint32         // window frames reserved for receive-and-delete removals
 	stalled              bool           // on conn.stalled, waiting for the writer
