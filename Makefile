@@ -233,6 +233,10 @@ cluster-scale: build ## a cluster with data groups against one group, each node 
 	bash cmd/omnibus/bench/cluster_scale.sh
 .PHONY: cluster-scale
 
+cluster-replicated: build ## the replicated send against a single node: bench --scenario send (1 KiB, durable, 100 in flight) on one node and through a 3-node cluster's leader, alternated PAIRS=5 times; rate and CPU per message per node
+	bash cmd/omnibus/bench/replicated.sh
+.PHONY: cluster-replicated
+
 bench: ## Go benchmarks of core, storage and the fronts
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./core/ ./storage/... ./amqpserver/ ./httpgw/
 
