@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/omnibusmq/omnibus/storage/raftstore"
 )
 
 // A cluster with data groups (Config.Groups, omnibus --groups). Every node
@@ -33,30 +31,7 @@ type groupView struct {
 // viewGroups asks every reachable node.
 func viewGroups(nodes []*node) groupView {
 	v := groupView{leaders: map[uint64]int{}, since: map[uint64]int64{}}
-	type answer struct {
-		n  *node
-		st raftstore.Status
-	}
-	ch := make(chan *answer, len(nodes))
-	for _, n := range nodes {
-		go func() {
-			if !n.running() || n.frozen || n.cutOff {
-				ch <- nil
-				return
-			}
-			st, err := n.status(300 * time.Millisecond)
-			if err != nil {
-				ch <- nil
-				return
-			}
-			ch <- &answer{n, st}
-		}()
-	}
-	for range nodes {
-		a := <-ch
-		if a == nil {
-			continue
-		}
+	for _, a := range statuses(nodes) {
 		if a.st.Serving && a.st.Term >= v.term {
 			v.meta, v.term = a.n.id, a.st.Term
 		}

@@ -202,14 +202,16 @@ func (n *node) status(timeout time.Duration) (raftstore.Status, error) {
 	return n.client.Status(ctx, n.peer)
 }
 
-// serving finds the node that serves clients now, if any: among those
-// reachable, one whose status says it leads and serves.
-func serving(nodes []*node) (*node, raftstore.Status, error) {
-	type answer struct {
-		n  *node
-		st raftstore.Status
-	}
-	ch := make(chan *answer, len(nodes))
+// nodeStatus is one reachable node's answer to a status request.
+type nodeStatus struct {
+	n  *node
+	st raftstore.Status
+}
+
+// statuses asks every reachable node (running, neither frozen nor cut
+// off) for its status at once, and returns the answers that came.
+func statuses(nodes []*node) []nodeStatus {
+	ch := make(chan *nodeStatus, len(nodes))
 	for _, n := range nodes {
 		go func() {
 			if !n.running() || n.frozen || n.cutOff {
@@ -217,17 +219,29 @@ func serving(nodes []*node) (*node, raftstore.Status, error) {
 				return
 			}
 			st, err := n.status(300 * time.Millisecond)
-			if err != nil || !st.Serving {
+			if err != nil {
 				ch <- nil
 				return
 			}
-			ch <- &answer{n, st}
+			ch <- &nodeStatus{n, st}
 		}()
 	}
-	var best *answer
+	var out []nodeStatus
 	for range nodes {
-		if a := <-ch; a != nil && (best == nil || a.st.Term > best.st.Term) {
-			best = a
+		if a := <-ch; a != nil {
+			out = append(out, *a)
+		}
+	}
+	return out
+}
+
+// serving finds the node that serves clients now, if any: among those
+// reachable, one whose status says it leads and serves.
+func serving(nodes []*node) (*node, raftstore.Status, error) {
+	var best *nodeStatus
+	for _, a := range statuses(nodes) {
+		if a.st.Serving && (best == nil || a.st.Term > best.st.Term) {
+			best = &a
 		}
 	}
 	if best == nil {
