@@ -423,12 +423,12 @@ func TestSilentPeerFailsCalls(t *testing.T) {
 	}
 }
 
-// TestLateReceiveAnswerGivesItsLocksBack: a peek-lock receive whose call
-// failed (FailGroup: the caller saw another leader elected, perhaps
-// wrongly) and whose answer comes afterwards gives the messages it took
-// back at once. Nobody will deliver them: kept, their locks would hide
-// them from every receiver until they expired (a minute, by default).
-func TestLateReceiveAnswerGivesItsLocksBack(t *testing.T) {
+// receiveThroughProxy starts a peek-lock receive of one message from
+// queue "q" (a minute's lock) through a holding proxy to the remote
+// broker, and returns once the remote broker holds it waiting; done has
+// the receive's error when it ends. The caller closes the client.
+func receiveThroughProxy(t *testing.T) (*rig, *holdingProxy, *Client, chan error) {
+	t.Helper()
 	r := newRig(t)
 	if _, err := r.routed.CreateEntity(t.Context(), core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -439,7 +439,6 @@ func TestLateReceiveAnswerGivesItsLocksBack(t *testing.T) {
 		nc, err := d.DialContext(ctx, "tcp", p.addr())
 		return nc, nil, err
 	}, zaptest.NewLogger(t))
-	defer c.Close()
 	be := NewBackend(c, 1, r.routed)
 	done := make(chan error, 1)
 	go func() {
@@ -447,6 +446,17 @@ func TestLateReceiveAnswerGivesItsLocksBack(t *testing.T) {
 		done <- err
 	}()
 	waitForWaiter(t, r.remote.Broker)
+	return r, p, c, done
+}
+
+// TestLateReceiveAnswerGivesItsLocksBack: a peek-lock receive whose call
+// failed (FailGroup: the caller saw another leader elected, perhaps
+// wrongly) and whose answer comes afterwards gives the messages it took
+// back at once. Nobody will deliver them: kept, their locks would hide
+// them from every receiver until they expired (a minute, by default).
+func TestLateReceiveAnswerGivesItsLocksBack(t *testing.T) {
+	r, p, c, done := receiveThroughProxy(t)
+	defer c.Close()
 	// The server answers with a locked message; the answer is held on
 	// its way while the caller gives the call up.
 	p.hold(true)
@@ -568,24 +578,8 @@ func (p *holdingProxy) hold(on bool) {
 // them, and nobody would settle them before their locks expired (a
 // minute, by default), hidden from every receiver meanwhile.
 func TestUnacknowledgedReceiveGivesItsLocksBack(t *testing.T) {
-	r := newRig(t)
-	if _, err := r.routed.CreateEntity(t.Context(), core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	p := newHoldingProxy(t, r.ln.Addr().String())
-	c := NewClient(func(ctx context.Context) (net.Conn, *bufio.Reader, error) {
-		var d net.Dialer
-		nc, err := d.DialContext(ctx, "tcp", p.addr())
-		return nc, nil, err
-	}, zaptest.NewLogger(t))
+	r, p, c, done := receiveThroughProxy(t)
 	defer c.Close()
-	be := NewBackend(c, 1, r.routed)
-	done := make(chan error, 1)
-	go func() {
-		_, err := be.Receive(t.Context(), "q", core.ReceiveOptions{Max: 1, Mode: core.PeekLock})
-		done <- err
-	}()
-	waitForWaiter(t, r.remote.Broker)
 	p.hold(true) // the answer never arrives
 	if _, err := r.remote.Broker.Send(t.Context(), "q", coretest.Text("lost on its way")); err != nil {
 		t.Fatal(err)
