@@ -37,23 +37,7 @@ func TestCheckDataDirectory(t *testing.T) {
 	}
 
 	// Delete the first body record ('B' owner seq, keys.go).
-	st, err := pebblestore.Open(dir, pebblestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var key []byte
-	if err := st.Scan([]byte{'B'}, nil, func(k, _ []byte) (bool, error) {
-		key = append([]byte(nil), k...)
-		return false, nil
-	}); err != nil || key == nil {
-		t.Fatalf("no body record: %v", err)
-	}
-	if err := st.Apply(batchDeleting(key)); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	deleteFirstRecord(t, dir, []byte{'B'})
 	found, err := Check(Options{DataDir: dir})
 	if err != nil || len(found) != 1 || !strings.Contains(found[0], "body of message 1 is missing") {
 		t.Fatalf("check after deleting a body: %q %v", found, err)
@@ -102,26 +86,32 @@ func TestCheckEveryNamespace(t *testing.T) {
 		t.Fatalf("check of a healthy directory: %v %v", found, err)
 	}
 	// sales is namespace 1: its body records start 'p' 1:8 'B'.
+	deleteFirstRecord(t, dir, []byte{'p', 0, 0, 0, 0, 0, 0, 0, 1, 'B'})
+	found, err := Check(Options{DataDir: dir})
+	if err != nil || len(found) != 1 || !strings.HasPrefix(found[0], "namespace sales: ") || !strings.Contains(found[0], "body of message 1 is missing") {
+		t.Fatalf("check after deleting a body of sales: %q %v", found, err)
+	}
+}
+
+// deleteFirstRecord deletes, in the closed store at dir, the first
+// record whose key starts with prefix; the test fails if there is none.
+func deleteFirstRecord(t *testing.T, dir string, prefix []byte) {
+	t.Helper()
 	st, err := pebblestore.Open(dir, pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix := []byte{'p', 0, 0, 0, 0, 0, 0, 0, 1, 'B'}
 	var key []byte
 	if err := st.Scan(prefix, nil, func(k, _ []byte) (bool, error) {
 		key = append([]byte(nil), k...)
 		return false, nil
 	}); err != nil || key == nil {
-		t.Fatalf("no body record in sales' range: %v", err)
+		t.Fatalf("no record under %q: %v", prefix, err)
 	}
 	if err := st.Apply(batchDeleting(key)); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
-	}
-	found, err := Check(Options{DataDir: dir})
-	if err != nil || len(found) != 1 || !strings.HasPrefix(found[0], "namespace sales: ") || !strings.Contains(found[0], "body of message 1 is missing") {
-		t.Fatalf("check after deleting a body of sales: %q %v", found, err)
 	}
 }
