@@ -26,6 +26,13 @@ type Config struct {
 	// a cluster whose entities live in its data groups. Store is then
 	// not used (and may be nil).
 	Router Router
+	// Deleted, when set, is called once the deletion of a queue or topic
+	// (DeleteEntity, AutoDeleteOnIdle) is durable, outside every lock of
+	// the broker, with its name; DeleteEntity returns after it. A data
+	// group of a cluster forgets the entity's placement there (the meta
+	// group's, cmd/omnibus/app/cluster_unplace.go). It does not run for a
+	// routed broker, nor for a subscription.
+	Deleted func(ctx context.Context, name string)
 	// PartitionCount is how many partitions a queue or topic created with
 	// EnablePartitioning gets (partition.go); zero means
 	// [DefaultPartitionCount], at most [MaxPartitionCount]. An entity

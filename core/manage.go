@@ -362,8 +362,12 @@ func (b *Broker) DeleteEntity(ctx context.Context, path string) error {
 		return be.DeleteEntity(ctx, path)
 	}
 	b.manage.Lock()
-	defer b.manage.Unlock()
-	return b.deleteLocked(path)
+	err := b.deleteLocked(path)
+	b.manage.Unlock()
+	if a := ParseAddress(path); err == nil && a.Sub == "" && b.cfg.Deleted != nil {
+		b.cfg.Deleted(ctx, a.Entity)
+	}
+	return err
 }
 
 func (b *Broker) deleteLocked(path string) error {

@@ -72,6 +72,7 @@ func newRouted(cl *Cluster) *routed {
 	r := &routed{cl: cl, log: cl.log.Named("routed"), local: map[uint64]*localGroup{}, clients: map[uint64]*clusterrpc.Client{}}
 	r.srv = clusterrpc.NewServer(r.lookup, r.log)
 	r.srv.Place = r.place
+	r.srv.Meta = r.answerMeta
 	return r
 }
 
@@ -196,7 +197,7 @@ func (r *routed) serveGroup(gn *raftstore.Node) {
 		o := r.cl.opts
 		b, err := core.New(core.Config{Store: sess, Clock: o.Clock, Logger: o.Logger.Named("core").With(zap.Uint64("group", g)),
 			Namespace: r.namespace(), Faults: o.Faults, Limits: o.Limits, Stats: true, TxnTimeout: o.TxnTimeout,
-			PartitionCount: o.PartitionCount})
+			PartitionCount: o.PartitionCount, Deleted: func(ctx context.Context, name string) { r.deleted(ctx, name, g) }})
 		if err != nil {
 			r.log.Error("cannot serve a data group this node leads", zap.Uint64("group", g), zap.Error(err))
 			sess.Close()
@@ -479,7 +480,7 @@ func (r *routed) Place(ctx context.Context, name string) (core.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.backend(g)
+	return r.placedBackend(name, g)
 }
 
 // Group implements core.GroupRouter.
@@ -494,7 +495,7 @@ func (r *routed) PlaceIn(ctx context.Context, name string, g uint64) (core.Backe
 	if err != nil {
 		return nil, err
 	}
-	return r.backend(g)
+	return r.placedBackend(name, g)
 }
 
 // All implements core.Router.

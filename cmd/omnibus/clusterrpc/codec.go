@@ -48,6 +48,7 @@ const (
 	opCancel // not a call: cancels the call with the frame's id
 	opPing   // not a call: the server answers it at once (liveness)
 	opAck    // not a call: the answer to the frame's id (a receive's locked messages) arrived
+	opMeta   // another request to the meta group's leader, encoded by the caller (Server.Meta); last, so the ops before keep their numbers
 	opLast
 )
 

@@ -39,7 +39,10 @@ type Server struct {
 	// Place, when set, answers placement calls (this node leads the meta
 	// group). Set it before Serve.
 	Place Place
-	log   *zap.Logger
+	// Meta, when set, answers the other requests to the meta leader
+	// (meta.go). Set it before Serve.
+	Meta Meta
+	log  *zap.Logger
 
 	mu     sync.Mutex // guards conns and closed
 	conns  map[*serverConn]struct{}
@@ -180,6 +183,10 @@ func (c *serverConn) dispatch(payload []byte) bool {
 	args := append([]byte(nil), d.b...) // the reader reuses payload
 	if op == opPlace {
 		go c.place(id, args)
+		return true
+	}
+	if op == opMeta {
+		go c.meta(id, args)
 		return true
 	}
 	g, ok := c.s.lookup(group)
