@@ -40,6 +40,9 @@ type Result struct {
 	// At a target rate: how late senders got their scheduled slots (the
 	// load generator's own share of the end-to-end latency).
 	SendLag LatencySummary `json:"sendLag"`
+	// At a target rate, with receivers: where the slowest 1 % of the
+	// end-to-end latencies were spent.
+	Slowest *SlowestStages `json:"slowest,omitempty"`
 	Tally   Tally          `json:"tally"`
 	// CPU time from the first timed send to the end of the drain (warm-up
 	// included), and the sends acknowledged plus deliveries made in it.
@@ -99,6 +102,9 @@ func (s *Stats) result(c *Config, runID string) *Result {
 		}
 	}
 	r.Seconds = last.Sub(s.measureFrom).Seconds()
+	if st, ok := s.stages.slowest(s.measureFrom); ok {
+		r.Slowest = &st
+	}
 	return r
 }
 
@@ -153,6 +159,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 			p(l.name, "p50 %.2f ms, p90 %.2f, p99 %.2f, p99.9 %.2f, max %.2f (n=%d)",
 				l.s.P50ms, l.s.P90ms, l.s.P99ms, l.s.P999ms, l.s.MaxMs, l.s.Count)
 		}
+	}
+	if st := r.Slowest; st != nil {
+		p("slowest 1 %", "end-to-end %.2f ms on average (n=%d): %.2f before the load generator handed them to the client library "+
+			"(pacing, its own window of %d in flight, CPU), %.2f from there to the delivery (to the broker's acceptance: %.2f)",
+			st.EndToEnd, st.Count, st.Generator, r.Inflight, st.Broker, st.Acked)
 	}
 	if r.Operations > 0 {
 		cpu := fmt.Sprintf("client %.1f µs per send or delivery", r.ClientCPUPerOp())

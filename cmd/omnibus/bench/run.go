@@ -67,6 +67,9 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	cpu0 := sampleCPU(c.BrokerPID)
 	start := time.Now()
 	stats := NewStats(start, c.Warmup)
+	if c.Rate > 0 && c.sends() && c.receives() {
+		stats.followStages()
+	}
 	rp.stats = stats
 	rp.lastRecv.Store(start.UnixNano())
 	stopProgress := startProgress(stats, progress, &c, ledger)

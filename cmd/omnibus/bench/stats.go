@@ -11,6 +11,9 @@ import (
 type Stats struct {
 	start       time.Time
 	measureFrom time.Time
+	// stages follows each message through its stages (runs at a target
+	// rate that receive their own messages); nil otherwise.
+	stages *stageLog
 
 	mu        sync.Mutex // guards the fields below
 	sendLat   Histogram  // send → acknowledgement
@@ -49,6 +52,11 @@ type Point struct {
 func NewStats(start time.Time, warmup time.Duration) *Stats {
 	return &Stats{start: start, measureFrom: start.Add(warmup)}
 }
+
+// followStages makes the run keep each message's stages, to say where
+// its slowest end-to-end latencies went ([Result.Slowest]). Call it
+// before any event.
+func (s *Stats) followStages() { s.stages = newStageLog(s.start) }
 
 // Send records a send acknowledged at now that took lat (lat < 0: no
 // latency known, e.g. presettled).

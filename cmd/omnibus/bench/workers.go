@@ -110,6 +110,7 @@ func (p *sendPlan) pipeline(claimCtx, sendCtx context.Context, s pipelinedSender
 		seq := p.ledger.Next("")
 		p.ledger.Sent(seq)
 		t0 := time.Now()
+		p.stats.stages.handed(seq, sched, t0)
 		wait, err := s.start(sendCtx, outMsg{seq: seq, sent: sched}, payload)
 		if err != nil {
 			<-slots
@@ -132,6 +133,7 @@ func (p *sendPlan) finish(sendCtx context.Context, seq uint64, t0 time.Time, err
 		return sendCtx.Err() == nil
 	}
 	p.ledger.Acked(seq)
+	p.stats.stages.acked(seq, now)
 	lat := now.Sub(t0)
 	if p.c.Presettled {
 		lat = -1 // nothing acknowledged it: no latency to report
@@ -171,6 +173,7 @@ func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session str
 		seq := p.ledger.Next(session)
 		p.ledger.Sent(seq)
 		t0 := time.Now()
+		p.stats.stages.handed(seq, sched, t0)
 		err := s.send(sendCtx, outMsg{seq: seq, session: session, sent: sched}, payload)
 		if !p.finish(sendCtx, seq, t0, err) {
 			return
@@ -257,6 +260,7 @@ func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
 			switch {
 			case own:
 				p.stats.Receive(now, now.Sub(m.sent))
+				p.stats.stages.arrived(m.Seq, now)
 			case p.c.Scenario == ScenarioDrain:
 				p.stats.Receive(now, 0) // another run's message: counted, its age is not a latency
 			}

@@ -117,6 +117,12 @@ var metrics = []metric{
 	{"both-half", "end-to-end p50 at the fixed rate", false, func(r *bench.Result) float64 { return r.E2ELatency.P50ms }, "ms", false},
 	{"both-half", "end-to-end p99 at the fixed rate", false, func(r *bench.Result) float64 { return r.E2ELatency.P99ms }, "ms", false},
 	{"both-half", "of which the load generator's send lag, p99", false, func(r *bench.Result) float64 { return r.SendLag.P99ms }, "ms", true},
+	// Where the slowest 1 % went (bench.SlowestStages): before the load
+	// generator handed them over (its pacing and its own window of sends
+	// in flight, which fills when acceptances come late), and after.
+	{"both-half", "slowest 1 %: end-to-end, mean", false, func(r *bench.Result) float64 { return slowest(r).EndToEnd }, "ms", true},
+	{"both-half", "slowest 1 %: waiting in the load generator, mean", false, func(r *bench.Result) float64 { return slowest(r).Generator }, "ms", true},
+	{"both-half", "slowest 1 %: handed over → delivered, mean", false, func(r *bench.Result) float64 { return slowest(r).Broker }, "ms", true},
 	{"send-unsettled", "broker CPU per send", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
 	{"receive", "broker CPU per delivery", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
 	{"both-max", "broker CPU per send or delivery", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
@@ -135,6 +141,14 @@ var metrics = []metric{
 	{"send-unsettled-64k", "broker CPU per send, 64 KiB", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
 	{"receive-64k", "peek-lock receive + complete, 64 KiB", true, func(r *bench.Result) float64 { return r.RecvRate }, "msg/s", false},
 	{"receive-64k", "broker CPU per delivery, 64 KiB", false, (*bench.Result).BrokerCPUPerOp, "µs", false},
+}
+
+// slowest is r's slowest-1 % breakdown, zero when the run has none.
+func slowest(r *bench.Result) bench.SlowestStages {
+	if r.Slowest == nil {
+		return bench.SlowestStages{}
+	}
+	return *r.Slowest
 }
 
 // median of xs (the mean of the middle two for an even count).

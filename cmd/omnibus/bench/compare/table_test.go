@@ -140,6 +140,24 @@ func TestTableSendLagHasNoRatio(t *testing.T) {
 	}
 }
 
+// Where the slowest 1 % of the fixed-rate run went describes the run: a
+// row per stage, for each target, without a ratio.
+func TestTableShowsWhereTheSlowestWent(t *testing.T) {
+	dir := t.TempDir()
+	writeResult(t, dir, "both-half__omnibus__1.json", bench.Result{RecvRate: 100, Slowest: &bench.SlowestStages{Count: 5, EndToEnd: 16, Generator: 9.5, Broker: 6.5, Acked: 4}})
+	writeResult(t, dir, "both-half__rabbitmq-classic__1.json", bench.Result{RecvRate: 90})
+	out := renderTable(t, dir)
+	for _, want := range []string{
+		"| both-half | slowest 1 %: end-to-end, mean | 16.00 ms | 0.00 ms | – |",
+		"| both-half | slowest 1 %: waiting in the load generator, mean | 9.50 ms | 0.00 ms | – |",
+		"| both-half | slowest 1 %: handed over → delivered, mean | 6.50 ms | 0.00 ms | – |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks\n%s\ngot:\n%s", want, out)
+		}
+	}
+}
+
 func TestTableShowsTheExtraSets(t *testing.T) {
 	dir := t.TempDir()
 	writeResult(t, dir, "send-unsettled-12b__omnibus__1.json", bench.Result{SendRate: 60000, BrokerCPU: 0.5, Operations: 50000})
