@@ -94,6 +94,13 @@ type Entity struct {
 	// consuming from its topic (clientaffine.go); nil otherwise.
 	ClientAffine *ClientAffine
 
+	// HeldPartitions is set, on a partitioned queue or topic whose
+	// partitions a cluster spreads over its data groups, in the copy each
+	// group holds: one flag per partition (so its length is the partition
+	// count), true for those of this group (partition_held.go). Nil: this
+	// broker holds every partition. A subscription's are its topic's.
+	HeldPartitions []bool `json:",omitempty"`
+
 	// AuthorizationRules are the entity's shared access authorization
 	// rules (queues and topics; access.go). A token signed with one
 	// reaches only this entity, its subscriptions and its subqueues.

@@ -47,6 +47,9 @@ func (b *Broker) createLocked(e Entity) (*Entity, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkHeld(&e); err != nil {
+		return nil, err
+	}
 	key := entityKey(e.Path())
 	b.mu.RLock()
 	_, exists := b.mu.entities[key]
@@ -94,6 +97,9 @@ func (b *Broker) createLocked(e Entity) (*Entity, error) {
 	switch {
 	case e.Kind == KindSubscription:
 		nparts = len(topic.parts)
+		e.HeldPartitions = topic.desc.Load().HeldPartitions
+	case e.HeldPartitions != nil:
+		nparts = len(e.HeldPartitions)
 	case e.EnablePartitioning:
 		nparts = b.cfg.PartitionCount
 	}
@@ -334,6 +340,7 @@ func (b *Broker) updateLocked(e Entity) (*Entity, error) {
 		return nil, err
 	}
 	e.Rules = nil
+	e.HeldPartitions = old.HeldPartitions // the cluster's, never the caller's
 	e.CreatedAt = old.CreatedAt
 	e.AccessedAt = old.AccessedAt
 	e.UpdatedAt = nanosToTime(b.Now())

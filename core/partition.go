@@ -193,7 +193,7 @@ func (e *entity) pickPart(d *Entity, m *Message) int {
 	if key := partitionKey(d, m); key != "" {
 		return partitionOfKey(key, n)
 	}
-	return int(e.nextPart.Add(1) % uint32(n))
+	return e.nextHeldPart(d)
 }
 
 // splitByPartition groups msgs by the partition of e each goes to,
@@ -210,7 +210,7 @@ func (e *entity) splitByPartition(d *Entity, msgs []*Message) (at [][]int) {
 			p = partitionOfKey(key, n)
 		} else {
 			if any < 0 {
-				any = int(e.nextPart.Add(1) % uint32(n))
+				any = e.nextHeldPart(d)
 			}
 			p = any
 		}

@@ -420,11 +420,18 @@ func (p *sendPlan) addPartitioned(e *entity, msgs []*Message, seqs []int64, hops
 	}
 	e.touch(p.now)
 	if len(msgs) == 1 {
-		return p.add(e.parts[e.pickPart(d, msgs[0])], msgs, seqs, hops)
+		part := e.pickPart(d, msgs[0])
+		if err := checkHeldPart(d, part); err != nil {
+			return err
+		}
+		return p.add(e.parts[part], msgs, seqs, hops)
 	}
 	for part, at := range e.splitByPartition(d, msgs) {
 		if len(at) == 0 {
 			continue
+		}
+		if err := checkHeldPart(d, part); err != nil {
+			return err
 		}
 		sub := make([]*Message, len(at))
 		for j, i := range at {

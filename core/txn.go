@@ -195,6 +195,9 @@ func (t *Txn) Send(path, via string, msgs []*Message) error {
 				return errf(CodeBadRequest, "The messages a transaction sends to the partitioned entity '%s' must all have the same partition key: '%s' is not '%s'.", d.Path(), k, key)
 			}
 		}
+		if err := checkHeldPart(d, partitionOfKey(key, len(e.parts))); err != nil {
+			return err
+		}
 		t.partKey = key
 	}
 	t.sends = append(t.sends, txnSend{path: path, msgs: msgs, key: key})
