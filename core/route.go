@@ -101,12 +101,20 @@ func (b *Broker) route(path string) (Backend, error) {
 	if name == "" {
 		return nil, entityNotFound(path)
 	}
+	if be, err := b.routeSpread(name); be != nil || err != nil {
+		return be, err
+	}
 	return b.cfg.Router.Route(name)
 }
 
 // routeEntity returns the backend an entity being created goes to: a
 // queue's or topic's place, a subscription's topic's.
 func (b *Broker) routeEntity(ctx context.Context, e Entity, create bool) (Backend, error) {
+	if sr, ok := b.cfg.Router.(SpreadRouter); ok {
+		if be, err := b.routeEntitySpread(ctx, sr, e, create); be != nil || err != nil {
+			return be, err
+		}
+	}
 	if gr, ok := b.cfg.Router.(GroupRouter); ok {
 		return b.routeGrouped(ctx, gr, e, create)
 	}
@@ -134,12 +142,18 @@ func (b *Broker) listRouted(kind EntityKind, topic string) ([]*Entity, error) {
 		return nil, err
 	}
 	var out []*Entity
+	seen := map[string]bool{} // a spread entity is in each of its groups
 	for _, be := range all {
 		es, err := be.ListEntities(kind, topic)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, es...)
+		for _, e := range es {
+			if key := entityKey(e.Path()); !seen[key] {
+				seen[key] = true
+				out = append(out, public(e))
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].Path()) < strings.ToLower(out[j].Path()) })
 	return out, nil

@@ -1,0 +1,456 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Receiving from a spread entity: from whichever group has messages, as
+// receiveAny does from whichever partition has.
+//
+// A receive first takes what the groups have now, one after the other
+// from a different one each time, each asked with a done context (which
+// takes only what is there). When none has anything it waits on every
+// group at once, in peek-lock mode whatever the receive's: the first
+// group to answer with messages serves the receive, the others' waits
+// are cancelled, and messages another group handed out meanwhile are
+// released (given back without counting a delivery). A receive-and-delete
+// receive then completes what it got: a message whose completion fails
+// is not handed out, and is delivered again once its lock ends, rather
+// than lost. A group that refuses (it is changing leaders, or out of
+// reach) fails the whole receive with its retryable error, so that the
+// front detaches the link and the client comes back; nothing taken is
+// kept.
+
+// doneCtx is a context that is already done: a receive given it takes
+// what is there and does not wait.
+func doneCtx(ctx context.Context) context.Context {
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	return c
+}
+
+// Receive implements Backend.
+func (s *spreadBackend) Receive(ctx context.Context, path string, opts ReceiveOptions) ([]*Message, error) {
+	if opts.Session != nil {
+		be, err := s.be(s.groupOfKey(opts.Session.SessionID))
+		if err != nil {
+			return nil, err
+		}
+		return be.Receive(ctx, path, opts)
+	}
+	if opts.Max < 1 {
+		opts.Max = 1
+	}
+	gs := s.sp.Distinct()
+	start := rand.IntN(len(gs))
+	now := doneCtx(ctx)
+	var out []*Message
+	var refused error
+	for i := range gs {
+		g := gs[(start+i)%len(gs)]
+		be, err := s.be(g)
+		var msgs []*Message
+		if err == nil {
+			o := opts
+			o.Max = opts.Max - len(out)
+			msgs, err = be.Receive(now, path, o)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			if refused == nil {
+				refused = err
+			}
+			continue
+		}
+		out = append(out, msgs...)
+		if len(out) >= opts.Max || opts.MaxBytes > 0 && len(out) > 0 {
+			break
+		}
+	}
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case refused != nil:
+		return nil, refused
+	case ctx.Err() != nil:
+		return nil, ctxEnd(ctx)
+	}
+	return s.receiveWait(ctx, path, opts, gs)
+}
+
+// ctxEnd is what a receive whose ctx ended returns: nil for a deadline
+// (the caller's own timeout), the cancellation otherwise.
+func ctxEnd(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil
+	}
+	return ctx.Err()
+}
+
+// groupAnswer is one group's answer to a wait on all of them.
+type groupAnswer[T any] struct {
+	be  Backend
+	got T
+	err error
+}
+
+// receiveWait waits on every group of gs for messages.
+func (s *spreadBackend) receiveWait(ctx context.Context, path string, opts ReceiveOptions, gs []uint64) ([]*Message, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	o := opts
+	o.Mode = PeekLock
+	ch := make(chan groupAnswer[[]*Message], len(gs))
+	for _, g := range gs {
+		go func() {
+			be, err := s.be(g)
+			var msgs []*Message
+			if err == nil {
+				msgs, err = be.Receive(wctx, path, o)
+			}
+			ch <- groupAnswer[[]*Message]{be, msgs, err}
+		}()
+	}
+	var win *groupAnswer[[]*Message]
+	var refused error
+	for range gs {
+		a := <-ch
+		switch {
+		case len(a.got) > 0 && win == nil && refused == nil:
+			win = &a
+			cancel()
+		case len(a.got) > 0:
+			release(a.be, path, a.got)
+		case a.err != nil && wctx.Err() == nil:
+			refused = a.err
+			cancel()
+		}
+	}
+	switch {
+	case refused != nil:
+		if win != nil {
+			release(win.be, path, win.got)
+		}
+		return nil, refused
+	case win == nil:
+		return nil, ctxEnd(ctx)
+	case opts.Mode == ReceiveAndDelete:
+		return completeTaken(win.be, path, win.got), nil
+	}
+	return win.got, nil
+}
+
+// release gives back messages be handed out under peek-lock.
+func release(be Backend, path string, msgs []*Message) {
+	for _, m := range msgs {
+		_ = be.Settle(context.Background(), path, m.LockToken, Outcome{Kind: Release})
+	}
+}
+
+// completeTaken completes messages be handed out under peek-lock for a
+// receive-and-delete receive, returning those completed, unlocked.
+func completeTaken(be Backend, path string, msgs []*Message) []*Message {
+	toks := make([]LockToken, len(msgs))
+	for i, m := range msgs {
+		toks[i] = m.LockToken
+	}
+	errs := be.CompleteMany(path, toks, true)
+	out := msgs[:0]
+	for i, m := range msgs {
+		if i < len(errs) && errs[i] != nil {
+			continue // still locked: delivered again when the lock ends
+		}
+		m.LockToken, m.LockedUntil = LockToken{}, time.Time{}
+		out = append(out, m)
+	}
+	return out
+}
+
+// AcceptSession implements Backend: a named session in its partition's
+// group; the next available one from whichever group has one, as
+// Receive waits (an extra session accepted meanwhile is closed).
+func (s *spreadBackend) AcceptSession(ctx context.Context, path, id string) (*SessionLock, error) {
+	if id != "" {
+		be, err := s.be(s.groupOfKey(id))
+		if err != nil {
+			return nil, err
+		}
+		return be.AcceptSession(ctx, path, id)
+	}
+	gs := s.sp.Distinct()
+	start := rand.IntN(len(gs))
+	now := doneCtx(ctx)
+	var timedOut, refused error
+	for i := range gs {
+		be, err := s.be(gs[(start+i)%len(gs)])
+		var sl *SessionLock
+		if err == nil {
+			sl, err = be.AcceptSession(now, path, "")
+		}
+		switch {
+		case err == nil:
+			return sl, nil
+		case CodeOf(err) == CodeTimeout || errors.Is(err, context.Canceled):
+			if timedOut == nil || CodeOf(err) == CodeTimeout {
+				timedOut = err
+			}
+		case refused == nil:
+			refused = err
+		}
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	if ctx.Err() != nil {
+		return nil, timedOut
+	}
+	return s.acceptWait(ctx, path, gs)
+}
+
+// acceptWait waits on every group of gs for a session to accept.
+func (s *spreadBackend) acceptWait(ctx context.Context, path string, gs []uint64) (*SessionLock, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan groupAnswer[*SessionLock], len(gs))
+	for _, g := range gs {
+		go func() {
+			be, err := s.be(g)
+			var sl *SessionLock
+			if err == nil {
+				sl, err = be.AcceptSession(wctx, path, "")
+			}
+			ch <- groupAnswer[*SessionLock]{be, sl, err}
+		}()
+	}
+	var win *groupAnswer[*SessionLock]
+	var refused, timedOut error
+	for range gs {
+		a := <-ch
+		switch {
+		case a.err == nil && win == nil && refused == nil:
+			win = &a
+			cancel()
+		case a.err == nil:
+			_ = a.be.CloseSession(path, a.got)
+		case CodeOf(a.err) == CodeTimeout || errors.Is(a.err, context.Canceled):
+			if timedOut == nil || CodeOf(a.err) == CodeTimeout {
+				timedOut = a.err
+			}
+		case wctx.Err() == nil:
+			refused = a.err
+			cancel()
+		}
+	}
+	switch {
+	case refused != nil:
+		if win != nil {
+			_ = win.be.CloseSession(path, win.got)
+		}
+		return nil, refused
+	case win != nil:
+		return win.got, nil
+	case timedOut != nil && CodeOf(timedOut) == CodeTimeout:
+		return nil, timedOut
+	}
+	return nil, errf(CodeTimeout, "No session available to accept on '%s' within the timeout.", path)
+}
+
+// sessionBackend returns the backend of the group of session id.
+func (s *spreadBackend) sessionBackend(id string) (Backend, error) { return s.be(s.groupOfKey(id)) }
+
+// RenewSessionLock implements Backend.
+func (s *spreadBackend) RenewSessionLock(ctx context.Context, path string, sl *SessionLock) (time.Time, error) {
+	be, err := s.sessionBackend(sl.SessionID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return be.RenewSessionLock(ctx, path, sl)
+}
+
+// CloseSession implements Backend.
+func (s *spreadBackend) CloseSession(path string, sl *SessionLock) error {
+	be, err := s.sessionBackend(sl.SessionID)
+	if err != nil {
+		return err
+	}
+	return be.CloseSession(path, sl)
+}
+
+// GetSessionState implements Backend.
+func (s *spreadBackend) GetSessionState(ctx context.Context, path string, sl *SessionLock) ([]byte, error) {
+	be, err := s.sessionBackend(sl.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return be.GetSessionState(ctx, path, sl)
+}
+
+// SetSessionState implements Backend.
+func (s *spreadBackend) SetSessionState(ctx context.Context, path string, sl *SessionLock, state []byte) error {
+	be, err := s.sessionBackend(sl.SessionID)
+	if err != nil {
+		return err
+	}
+	return be.SetSessionState(ctx, path, sl, state)
+}
+
+// ListSessions implements Backend: every group's, merged.
+func (s *spreadBackend) ListSessions(ctx context.Context, path string, since time.Time) ([]string, error) {
+	var ids []string
+	for _, g := range s.sp.Distinct() {
+		be, err := s.be(g)
+		if err != nil {
+			return nil, err
+		}
+		got, err := be.ListSessions(ctx, path, since)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, got...)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Sessions implements Backend: every group's first max after after,
+// merged by id; the total adds up.
+func (s *spreadBackend) Sessions(path, after string, max int) ([]SessionInfo, int, error) {
+	var out []SessionInfo
+	total := 0
+	for _, g := range s.sp.Distinct() {
+		be, err := s.be(g)
+		if err != nil {
+			return nil, 0, err
+		}
+		got, n, err := be.Sessions(path, after, max)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, got...)
+		total += n
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	if len(out) > max {
+		out = out[:max]
+	}
+	return out, total, nil
+}
+
+// ReceiveDeferred implements Backend: each group receives the numbers of
+// its partitions, in peek-lock mode when more than one group is asked
+// (completed once all answered, for receive-and-delete), so that a
+// number one group does not know loses nothing another handed out.
+func (s *spreadBackend) ReceiveDeferred(ctx context.Context, path string, mode ReceiveMode, seqs []int64) ([]*Message, error) {
+	gs, at := splitBy(len(seqs), func(i int) uint64 { return s.groupOfSeq(seqs[i]) })
+	if len(gs) == 1 {
+		be, err := s.be(gs[0])
+		if err != nil {
+			return nil, err
+		}
+		return be.ReceiveDeferred(ctx, path, mode, seqs)
+	}
+	type took struct {
+		be   Backend
+		msgs []*Message
+	}
+	var got []took
+	undo := func() {
+		for _, t := range got {
+			release(t.be, path, t.msgs)
+		}
+	}
+	for j, g := range gs {
+		be, err := s.be(g)
+		var msgs []*Message
+		if err == nil {
+			msgs, err = be.ReceiveDeferred(ctx, path, PeekLock, pick(seqs, at[j]))
+		}
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		got = append(got, took{be, msgs})
+	}
+	bySeq := map[int64]*Message{}
+	for _, t := range got {
+		msgs := t.msgs
+		if mode == ReceiveAndDelete {
+			msgs = completeTaken(t.be, path, msgs)
+		}
+		for _, m := range msgs {
+			bySeq[m.SequenceNumber] = m
+		}
+	}
+	out := make([]*Message, 0, len(bySeq))
+	for _, seq := range seqs {
+		if m := bySeq[seq]; m != nil {
+			out = append(out, m)
+			delete(bySeq, seq)
+		}
+	}
+	return out, nil
+}
+
+// Peek implements Backend: a session's in its group; otherwise every
+// group's first max from opts.From, merged in sequence-number order (each
+// group's are its smallest, so the merge's first max are the entity's).
+func (s *spreadBackend) Peek(ctx context.Context, path string, opts PeekOptions) ([]*Message, error) {
+	if opts.SessionID != "" {
+		be, err := s.be(s.groupOfKey(opts.SessionID))
+		if err != nil {
+			return nil, err
+		}
+		return be.Peek(ctx, path, opts)
+	}
+	if opts.Max < 1 {
+		opts.Max = 1
+	}
+	o := opts
+	o.Reserve = nil
+	var all []*Message
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var failed error
+	for _, g := range s.sp.Distinct() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			be, err := s.be(g)
+			var msgs []*Message
+			if err == nil {
+				msgs, err = be.Peek(ctx, path, o)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && failed == nil {
+				failed = err
+			}
+			all = append(all, msgs...)
+		}()
+	}
+	wg.Wait()
+	if failed != nil {
+		return nil, failed
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].SequenceNumber < all[j].SequenceNumber })
+	out := all[:0]
+	size := 0
+	for _, m := range all {
+		if len(out) == opts.Max {
+			break
+		}
+		size += m.Size()
+		if opts.MaxBytes > 0 && len(out) > 0 && size > opts.MaxBytes {
+			break
+		}
+		if opts.Reserve != nil && !opts.Reserve(m.Size()) {
+			break
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
