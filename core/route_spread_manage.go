@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -25,8 +26,13 @@ const noSoft = Code(255)
 // succeeded, how many failed with the code soft (nothing to do there),
 // and the first other error.
 func (s *spreadBackend) eachGroup(soft Code, op func(g uint64, be Backend) error) (ok, softs int, err error) {
+	return s.eachGroupOf(s.sp.Distinct(), soft, op)
+}
+
+// eachGroupOf is eachGroup over gs, in that order.
+func (s *spreadBackend) eachGroupOf(gs []uint64, soft Code, op func(g uint64, be Backend) error) (ok, softs int, err error) {
 	var softErr error
-	for _, g := range s.sp.Distinct() {
+	for _, g := range gs {
 		be, e := s.be(g)
 		if e == nil {
 			e = op(g, be)
@@ -80,13 +86,13 @@ func public(d *Entity) *Entity {
 // partitions (a subscription takes its topic's there).
 func (s *spreadBackend) CreateEntity(ctx context.Context, e Entity) (*Entity, error) {
 	if e.Kind != KindSubscription && !e.EnablePartitioning {
-		// The name was spread when created partitioned, and its
-		// placement outlives a delete.
+		// The name is spread: the entity exists, or its delete could
+		// not have its placement forgotten.
 		if _, err := s.GetEntity(e.Name); err == nil || CodeOf(err) != CodeNotFound {
 			return nil, errf(CodeEntityExists, "The messaging entity '%s' already exists.", e.Path())
 		}
 		return nil, errf(CodeBadRequest, "%s '%s' was created partitioned before, spread over %d data groups, and can be created again only partitioned "+
-			"(placements outlive their entity in a cluster with data groups)", e.Kind, e.Path(), len(s.sp.Distinct()))
+			"(its placement outlived its delete; delete it again)", e.Kind, e.Path(), len(s.sp.Distinct()))
 	}
 	var made *Entity
 	_, _, err := s.eachGroup(CodeEntityExists, func(g uint64, be Backend) error {
@@ -127,9 +133,14 @@ func (s *spreadBackend) UpdateEntity(ctx context.Context, e Entity) (*Entity, er
 	return public(first), nil
 }
 
-// DeleteEntity implements Backend: in every group.
+// DeleteEntity implements Backend: in every group, partition 0's last:
+// a cluster forgets the placement (and spread) of a queue or topic when
+// the group it is placed in deletes it, so a delete that stops half done
+// leaves the name placed, for the retry to find the rest.
 func (s *spreadBackend) DeleteEntity(ctx context.Context, path string) error {
-	_, _, err := s.eachGroup(CodeNotFound, func(_ uint64, be Backend) error { return be.DeleteEntity(ctx, path) })
+	gs := s.sp.Distinct()
+	slices.Reverse(gs)
+	_, _, err := s.eachGroupOf(gs, CodeNotFound, func(_ uint64, be Backend) error { return be.DeleteEntity(ctx, path) })
 	return err
 }
 

@@ -41,6 +41,7 @@ import (
 const (
 	metaForget  = "forget"
 	metaConfirm = "confirm"
+	metaSpread  = "spread" // cluster_spread.go
 )
 
 // metaRequest is a request to the meta leader.
@@ -48,11 +49,19 @@ type metaRequest struct {
 	Op    string
 	Name  string // the queue or topic (placement name)
 	Group uint64
+
+	// metaSpread: the partitions of a new partitioned entity, whether it
+	// detects duplicates, whether to spread it if it has no place.
+	Parts   int  `json:",omitempty"`
+	DupKeys bool `json:",omitempty"`
+	Create  bool `json:",omitempty"`
 }
 
 // metaAnswer is the meta leader's answer.
 type metaAnswer struct {
 	Group uint64 `json:",omitempty"` // confirm: the group that holds the name, when not the caller's
+	// Spread answers metaSpread: nil when the name is not spread.
+	Spread *core.Spread `json:",omitempty"`
 }
 
 // unplaceTimeout bounds the forgetting of a deleted entity's placement
@@ -109,6 +118,9 @@ func (r *routed) metaRequest(ctx context.Context, req metaRequest) (metaAnswer, 
 	case metaConfirm:
 		g, err := r.confirm(req.Name, req.Group)
 		return metaAnswer{Group: g}, err
+	case metaSpread:
+		sp, err := r.placeSpread(req.Name, req.Parts, req.DupKeys, req.Create)
+		return metaAnswer{Spread: sp}, err
 	}
 	return metaAnswer{}, &core.Error{Code: core.CodeBadRequest, Msg: "an unknown request to the meta leader: " + req.Op}
 }
@@ -164,6 +176,7 @@ func (r *routed) forget(ctx context.Context, name string, g uint64) error {
 	}
 	b := &storage.Batch{Sync: true}
 	b.Delete(placementKey(name))
+	b.Delete(spreadKey(name)) // a partitioned entity's, if it was spread (cluster_spread.go)
 	if err := sess.Apply(b); err != nil {
 		return &core.Error{Code: core.CodeServerBusy, Msg: "removing the placement: " + err.Error()}
 	}

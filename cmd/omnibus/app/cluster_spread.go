@@ -1,0 +1,124 @@
+package app
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// Partitioned queues and topics spread over the data groups
+// (core.SpreadRouter; core/route_spread.go). When a partitioned queue or
+// topic that forwards nowhere is created in a cluster of two or more data
+// groups, the meta leader deals its partitions round the groups,
+// starting with the group with the fewest placements, and records that
+// (a spread record, below) together with the entity's placement record
+// (its partition 0's group) in one write: a node whose replica of the
+// meta group holds the placement holds the spread too, so finding the
+// placement without a spread means "not spread".
+
+// spreadPrefix starts the meta group's spread records: the lower-case
+// name of a partitioned queue or topic, then its core.Spread as JSON.
+const spreadPrefix = "S"
+
+// spreadKey is the meta group's record of name's spread.
+func spreadKey(name string) []byte { return []byte(spreadPrefix + strings.ToLower(name)) }
+
+// decodeSpread reads a spread record.
+func decodeSpread(v []byte) (*core.Spread, error) {
+	var sp core.Spread
+	if err := json.Unmarshal(v, &sp); err != nil || len(sp.Groups) == 0 {
+		return nil, &core.Error{Code: core.CodeInternal, Msg: "a spread record of the meta group does not decode"}
+	}
+	return &sp, nil
+}
+
+// Spread implements core.SpreadRouter.
+func (r *routed) Spread(ctx context.Context, name string) (*core.Spread, error) {
+	if v, err := r.meta.ReadReplica(spreadKey(name)); err == nil {
+		return decodeSpread(v)
+	}
+	if v, err := r.meta.ReadReplica(placementKey(name)); err == nil && len(v) == 8 {
+		return nil, nil // placed whole (a spread is recorded with its placement)
+	}
+	return r.spreadOrPlace(ctx, name, 0, false, false)
+}
+
+// PlaceSpread implements core.SpreadRouter.
+func (r *routed) PlaceSpread(ctx context.Context, name string, n int, dupKeys bool) (*core.Spread, error) {
+	if r.meta.DataGroups() < 2 {
+		return nil, nil
+	}
+	return r.spreadOrPlace(ctx, name, n, dupKeys, true)
+}
+
+// GroupBackend implements core.SpreadRouter.
+func (r *routed) GroupBackend(g uint64) (core.Backend, error) { return r.backend(g) }
+
+// spreadOrPlace asks the meta leader for name's spread (metaSpread).
+func (r *routed) spreadOrPlace(ctx context.Context, name string, n int, dupKeys, create bool) (*core.Spread, error) {
+	a, err := r.callMeta(ctx, metaRequest{Op: metaSpread, Name: name, Parts: n, DupKeys: dupKeys, Create: create})
+	if err != nil {
+		return nil, err
+	}
+	return a.Spread, nil
+}
+
+// placeSpread answers a metaSpread request on the meta leader: name's
+// spread, dealt and recorded now if name has no place and create is set;
+// nil when name is not spread.
+func (r *routed) placeSpread(name string, n int, dupKeys, create bool) (*core.Spread, error) {
+	r.mu.Lock()
+	sess := r.metaSess
+	r.mu.Unlock()
+	if sess == nil {
+		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "the meta group has no leader serving now (an election is under way); retry"}
+	}
+	r.placeMu.Lock()
+	defer r.placeMu.Unlock()
+	if v, err := sess.Get(spreadKey(name)); err == nil {
+		return decodeSpread(v)
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "reading the spread: " + err.Error()}
+	}
+	if _, err := sess.Get(placementKey(name)); err == nil {
+		return nil, nil // placed whole
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "reading the placement: " + err.Error()}
+	}
+	groups := r.meta.DataGroups()
+	if !create || groups < 2 || n < 1 || n > core.MaxPartitionCount {
+		return nil, nil
+	}
+	sp := dealPartitions(n, groups, r.leastPlaced(sess), dupKeys)
+	v, err := json.Marshal(sp)
+	if err != nil {
+		return nil, err
+	}
+	b := &storage.Batch{Sync: true}
+	b.Set(spreadKey(name), v)
+	b.Set(placementKey(name), binary.BigEndian.AppendUint64(nil, sp.Groups[0]))
+	if err := sess.Apply(b); err != nil {
+		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "recording the spread: " + err.Error()}
+	}
+	r.log.Info("spread a partitioned queue or topic over the data groups", zap.String("name", name), zap.Uint64s("groups", sp.Groups))
+	return sp, nil
+}
+
+// dealPartitions deals n partitions round data groups 1..groups, partition
+// 0 to group first.
+func dealPartitions(n, groups int, first uint64, dupKeys bool) *core.Spread {
+	sp := &core.Spread{Groups: make([]uint64, n), DupKeys: dupKeys}
+	for p := range sp.Groups {
+		sp.Groups[p] = (first-1+uint64(p))%uint64(groups) + 1
+	}
+	return sp
+}
+
+var _ core.SpreadRouter = (*routed)(nil)

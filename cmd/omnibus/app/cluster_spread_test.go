@@ -1,0 +1,568 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
+
+	"github.com/omnibusmq/omnibus/core"
+)
+
+// startSpreadCluster starts three nodes with three data groups, node g
+// leading group g.
+func startSpreadCluster(t *testing.T) map[uint64]*Cluster {
+	t.Helper()
+	nodes := startTestClusterOf(t, 3, nil, func(co *ClusterOptions) { co.Groups = 3 })
+	waitForCond(t, "each node to serve its data group", func() error {
+		l := groupLeaders(nodes)
+		for g := uint64(1); g <= 3; g++ {
+			if l[g] != g {
+				return fmt.Errorf("leaders %v", l)
+			}
+		}
+		return nil
+	})
+	return nodes
+}
+
+// sbClient is a Go SDK client on node c.
+func sbClient(t *testing.T, c *Cluster) *azservicebus.Client {
+	t.Helper()
+	cl, err := azservicebus.NewClientFromConnectionString(c.ConnectionString(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close(context.Background()) })
+	return cl
+}
+
+// mustSpread returns name's spread, which must cover all three groups.
+func mustSpread(ctx context.Context, t *testing.T, c *Cluster, name string) *core.Spread {
+	t.Helper()
+	sp, err := c.routed.Spread(ctx, name)
+	if err != nil || sp == nil {
+		t.Fatalf("%s is not spread: %v %v", name, sp, err)
+	}
+	if got := sp.Distinct(); len(sp.Groups) != core.DefaultPartitionCount || len(got) != 3 {
+		t.Fatalf("%s: %d partitions in groups %v, want %d over 3", name, len(sp.Groups), got, core.DefaultPartitionCount)
+	}
+	return sp
+}
+
+// groupCounts is what each data group's broker holds of path.
+func groupCounts(t *testing.T, nodes map[uint64]*Cluster, path string) map[uint64]core.Counts {
+	t.Helper()
+	out := map[uint64]core.Counts{}
+	for _, c := range nodes {
+		c.routed.mu.Lock()
+		for g, lg := range c.routed.local {
+			cn, err := lg.b.Counts(path)
+			if err != nil {
+				t.Errorf("group %d's counts of %s: %v", g, path, err)
+			}
+			out[g] = cn
+		}
+		c.routed.mu.Unlock()
+	}
+	return out
+}
+
+// keyed is a message of partition key k<key>, numbered i. Keys k0 to k11
+// hash to partitions of each of the three groups (k0 to k7 to only two of
+// them when partition 0 is in group 3).
+func keyed(key, i int) *azservicebus.Message {
+	return &azservicebus.Message{Body: []byte(fmt.Sprintf("k%d-%d", key, i)), PartitionKey: to.Ptr(fmt.Sprint("k", key))}
+}
+
+// checkOrderPerKey fails unless bodies hold, per key, 0, 1, 2, ... each
+// once.
+func checkOrderPerKey(t *testing.T, bodies []string, keys, each int) {
+	t.Helper()
+	next := map[string]int{}
+	for _, b := range bodies {
+		var k, i int
+		if _, err := fmt.Sscanf(b, "k%d-%d", &k, &i); err != nil {
+			t.Fatalf("body %q", b)
+		}
+		key := fmt.Sprint("k", k)
+		if i != next[key] {
+			t.Fatalf("key %s: got %d, want %d (bodies %v)", key, i, next[key], bodies)
+		}
+		next[key]++
+	}
+	for k := range keys {
+		if n := next[fmt.Sprint("k", k)]; n != each {
+			t.Fatalf("key k%d: %d messages, want %d", k, n, each)
+		}
+	}
+}
+
+// TestClusterGroupsSpreadPartitionedQueue: with three data groups, a
+// partitioned queue's partitions are dealt round the groups, so three
+// leaders serve it. Messages of twelve keys sent through one node are
+// received through another in order per key, from all three groups;
+// peek pages through them in sequence-number order; settling, deferring
+// and cancelling schedules reach each message's group; counts add up;
+// listings show the queue once; delete removes it from every group.
+func TestClusterGroupsSpreadPartitionedQueue(t *testing.T) {
+	nodes := startSpreadCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	adm := clusterAdmin(t, nodes[1])
+	if _, err := adm.CreateQueue(ctx, "pq", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{EnablePartitioning: to.Ptr(true)}}); err != nil {
+		t.Fatal(err)
+	}
+	sp := mustSpread(ctx, t, nodes[3], "pq")
+	for g, cn := range groupCounts(t, nodes, "pq") {
+		if cn.Total != 0 {
+			t.Fatalf("group %d: %+v", g, cn)
+		}
+	}
+
+	const keys, each = 12, 3
+	snd, err := sbClient(t, nodes[1]).NewSender("pq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range each {
+		for k := range keys {
+			if err := snd.SendMessage(ctx, keyed(k, i), nil); err != nil {
+				t.Fatalf("send: %v", err)
+			}
+		}
+	}
+	holding := 0
+	for g, cn := range groupCounts(t, nodes, "pq") {
+		t.Logf("group %d holds %d of pq's messages", g, cn.Total)
+		if cn.Total > 0 {
+			holding++
+		}
+	}
+	if holding != 3 {
+		t.Fatalf("the messages of %d keys are in %d group(s)", keys, holding)
+	}
+	if rp, err := adm.GetQueueRuntimeProperties(ctx, "pq", nil); err != nil || rp.ActiveMessageCount != keys*each {
+		t.Fatalf("runtime properties: %+v %v", rp, err)
+	}
+
+	// Peek through node 3: every message once, in sequence-number order.
+	rc3, err := sbClient(t, nodes[3]).NewReceiverForQueue("pq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peeked []int64
+	for from := int64(0); ; {
+		got, err := rc3.PeekMessages(ctx, 7, &azservicebus.PeekMessagesOptions{FromSequenceNumber: &from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		for _, m := range got {
+			peeked = append(peeked, *m.SequenceNumber)
+		}
+		from = *got[len(got)-1].SequenceNumber + 1
+	}
+	if len(peeked) != keys*each || !slices.IsSorted(peeked) {
+		t.Fatalf("peeked %d messages, sorted %v: %v", len(peeked), slices.IsSorted(peeked), peeked)
+	}
+
+	// Receive through node 2, deferring the first message of each group.
+	rc2, err := sbClient(t, nodes[2]).NewReceiverForQueue("pq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	deferred := map[uint64]int64{}
+	for len(bodies) < keys*each {
+		msgs, err := rc2.ReceiveMessages(ctx, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			bodies = append(bodies, string(m.Body))
+			g := sp.Groups[core.PartitionOfSequence(*m.SequenceNumber)]
+			if _, ok := deferred[g]; !ok {
+				deferred[g] = *m.SequenceNumber
+				if err := rc2.DeferMessage(ctx, m, nil); err != nil {
+					t.Fatalf("defer in group %d: %v", g, err)
+				}
+				continue
+			}
+			if err := rc2.CompleteMessage(ctx, m, nil); err != nil {
+				t.Fatalf("complete in group %d: %v", g, err)
+			}
+		}
+	}
+	checkOrderPerKey(t, bodies, keys, each)
+	if len(deferred) != holding {
+		t.Fatalf("received from groups %v, %d hold messages", deferred, holding)
+	}
+	var seqs []int64
+	for _, s := range deferred {
+		seqs = append(seqs, s)
+	}
+	got, err := rc3.ReceiveDeferredMessages(ctx, seqs, nil)
+	if err != nil || len(got) != len(seqs) {
+		t.Fatalf("deferred %v: got %d, %v", seqs, len(got), err)
+	}
+	for _, m := range got {
+		if err := rc3.CompleteMessage(ctx, m, nil); err != nil {
+			t.Fatalf("complete deferred %d: %v", *m.SequenceNumber, err)
+		}
+	}
+
+	// Messages without a key: each send to one group, which puts it in a
+	// partition of its own (settled there).
+	for i := range 6 {
+		if err := snd.SendMessage(ctx, &azservicebus.Message{Body: []byte(fmt.Sprint("nokey-", i))}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := 0; n < 6; {
+		msgs, err := rc3.ReceiveMessages(ctx, 6, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if err := rc3.CompleteMessage(ctx, m, nil); err != nil {
+				t.Fatalf("complete %s (partition %d): %v", m.Body, core.PartitionOfSequence(*m.SequenceNumber), err)
+			}
+			n++
+		}
+	}
+
+	// Scheduled messages of every key, cancelled through another node.
+	var sched []*azservicebus.Message
+	for k := range keys {
+		sched = append(sched, keyed(k, 99))
+	}
+	var ss []int64
+	for _, m := range sched {
+		s, err := snd.ScheduleMessages(ctx, []*azservicebus.Message{m}, time.Now().Add(time.Hour), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss = append(ss, s...)
+	}
+	if rp, err := adm.GetQueueRuntimeProperties(ctx, "pq", nil); err != nil || rp.ScheduledMessageCount != keys || rp.TotalMessageCount != keys {
+		t.Fatalf("runtime properties with schedules: %+v %v", rp, err)
+	}
+	snd3, err := sbClient(t, nodes[3]).NewSender("pq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snd3.CancelScheduledMessages(ctx, ss, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rp, err := adm.GetQueueRuntimeProperties(ctx, "pq", nil); err != nil || rp.TotalMessageCount != 0 {
+		t.Fatalf("runtime properties at the end: %+v %v", rp, err)
+	}
+
+	// Listed once; deleted from every group.
+	list, err := routedBroker(t, nodes[2]).ListEntities(core.KindQueue, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range list {
+		if e.Name == "pq" {
+			n++
+			if !e.EnablePartitioning || e.HeldPartitions != nil {
+				t.Errorf("listed as %+v", e)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("pq listed %d times", n)
+	}
+	if _, err := adm.DeleteQueue(ctx, "pq", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range nodes {
+		c.routed.mu.Lock()
+		for g, lg := range c.routed.local {
+			if _, err := lg.b.GetEntity("pq"); core.CodeOf(err) != core.CodeNotFound {
+				t.Errorf("group %d still has pq: %v", g, err)
+			}
+		}
+		c.routed.mu.Unlock()
+	}
+}
+
+// TestClusterGroupsSpreadSessionsAndTopic: sessions of a partitioned
+// queue spread over three groups are each in their partition's group:
+// "accept next session" through any node finds them all, their messages
+// in order, their state kept. A partitioned topic's subscription is
+// spread with the topic: every message reaches it, in order per key.
+func TestClusterGroupsSpreadSessionsAndTopic(t *testing.T) {
+	nodes := startSpreadCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	adm := clusterAdmin(t, nodes[1])
+	if _, err := adm.CreateQueue(ctx, "psq", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{
+		EnablePartitioning: to.Ptr(true), RequiresSession: to.Ptr(true)}}); err != nil {
+		t.Fatal(err)
+	}
+	sp := mustSpread(ctx, t, nodes[2], "psq")
+	const sessions, each = 12, 3
+	snd, err := sbClient(t, nodes[1]).NewSender("psq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := map[uint64]bool{}
+	for i := range each {
+		for s := range sessions {
+			id := fmt.Sprint("s", s)
+			m := &azservicebus.Message{Body: []byte(fmt.Sprint(i)), SessionID: &id}
+			if err := snd.SendMessage(ctx, m, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cl2 := sbClient(t, nodes[2])
+	seen := map[string]bool{}
+	for len(seen) < sessions {
+		sr, err := cl2.AcceptNextSessionForQueue(ctx, "psq", nil)
+		if err != nil {
+			t.Fatalf("accept next session (%d seen): %v", len(seen), err)
+		}
+		id := sr.SessionID()
+		if seen[id] {
+			t.Fatalf("session %s accepted twice", id)
+		}
+		seen[id] = true
+		var got []string
+		for len(got) < each {
+			msgs, err := sr.ReceiveMessages(ctx, each, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				got = append(got, string(m.Body))
+				groups[sp.Groups[core.PartitionOfSequence(*m.SequenceNumber)]] = true
+				if err := sr.CompleteMessage(ctx, m, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if !slices.Equal(got, []string{"0", "1", "2"}) {
+			t.Fatalf("session %s: %v", id, got)
+		}
+		if err := sr.SetSessionState(ctx, []byte("done-"+id), nil); err != nil {
+			t.Fatal(err)
+		}
+		sr.Close(ctx)
+	}
+	if len(groups) != 3 {
+		t.Fatalf("%d sessions' messages came from groups %v", sessions, groups)
+	}
+	// A named session through a third node: its state is there.
+	sr, err := sbClient(t, nodes[3]).AcceptSessionForQueue(ctx, "psq", "s4", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := sr.GetSessionState(ctx, nil); err != nil || string(st) != "done-s4" {
+		t.Fatalf("state of s4: %q %v", st, err)
+	}
+	sr.Close(ctx)
+
+	// A partitioned topic: its subscription spread with it.
+	if _, err := adm.CreateTopic(ctx, "pt", &admin.CreateTopicOptions{Properties: &admin.TopicProperties{EnablePartitioning: to.Ptr(true)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateSubscription(ctx, "pt", "all", nil); err != nil {
+		t.Fatal(err)
+	}
+	mustSpread(ctx, t, nodes[1], "pt")
+	const keys = 12
+	tsnd, err := sbClient(t, nodes[3]).NewSender("pt", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range each {
+		for k := range keys {
+			if err := tsnd.SendMessage(ctx, keyed(k, i), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	holding := 0
+	for _, cn := range groupCounts(t, nodes, "pt/Subscriptions/all") {
+		if cn.Total > 0 {
+			holding++
+		}
+	}
+	if holding != 3 {
+		t.Fatalf("the subscription's messages are in %d group(s)", holding)
+	}
+	if rp, err := adm.GetSubscriptionRuntimeProperties(ctx, "pt", "all", nil); err != nil || rp.ActiveMessageCount != keys*each {
+		t.Fatalf("subscription runtime properties: %+v %v", rp, err)
+	}
+	rc, err := sbClient(t, nodes[2]).NewReceiverForSubscription("pt", "all", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for len(bodies) < keys*each {
+		msgs, err := rc.ReceiveMessages(ctx, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			bodies = append(bodies, string(m.Body))
+		}
+	}
+	checkOrderPerKey(t, bodies, keys, each)
+	subs, err := routedBroker(t, nodes[3]).ListEntities(core.KindSubscription, "pt")
+	if err != nil || len(subs) != 1 {
+		t.Fatalf("subscriptions of pt: %v %v", subs, err)
+	}
+}
+
+// retryableErr reports whether a client may retry after err: the SDK's
+// codes for a lost connection or lock, a timeout, or the broker's
+// retryable refusals (server busy, a link detached to be made again).
+func retryableErr(err error) bool {
+	var sbe *azservicebus.Error
+	if errors.As(err, &sbe) {
+		switch sbe.Code {
+		case azservicebus.CodeConnectionLost, azservicebus.CodeLockLost, azservicebus.CodeTimeout:
+			return true
+		}
+	}
+	msg := err.Error()
+	for _, s := range []string{"server-busy", "detach-forced", "amqp:link:detach-forced", "ServerBusy", "connection reset", "EOF"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestClusterGroupsSpreadFailover: a partitioned queue spread over three
+// groups keeps every message when one group's leader stops: sends and
+// receives through the other nodes meet retryable errors only while the
+// group elects a new leader, and every message sent is received.
+func TestClusterGroupsSpreadFailover(t *testing.T) {
+	nodes := startSpreadCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	adm := clusterAdmin(t, nodes[1])
+	if _, err := adm.CreateQueue(ctx, "pq", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{EnablePartitioning: to.Ptr(true)}}); err != nil {
+		t.Fatal(err)
+	}
+	sp := mustSpread(ctx, t, nodes[1], "pq")
+	const keys = 12
+	snd, err := sbClient(t, nodes[1]).NewSender("pq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := map[string]bool{}
+	var failures []error
+	send := func(i int) {
+		for k := range keys {
+			m := keyed(k, i)
+			for {
+				err := snd.SendMessage(ctx, m, nil)
+				if err == nil {
+					sent[string(m.Body)] = true
+					break
+				}
+				if !retryableErr(err) || ctx.Err() != nil {
+					t.Fatalf("send %s: %v (not retryable)", m.Body, err)
+				}
+				failures = append(failures, err)
+			}
+		}
+	}
+	for i := range 3 {
+		send(i)
+	}
+	// Take some under lock through node 3, stop node 2 (which leads data
+	// group 2), then settle them and send more.
+	cl3 := sbClient(t, nodes[3])
+	rc, err := cl3.NewReceiverForQueue("pq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []*azservicebus.ReceivedMessage
+	for fromTwo := false; !fromTwo; {
+		msgs, err := rc.ReceiveMessages(ctx, keys, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			fromTwo = fromTwo || sp.Groups[core.PartitionOfSequence(*m.SequenceNumber)] == 2
+		}
+		held = append(held, msgs...)
+	}
+	if err := nodes[2].Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	delete(nodes, 2)
+	got := map[string]bool{}
+	for _, m := range held {
+		if err := rc.CompleteMessage(ctx, m, nil); err != nil {
+			if !retryableErr(err) {
+				t.Fatalf("complete %s: %v (not retryable)", m.Body, err)
+			}
+			failures = append(failures, err)
+			continue // delivered again
+		}
+		got[string(m.Body)] = true
+	}
+	for i := 3; i < 6; i++ {
+		send(i)
+	}
+	for len(got) < len(sent) {
+		if rc == nil {
+			if rc, err = cl3.NewReceiverForQueue("pq", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		msgs, err := rc.ReceiveMessages(rctx, 10, nil)
+		rcancel()
+		if err != nil {
+			if !retryableErr(err) || ctx.Err() != nil {
+				t.Fatalf("receive (%d of %d): %v (not retryable)", len(got), len(sent), err)
+			}
+			failures = append(failures, err)
+			rc.Close(ctx)
+			rc = nil
+			continue
+		}
+		for _, m := range msgs {
+			if err := rc.CompleteMessage(ctx, m, nil); err != nil {
+				if !retryableErr(err) {
+					t.Fatalf("complete %s: %v (not retryable)", m.Body, err)
+				}
+				failures = append(failures, err)
+				continue // delivered again
+			}
+			got[string(m.Body)] = true
+		}
+	}
+	for b := range sent {
+		if !got[b] {
+			t.Errorf("sent %s, never received", b)
+		}
+	}
+	t.Logf("%d messages, %d retryable failures", len(sent), len(failures))
+	if len(failures) > 0 {
+		t.Logf("the first: %v", failures[0])
+	}
+	if rp, err := clusterAdmin(t, nodes[3]).GetQueueRuntimeProperties(ctx, "pq", nil); err != nil || rp.TotalMessageCount != 0 {
+		t.Fatalf("runtime properties at the end: %+v %v", rp, err)
+	}
+}
