@@ -92,7 +92,7 @@ func (s *spreadBackend) CreateEntity(ctx context.Context, e Entity) (*Entity, er
 			return nil, errf(CodeEntityExists, "The messaging entity '%s' already exists.", e.Path())
 		}
 		return nil, errf(CodeBadRequest, "%s '%s' was created partitioned before, spread over %d data groups, and can be created again only partitioned "+
-			"(its placement outlived its delete; delete it again)", e.Kind, e.Path(), len(s.sp.Distinct()))
+			"(its placement outlived its delete)", e.Kind, e.Path(), len(s.sp.Distinct()))
 	}
 	var made *Entity
 	_, _, err := s.eachGroup(CodeEntityExists, func(g uint64, be Backend) error {

@@ -297,6 +297,16 @@ func TestClusterGroupsSpreadPartitionedQueue(t *testing.T) {
 		}
 		c.routed.mu.Unlock()
 	}
+	// Its spread went with it: the name is placed afresh, here whole.
+	waitForCond(t, "pq's placement to be forgotten", func() error {
+		if sp, err := nodes[1].routed.Spread(ctx, "pq"); err != nil || sp != nil {
+			return fmt.Errorf("spread %v, %v", sp, err)
+		}
+		return nil
+	})
+	if _, err := adm.CreateQueue(ctx, "pq", nil); err != nil {
+		t.Fatalf("pq created again, not partitioned: %v", err)
+	}
 }
 
 // TestClusterGroupsSpreadSessionsAndTopic: sessions of a partitioned
