@@ -7,9 +7,10 @@ func TestGCPercentFor(t *testing.T) {
 		live uint64
 		want int
 	}{
-		{0, 400},
-		{4 << 20, 400},  // a drained broker: the most room
-		{16 << 20, 400}, // 64 MiB of room is 400 %
+		{0, 0},          // not measured yet: keep the percentage
+		{1 << 20, 1600}, // the most room: a collection every 16 MiB allocated at least
+		{4 << 20, 1600}, // a drained broker: 64 MiB of room is 1600 %
+		{16 << 20, 400},
 		{32 << 20, 200},
 		{64 << 20, 100},
 		{1 << 30, 100}, // a large backlog: Go's default, heap at most twice the live size
