@@ -9,7 +9,10 @@
 // unprefixed keys omnibus has always used, so a data directory written
 // before namespaces existed opens unchanged as the default namespace.
 // Since everything is in the store, a cluster (storage/raftstore)
-// replicates namespaces like any other state.
+// replicates namespaces like any other state. A cluster with data groups
+// keeps the records elsewhere (its meta group) and the namespaces' data
+// in its groups: a registry given a [Shared] changes its records through
+// it and follows it with [Registry.Sync] (shared.go).
 //
 // Key layout, beside the default namespace's core tables (upper-case
 // tags, core/keys.go):

@@ -171,7 +171,7 @@ func (r *Registry) SetLimits(ctx context.Context, name string, limits Limits) (*
 	if err := limits.Validate("namespace '" + ns.name + "'"); err != nil {
 		return nil, err
 	}
-	rec := ns.record()
+	rec := ns.Record()
 	rec.Limits = limits
 	if err := r.write(ns, rec); err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ func (r *Registry) Replace(ctx context.Context, name string, rules []core.Author
 	if err := limits.Validate("namespace '" + ns.name + "'"); err != nil {
 		return nil, err
 	}
-	rec := ns.record()
+	rec := ns.Record()
 	rec.Rules, rec.Limits = rules, limits
 	if err := r.write(ns, rec); err != nil {
 		return nil, err

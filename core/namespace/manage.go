@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +52,10 @@ func (r *Registry) CreateWithLimits(ctx context.Context, name string, rules []co
 		return nil, &core.Error{Code: core.CodeQuotaExceeded,
 			Msg: "The maximum number of namespaces (" + strconv.Itoa(r.cfg.MaxNamespaces) + ") has been reached; delete one first."}
 	}
-	rec := record{ID: r.nextID, Name: name, Created: r.cfg.Clock.Now().UTC(), Rules: rules, Limits: limits}
+	rec := Record{ID: r.nextID, Name: name, Created: r.cfg.Clock.Now().UTC(), Rules: rules, Limits: limits}
+	if r.cfg.Shared != nil {
+		return r.createShared(ctx, rec)
+	}
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
@@ -93,21 +95,19 @@ func (r *Registry) Delete(ctx context.Context, name string) error {
 	if ns.IsDefault() {
 		return &core.Error{Code: core.CodeBadRequest, Msg: "The default namespace '" + ns.name + "' cannot be deleted."}
 	}
+	if r.cfg.Shared != nil {
+		if err := r.cfg.Shared.Delete(ctx, ns.Record()); err != nil {
+			return err
+		}
+		return r.drop(ns)
+	}
 	b := storage.Batch{Sync: true}
 	b.Delete(recordKey(ns.name))
 	b.DeletePrefix(dataPrefix(ns.id))
 	if err := r.cfg.Store.Apply(&b); err != nil {
 		return storeError(err)
 	}
-	r.mu.Lock()
-	delete(r.mu.byName, ns.name)
-	listeners := slices.Clone(r.mu.onDelete)
-	r.mu.Unlock()
-	close(ns.deleted)
-	for _, f := range listeners {
-		f(ns)
-	}
-	return ns.broker.CloseDeleted()
+	return r.drop(ns)
 }
 
 // SetRules replaces a namespace's own rules (none: the root rules apply
@@ -125,7 +125,7 @@ func (r *Registry) SetRules(ctx context.Context, name string, rules []core.Autho
 	if err := core.ValidateAuthorizationRules("namespace '"+ns.name+"'", rules); err != nil {
 		return nil, err
 	}
-	rec := ns.record()
+	rec := ns.Record()
 	rec.Rules = rules
 	if err := r.write(ns, rec); err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (r *Registry) AdvanceClock(ctx context.Context, name string, d time.Duratio
 	if err != nil {
 		return time.Time{}, err
 	}
-	rec := ns.record()
+	rec := ns.Record()
 	rec.Ahead += d
 	if err := r.write(ns, rec); err != nil {
 		return time.Time{}, err
@@ -177,9 +177,9 @@ func (r *Registry) DeliverScheduled(ctx context.Context, name, entity string, se
 	return ns.broker.ActivateScheduled(ctx, entity, seqs)
 }
 
-// record returns the persisted form of ns as it is now.
-func (ns *Namespace) record() record {
-	rec := record{ID: ns.id, Name: ns.name, Created: ns.created, Rules: ns.Rules(), Limits: ns.OwnLimits()}
+// Record returns the persisted form of ns as it is now.
+func (ns *Namespace) Record() Record {
+	rec := Record{ID: ns.id, Name: ns.name, Created: ns.created, Rules: ns.Rules(), Limits: ns.OwnLimits()}
 	if ns.clk != nil {
 		rec.Ahead = ns.clk.Ahead()
 	}
@@ -187,7 +187,13 @@ func (ns *Namespace) record() record {
 }
 
 // write stores rec as ns's record.
-func (r *Registry) write(ns *Namespace, rec record) error {
+func (r *Registry) write(ns *Namespace, rec Record) error {
+	if r.cfg.Shared != nil {
+		if rec.Ahead != ns.Record().Ahead {
+			return errSharedClock
+		}
+		return r.cfg.Shared.Update(context.Background(), rec)
+	}
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return err

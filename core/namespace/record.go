@@ -24,12 +24,18 @@ var (
 func recordKey(name string) []byte { return append([]byte{tagRecord}, name...) }
 
 // dataPrefix is the start of a namespace's key range.
-func dataPrefix(id uint64) []byte {
+func dataPrefix(id uint64) []byte { return DataPrefix(id) }
+
+// DataPrefix is the start of the key range of the namespace with id id
+// (not the default one): its brokers' keys, in a registry's store or
+// in a data group of a cluster.
+func DataPrefix(id uint64) []byte {
 	return binary.BigEndian.AppendUint64([]byte{tagData}, id)
 }
 
-// record is the persisted form of a namespace.
-type record struct {
+// Record is the persisted form of a namespace: in the store, or kept by
+// a [Shared].
+type Record struct {
 	ID      uint64 `json:",omitempty"` // 0 for the default namespace
 	Name    string
 	Created time.Time

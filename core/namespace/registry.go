@@ -67,6 +67,11 @@ type Config struct {
 	Limits Limits
 	// Logger; default zap.NewNop().
 	Logger *zap.Logger
+	// Shared, when set, keeps the registry's records instead of Store
+	// (shared.go): a cluster with data groups, whose namespaces' entities
+	// live in its data groups. Store then holds no record, and Open opens
+	// the default namespace alone; Sync opens the others.
+	Shared Shared
 	// NoSweep leaves key ranges no namespace owns where they are, so that
 	// Open writes nothing (an offline check reads a data directory).
 	NoSweep bool
@@ -133,7 +138,7 @@ func Open(cfg Config) (r *Registry, err error) {
 		return nil, fmt.Errorf("namespace: reading the registry: %w", err)
 	}
 
-	defRec := record{Name: cfg.DefaultName, Created: cfg.Clock.Now().UTC()}
+	defRec := Record{Name: cfg.DefaultName, Created: cfg.Clock.Now().UTC()}
 	switch v, err := cfg.Store.Get(keyDefault); {
 	case err == nil:
 		if err := json.Unmarshal(v, &defRec); err != nil {
@@ -149,9 +154,9 @@ func Open(cfg Config) (r *Registry, err error) {
 	}
 	r.mu.byName[r.def.name] = r.def
 
-	var recs []record
+	var recs []Record
 	err = cfg.Store.Scan([]byte{tagRecord}, nil, func(k, v []byte) (bool, error) {
-		var rec record
+		var rec Record
 		if err := json.Unmarshal(v, &rec); err != nil {
 			return false, fmt.Errorf("namespace: the record of %q: %w", k[1:], err)
 		}
@@ -181,7 +186,7 @@ func Open(cfg Config) (r *Registry, err error) {
 }
 
 // open starts the broker of a namespace on s.
-func (r *Registry) open(rec record, s storage.Store) (*Namespace, error) {
+func (r *Registry) open(rec Record, s storage.Store) (*Namespace, error) {
 	n := &Namespace{reg: r, name: rec.Name, id: rec.ID, created: rec.Created, deleted: make(chan struct{})}
 	var clk clock.Clock = r.cfg.Clock
 	if r.cfg.TestClock {

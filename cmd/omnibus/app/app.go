@@ -160,10 +160,14 @@ type Options struct {
 	// listener (the console's rate charts read them).
 	Stats bool
 
-	// router, when set, makes the namespace's broker a routed one
+	// router, when set, makes the namespaces' brokers routed ones
 	// (core.Config.Router): a node of a cluster with data groups
-	// (cluster_routed.go).
-	router core.Router
+	// (cluster_routed.go) names the router of each namespace by name.
+	router func(namespace string) core.Router
+	// sharedNamespaces, when set, keeps the namespace registry's records
+	// (namespace.Config.Shared): a cluster with data groups keeps them in
+	// its meta group (cluster_namespaces.go).
+	sharedNamespaces namespace.Shared
 	// namespace names the default namespace when no config file does (a
 	// routed App applies its config file itself: cluster_routed.go).
 	namespace string
@@ -271,10 +275,15 @@ func Start(opts Options) (a *App, err error) {
 	a.Namespaces, err = namespace.Open(namespace.Config{Store: coreStore, Clock: opts.Clock, TestClock: opts.TestClock,
 		DefaultName: a.Namespace, MaxNamespaces: opts.MaxNamespaces, ClockSkew: opts.TokenClockSkew, Logger: opts.Logger.Named("namespace"),
 		Limits: opts.namespaceLimits(), RootRules: []sas.Rule{{KeyName: opts.KeyName, Key: opts.Key, Rights: sas.Manage}},
+		Shared: opts.sharedNamespaces,
 		NewBroker: func(name string, s storage.Store, clk clock.Clock) (*core.Broker, error) {
+			var router core.Router
+			if opts.router != nil {
+				router = opts.router(name)
+			}
 			return core.New(core.Config{Store: s, Clock: clk, Logger: opts.Logger.Named("core").With(zap.String("namespace", name)),
 				Namespace: name, Faults: opts.Faults, Limits: opts.Limits, Stats: stats, TxnTimeout: opts.TxnTimeout, BodyCache: cache,
-				PartitionCount: opts.PartitionCount, Router: opts.router})
+				PartitionCount: opts.PartitionCount, Router: router})
 		}})
 	if err != nil {
 		return a, fmt.Errorf("recovering the broker from %s: %w", a.storeName(), err)

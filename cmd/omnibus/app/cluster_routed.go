@@ -16,6 +16,7 @@ import (
 	"github.com/omnibusmq/omnibus/cmd/omnibus/clusterrpc"
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/emuconfig"
+	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/storage"
 	"github.com/omnibusmq/omnibus/storage/memstore"
 	"github.com/omnibusmq/omnibus/storage/raftstore"
@@ -58,14 +59,23 @@ type routed struct {
 	home     *core.Broker                  // the routed broker, once the App started
 	metaSess *raftstore.Session            // while this node leads the meta group
 	config   *emuconfig.Config             // the config file, applied by the meta leader
+	registry *namespace.Registry           // the routed App's namespaces, once it started
 
 	placeMu sync.Mutex // serializes placements on the meta leader
 }
 
 // localGroup is a data group this node leads and serves.
 type localGroup struct {
-	b    *core.Broker
+	b    *core.Broker // the default namespace's
 	sess *raftstore.Session
+
+	// spaces are the brokers of the other namespaces, each over its key
+	// range of the Session (cluster_namespaces.go).
+	spaces struct {
+		sync.Mutex // guards the fields below
+		by         map[uint64]*core.Broker
+		closed     bool
+	}
 }
 
 func newRouted(cl *Cluster) *routed {
@@ -81,13 +91,18 @@ func (r *routed) serveConn(conn net.Conn, br *bufio.Reader, from uint64) { r.srv
 
 // lookup implements clusterrpc.Lookup.
 func (r *routed) lookup(g uint64) (clusterrpc.Group, bool) {
+	g, ns := splitTarget(g)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	lg := r.local[g]
+	r.mu.Unlock()
 	if lg == nil {
 		return clusterrpc.Group{}, false
 	}
-	return clusterrpc.Group{Broker: lg.b, Valid: lg.sess.Valid}, true
+	b, err := r.groupBroker(lg, g, ns)
+	if err != nil {
+		return clusterrpc.Group{}, false
+	}
+	return clusterrpc.Group{Broker: b, Valid: lg.sess.Valid}, true
 }
 
 // start runs the routed App on the node's listeners and serves the
@@ -95,8 +110,8 @@ func (r *routed) lookup(g uint64) (clusterrpc.Group, bool) {
 func (r *routed) start() error {
 	cl := r.cl
 	o := cl.opts
-	o.Store = memstore.New() // the default namespace alone; its entities live in the groups
-	o.MaxNamespaces = 1
+	o.Store = memstore.New() // the registry's brokers hold no entity: they live in the groups
+	o.sharedNamespaces = sharedRegistry{r}
 	// The config file's entities are created by the meta group's leader
 	// once placements can be made (applyConfigLoop), not at start.
 	if o.ConfigPath != "" {
@@ -107,7 +122,7 @@ func (r *routed) start() error {
 		o.namespace, r.config = cfg.Namespace, cfg
 		o.ConfigPath = ""
 	}
-	o.router = r
+	o.router = r.routerFor
 	o.metricsSink = cl.metrics.sink()
 	local := map[string]*chanListener{}
 	for name, f := range cl.front {
@@ -126,6 +141,8 @@ func (r *routed) start() error {
 	r.mu.Lock()
 	r.home = a.Broker
 	r.mu.Unlock()
+	r.syncNamespaces(a.Namespaces)
+	go r.syncNamespacesLoop(a.Namespaces)
 	cl.mu.Lock()
 	cl.serving = &servingState{app: a, local: local, always: true}
 	cl.mu.Unlock()
@@ -156,7 +173,7 @@ func (r *routed) watchLeader(gn *raftstore.Node) {
 			c := r.clients[last]
 			r.mu.Unlock()
 			if c != nil {
-				c.FailGroup(g)
+				c.FailGroups(g, func(t uint64) bool { tg, _ := splitTarget(t); return tg == g })
 			}
 		}
 		last = now
@@ -208,9 +225,11 @@ func (r *routed) serveGroup(gn *raftstore.Node) {
 			}
 			continue
 		}
+		lg := &localGroup{b: b, sess: sess}
 		r.mu.Lock()
-		r.local[g] = &localGroup{b: b, sess: sess}
+		r.local[g] = lg
 		r.mu.Unlock()
+		r.openSpaces(lg, g)
 		r.log.Info("serving a data group", zap.Uint64("group", g), zap.Uint64("term", sess.Term()), zap.Duration("rebuild", time.Since(start)))
 		select {
 		case <-sess.Done():
@@ -220,6 +239,7 @@ func (r *routed) serveGroup(gn *raftstore.Node) {
 		r.mu.Lock()
 		delete(r.local, g)
 		r.mu.Unlock()
+		lg.closeSpaces()
 		b.Close()
 		sess.Close()
 		if ctx.Err() != nil {
@@ -243,6 +263,7 @@ func (r *routed) serveMeta() {
 		if r.config != nil {
 			go r.applyConfigLoop(sess)
 		}
+		go r.finishDeletionsLoop(sess, sess.Done())
 		select {
 		case <-sess.Done():
 		case <-ctx.Done():
@@ -302,8 +323,14 @@ func (r *routed) applyConfigLoop(sess *raftstore.Session) {
 	}
 }
 
-// placementKey is the meta group's record of name's group.
-func placementKey(name string) []byte { return []byte(placementPrefix + strings.ToLower(name)) }
+// placementKey is the meta group's record of name's group; name is
+// qualified by its namespace (qualify) unless it is the default one's.
+func placementKey(name string) []byte {
+	if ns, n := unqualify(name); ns != 0 {
+		return append(namespacePlacements(ns), strings.ToLower(n)...)
+	}
+	return []byte(placementPrefix + strings.ToLower(name))
+}
 
 // place implements clusterrpc.Place on the meta leader.
 func (r *routed) place(ctx context.Context, name string, suggest uint64, create bool) (uint64, error) {
@@ -324,6 +351,9 @@ func (r *routed) place(ctx context.Context, name string, suggest uint64, create 
 	if !create {
 		return 0, nil
 	}
+	if err := namespaceLive(sess, name); err != nil {
+		return 0, err
+	}
 	g := suggest
 	if g == 0 || g > uint64(r.meta.DataGroups()) {
 		g = r.leastPlaced(sess)
@@ -333,7 +363,7 @@ func (r *routed) place(ctx context.Context, name string, suggest uint64, create 
 	if err := sess.Apply(b); err != nil {
 		return 0, &core.Error{Code: core.CodeServerBusy, Msg: "recording the placement: " + err.Error()}
 	}
-	r.log.Info("placed a queue or topic", zap.String("name", name), zap.Uint64("group", g))
+	r.log.Info("placed a queue or topic", zap.String("name", displayName(name)), zap.Uint64("group", g))
 	return g, nil
 }
 
@@ -406,10 +436,23 @@ func (r *routed) client(id uint64) (*clusterrpc.Client, error) {
 // serves it, else a stand-in calling the node that leads it.
 func (r *routed) backend(g uint64) (core.Backend, error) {
 	r.mu.Lock()
-	lg, home := r.local[g], r.home
+	home := r.home
+	r.mu.Unlock()
+	return r.backendIn(g, 0, home)
+}
+
+// backendIn is backend for namespace ns (0: the default one), whose
+// routed broker is home.
+func (r *routed) backendIn(g, ns uint64, home *core.Broker) (core.Backend, error) {
+	r.mu.Lock()
+	lg := r.local[g]
 	r.mu.Unlock()
 	if lg != nil {
-		return fencedBackend{b: lg.b, valid: lg.sess.Valid}, nil
+		b, err := r.groupBroker(lg, g, ns)
+		if err != nil {
+			return nil, err
+		}
+		return fencedBackend{b: b, valid: lg.sess.Valid}, nil
 	}
 	leader := r.leaderOf(g)
 	if leader == 0 || leader == r.meta.ID() {
@@ -420,7 +463,7 @@ func (r *routed) backend(g uint64) (core.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return clusterrpc.NewBackend(c, g, home), nil
+	return clusterrpc.NewBackend(c, groupTarget(g, ns), home), nil
 }
 
 // leaderOf is the leader of data group g this node knows of (0: none).

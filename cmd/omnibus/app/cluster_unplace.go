@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -44,24 +45,31 @@ const (
 	metaSpread  = "spread" // cluster_spread.go
 )
 
-// metaRequest is a request to the meta leader.
+// metaRequest is a request to the meta leader (or, ns-drop, to a data
+// group's leader).
 type metaRequest struct {
 	Op    string
-	Name  string // the queue or topic (placement name)
-	Group uint64
+	Name  string `json:",omitempty"` // the queue or topic (placement name)
+	Group uint64 `json:",omitempty"`
 
 	// metaSpread: the partitions of a new partitioned entity, whether it
 	// detects duplicates, whether to spread it if it has no place.
 	Parts   int  `json:",omitempty"`
 	DupKeys bool `json:",omitempty"`
 	Create  bool `json:",omitempty"`
+
+	// The namespace requests' (cluster_namespaces.go).
+	NS     uint64            `json:",omitempty"`
+	Record *namespace.Record `json:",omitempty"`
+	Max    int               `json:",omitempty"`
 }
 
 // metaAnswer is the meta leader's answer.
 type metaAnswer struct {
 	Group uint64 `json:",omitempty"` // confirm: the group that holds the name, when not the caller's
 	// Spread answers metaSpread: nil when the name is not spread.
-	Spread *core.Spread `json:",omitempty"`
+	Spread *core.Spread      `json:",omitempty"`
+	Record *namespace.Record `json:",omitempty"` // ns-create: the record made
 }
 
 // unplaceTimeout bounds the forgetting of a deleted entity's placement
@@ -78,7 +86,12 @@ func (r *routed) callMeta(ctx context.Context, req metaRequest) (metaAnswer, err
 	case r.meta.ID():
 		return r.metaRequest(ctx, req)
 	}
-	c, err := r.client(leader)
+	return r.callNode(ctx, leader, req)
+}
+
+// callNode sends req to node id.
+func (r *routed) callNode(ctx context.Context, id uint64, req metaRequest) (metaAnswer, error) {
+	c, err := r.client(id)
 	if err != nil {
 		return metaAnswer{}, err
 	}
@@ -121,6 +134,8 @@ func (r *routed) metaRequest(ctx context.Context, req metaRequest) (metaAnswer, 
 	case metaSpread:
 		sp, err := r.placeSpread(req.Name, req.Parts, req.DupKeys, req.Create)
 		return metaAnswer{Spread: sp}, err
+	case metaNSCreate, metaNSUpdate, metaNSDelete, metaNSDrop:
+		return r.namespaceRequest(ctx, req)
 	}
 	return metaAnswer{}, &core.Error{Code: core.CodeBadRequest, Msg: "an unknown request to the meta leader: " + req.Op}
 }
@@ -180,7 +195,7 @@ func (r *routed) forget(ctx context.Context, name string, g uint64) error {
 	if err := sess.Apply(b); err != nil {
 		return &core.Error{Code: core.CodeServerBusy, Msg: "removing the placement: " + err.Error()}
 	}
-	r.log.Info("forgot the placement of a deleted queue or topic", zap.String("name", name), zap.Uint64("group", g))
+	r.log.Info("forgot the placement of a deleted queue or topic", zap.String("name", displayName(name)), zap.Uint64("group", g))
 	return nil
 }
 
@@ -209,7 +224,7 @@ func (r *routed) confirm(name string, g uint64) (uint64, error) {
 	if err := sess.Apply(b); err != nil {
 		return 0, &core.Error{Code: core.CodeServerBusy, Msg: "recording the placement again: " + err.Error()}
 	}
-	r.log.Info("placed again a queue or topic created while its name was deleted", zap.String("name", name), zap.Uint64("group", g))
+	r.log.Info("placed again a queue or topic created while its name was deleted", zap.String("name", displayName(name)), zap.Uint64("group", g))
 	return 0, nil
 }
 
@@ -221,7 +236,7 @@ func (r *routed) deleted(ctx context.Context, name string, g uint64) {
 	if _, err := r.callMeta(ctx, metaRequest{Op: metaForget, Name: name, Group: g}); err != nil {
 		// It keeps its place: a name created again goes to g.
 		r.log.Warn("a deleted queue's or topic's placement could not be removed; a new one of that name goes to the same group",
-			zap.String("name", name), zap.Uint64("group", g), zap.Error(err))
+			zap.String("name", displayName(name)), zap.Uint64("group", g), zap.Error(err))
 	}
 }
 
@@ -249,11 +264,11 @@ func (p placedBackend) CreateEntity(ctx context.Context, e core.Entity) (*core.E
 		// The placement was made before the create; only a racing
 		// delete's forget can have removed it since.
 		p.r.log.Warn("the placement of a queue or topic just created could not be confirmed",
-			zap.String("name", p.name), zap.Uint64("group", p.g), zap.Error(err))
+			zap.String("name", displayName(p.name)), zap.Uint64("group", p.g), zap.Error(err))
 	case a.Group != 0:
 		if derr := p.Backend.DeleteEntity(ctx, e.Path()); derr != nil && !errors.Is(derr, core.ErrNotFound) {
 			p.r.log.Warn("a queue or topic created in a group that lost its name to another could not be deleted again",
-				zap.String("name", p.name), zap.Uint64("group", p.g), zap.Uint64("placed", a.Group), zap.Error(derr))
+				zap.String("name", displayName(p.name)), zap.Uint64("group", p.g), zap.Uint64("placed", a.Group), zap.Error(derr))
 		}
 		return nil, &core.Error{Code: core.CodeEntityExists, Msg: fmt.Sprintf("The messaging entity '%s' already exists.", e.Path())}
 	}

@@ -136,6 +136,13 @@ func (cc *clientConn) pingLoop(every time.Duration) {
 // of the election can be wrong or late, and a lock nobody will settle
 // would keep its message from every receiver until it expires.
 func (c *Client) FailGroup(g uint64) {
+	c.FailGroups(g, func(group uint64) bool { return group == g })
+}
+
+// FailGroups is FailGroup for every group match says is one of group g
+// (a caller that numbers the groups of its calls finer than their Raft
+// groups: a data group of one namespace).
+func (c *Client) FailGroups(g uint64, match func(group uint64) bool) {
 	c.mu.Lock()
 	cc := c.cur
 	c.mu.Unlock()
@@ -146,7 +153,7 @@ func (c *Client) FailGroup(g uint64) {
 	var failed []*pendingCall
 	var ids []uint64
 	for id, p := range cc.pending {
-		if p.group == g {
+		if match(p.group) {
 			failed = append(failed, p)
 			ids = append(ids, id)
 			delete(cc.pending, id)

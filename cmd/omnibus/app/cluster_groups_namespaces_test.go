@@ -1,0 +1,206 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/namespace"
+)
+
+// salesKey is the key of namespace sales' own rule in these tests.
+const salesKey = "c2FsZXMtb3duLWtleS1mb3ItdGhlLWdyb3Vwcy10ZXN0cw=="
+
+// salesRules are sales' own rules: one rule, known to no other namespace.
+const salesRules = `{"AuthorizationRules":[{"KeyName":"salesKey","PrimaryKey":"` + salesKey + `","Rights":["Manage","Send","Listen"]}]}`
+
+// clusterAdminAs is clusterAdmin with key name keyName and key key.
+func clusterAdminAs(t *testing.T, c *Cluster, keyName, key string) *admin.Client {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(c.HTTPAddr().String())
+	cs := "Endpoint=sb://localhost:" + port + "/;SharedAccessKeyName=" + keyName + ";SharedAccessKey=" + key
+	a, err := admin.NewClientFromConnectionString(cs, &admin.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Transport: plainHTTP{}, Retry: policy.RetryOptions{MaxRetries: -1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// clusterClientAs is an SDK client on node c with key name keyName and
+// key key.
+func clusterClientAs(t *testing.T, c *Cluster, keyName, key string) *azservicebus.Client {
+	t.Helper()
+	cs := fmt.Sprintf("Endpoint=sb://%s;SharedAccessKeyName=%s;SharedAccessKey=%s;UseDevelopmentEmulator=true", c.AMQPAddr(), keyName, key)
+	sb, err := azservicebus.NewClientFromConnectionString(cs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
+
+// replicaCount counts the keys under prefix in every copy of group g's
+// state (0: the meta group) the nodes hold, summed.
+func replicaCount(t *testing.T, nodes map[uint64]*Cluster, g uint64, prefix []byte) int {
+	t.Helper()
+	n := 0
+	for _, c := range nodes {
+		gn := c.Node().GroupNode(g)
+		if g == 0 {
+			gn = c.Node()
+		}
+		if gn == nil {
+			continue
+		}
+		if err := gn.ScanReplica(prefix, func(_, _ []byte) (bool, error) { n++; return true, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// TestClusterGroupsNamespaces: with three data groups, a namespace
+// created through node 1 (with a rule of its own) is known to every
+// node; its queues, created through node 2 with its own key, are placed
+// over the data groups; its key sends through node 3 and receives
+// through node 1; the default namespace holds none of them. Deleted
+// through node 3, it is gone from every node, and so are its placements
+// and its data in every group.
+func TestClusterGroupsNamespaces(t *testing.T) {
+	nodes := startGroupCluster(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if st, body := nsCallAt(t, nodes[1].HTTPAddr(), http.MethodPut, "/$namespaces/sales", DefaultKeyName, DefaultKey, salesRules); st != http.StatusCreated {
+		t.Fatalf("create sales through node 1: %d %s", st, body)
+	}
+	for id, c := range nodes {
+		waitForCond(t, fmt.Sprintf("node %d to know sales", id), func() error {
+			if st, body := nsCallAt(t, c.HTTPAddr(), http.MethodGet, "/$namespaces/sales", DefaultKeyName, DefaultKey, ""); st != http.StatusOK {
+				return fmt.Errorf("%d %s", st, body)
+			}
+			return nil
+		})
+	}
+	sales, err := nodes[1].routed.registry.Get("sales")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sales.Record().ID
+
+	adm := clusterAdminAs(t, nodes[2], "salesKey", salesKey)
+	groups := map[uint64]bool{}
+	const queues = 6
+	for i := range queues {
+		q := fmt.Sprint("q", i)
+		if _, err := adm.CreateQueue(ctx, q, nil); err != nil {
+			t.Fatalf("create %s in sales through node 2: %v", q, err)
+		}
+		g, err := nodes[3].routed.groupOf(ctx, qualify(id, q), false)
+		if err != nil || g == 0 {
+			t.Fatalf("the placement of sales' %s: %d %v", q, g, err)
+		}
+		groups[g] = true
+	}
+	if len(groups) < 2 {
+		t.Errorf("sales' %d queues are all in group(s) %v", queues, groups)
+	}
+	if q, err := clusterAdmin(t, nodes[1]).GetQueue(ctx, "q0", nil); err != nil || q != nil {
+		t.Errorf("the default namespace has sales' q0: %v %v", q, err)
+	}
+
+	sender, receiver := clusterClientAs(t, nodes[3], "salesKey", salesKey), clusterClientAs(t, nodes[1], "salesKey", salesKey)
+	for i := range queues {
+		q := fmt.Sprint("q", i)
+		s, err := sender.NewSender(q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SendMessage(ctx, &azservicebus.Message{Body: []byte("to " + q)}, nil); err != nil {
+			t.Fatalf("send to sales' %s through node 3: %v", q, err)
+		}
+		s.Close(ctx)
+		rc, err := receiver.NewReceiverForQueue(q, &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := rc.ReceiveMessages(ctx, 1, nil)
+		if err != nil || len(msgs) != 1 || string(msgs[0].Body) != "to "+q {
+			t.Fatalf("receive from sales' %s through node 1: %v %v", q, msgs, err)
+		}
+		rc.Close(ctx)
+	}
+	// Leave a message in a queue, so that a group holds data of sales.
+	s, err := sender.NewSender("q0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendMessage(ctx, &azservicebus.Message{Body: []byte("left")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close(ctx)
+	if n := replicaCount(t, nodes, 0, namespacePlacements(id)); n != 3*queues {
+		t.Errorf("%d placements of sales' queues in the meta group's copies, want %d", n, 3*queues)
+	}
+
+	if st, body := nsCallAt(t, nodes[3].HTTPAddr(), http.MethodDelete, "/$namespaces/sales", DefaultKeyName, DefaultKey, ""); st != http.StatusOK {
+		t.Fatalf("delete sales through node 3: %d %s", st, body)
+	}
+	waitForCond(t, "sales' placements and data gone from every copy", func() error {
+		if n := replicaCount(t, nodes, 0, namespacePlacements(id)); n != 0 {
+			return fmt.Errorf("%d placements left", n)
+		}
+		for g := uint64(1); g <= 3; g++ {
+			if n := replicaCount(t, nodes, g, namespace.DataPrefix(id)); n != 0 {
+				return fmt.Errorf("%d keys of sales left in the copies of group %d", n, g)
+			}
+		}
+		return nil
+	})
+	for id, c := range nodes {
+		waitForCond(t, fmt.Sprintf("node %d to forget sales", id), func() error {
+			if st, body := nsCallAt(t, c.HTTPAddr(), http.MethodGet, "/$namespaces/sales", DefaultKeyName, DefaultKey, ""); st != http.StatusNotFound {
+				return fmt.Errorf("%d %s", st, body)
+			}
+			return nil
+		})
+	}
+}
+
+// TestClusterGroupsNamespaceNeedsMetaLeader: with the meta group
+// leaderless, creating a namespace is refused with 503 (server busy,
+// retryable) and creates nothing.
+func TestClusterGroupsNamespaceNeedsMetaLeader(t *testing.T) {
+	nodes := startGroupCluster(t, nil)
+	for _, id := range []uint64{2, 3} {
+		if err := nodes[id].Shutdown(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		delete(nodes, id)
+	}
+	waitForCond(t, "node 1 to know no meta leader", func() error {
+		if l := nodes[1].node.Leader(); l != 0 {
+			return fmt.Errorf("leader %d", l)
+		}
+		return nil
+	})
+	if st, body := nsCallAt(t, nodes[1].HTTPAddr(), http.MethodPut, "/$namespaces/lonely", DefaultKeyName, DefaultKey, ""); st != http.StatusServiceUnavailable {
+		t.Fatalf("create without a meta leader: %d %s, want 503", st, body)
+	}
+	if _, err := nodes[1].routed.registry.Get("lonely"); !errors.Is(err, core.ErrNotFound) {
+		t.Errorf("after the refusal node 1's registry has lonely: %v", err)
+	}
+	if n := replicaCount(t, nodes, 0, []byte(nsRecordPrefix)); n != 0 {
+		t.Errorf("after the refusal the meta group holds %d namespace records", n)
+	}
+}

@@ -1,0 +1,692 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/namespace"
+	"github.com/omnibusmq/omnibus/storage"
+	"github.com/omnibusmq/omnibus/storage/prefixstore"
+)
+
+// Namespaces in a cluster with data groups (DESIGN.md, "Several Raft
+// groups"). The registry's records (names, ids, rules, limits) live in
+// the meta group, written by its leader alone, which arbitrates
+// (sharedRegistry, namespaceRequest); every node's registry follows its
+// copy of the meta group (syncNamespacesLoop), so a namespace created
+// through one node is served, with its own keys, by all. Each
+// namespace's queues and topics are placed over the data groups as the
+// default namespace's are, under placement names qualified by the
+// namespace's id (qualify), and live in the data group under the
+// namespace's key range (namespace.DataPrefix), served by a broker of
+// their own on the group's leader (groupBroker).
+//
+// Meta group keys, beside the placements ('P'):
+//
+//	'C'              → the next namespace id (uint64), never reused
+//	'D'              → the default namespace's record (JSON)
+//	'N' name         → a namespace's record (JSON)
+//	'M' id:8         → its name, while it lives (placements check it)
+//	'X' id:8         → its name, from its deletion until every data group
+//	                   dropped its key range and its placements are gone
+
+// Keys of the namespace registry in the meta group.
+const (
+	nsNextIDKey     = "C"
+	nsDefaultKey    = "D"
+	nsRecordPrefix  = "N"
+	nsLivePrefix    = "M"
+	nsDeletedPrefix = "X"
+)
+
+// Namespace requests (metaRequest.Op).
+const (
+	metaNSCreate = "ns-create"
+	metaNSUpdate = "ns-update"
+	metaNSDelete = "ns-delete"
+	metaNSDrop   = "ns-drop" // to a data group's leader: drop a namespace's key range
+)
+
+// nsSyncInterval is how often a node looks whether its copy of the meta
+// group moved, to take the namespaces' changes into its registry.
+const nsSyncInterval = 50 * time.Millisecond
+
+// nsReapInterval is how often the meta leader finishes the deletions of
+// namespaces some data group could not drop at once.
+const nsReapInterval = 2 * time.Second
+
+func nsRecordKey(name string) []byte { return []byte(nsRecordPrefix + name) }
+
+func nsIDKey(prefix string, id uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(prefix), id)
+}
+
+// namespacePlacements is the start of the placements of namespace ns's
+// queues and topics: "P", a zero byte (no entity name starts with one),
+// the id.
+func namespacePlacements(ns uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(placementPrefix+"\x00"), ns)
+}
+
+// qualify is the placement name of the queue or topic name of namespace
+// ns: name itself in the default namespace (0), else a zero byte, the
+// id, a zero byte, name.
+func qualify(ns uint64, name string) string {
+	if ns == 0 {
+		return name
+	}
+	return "\x00" + strconv.FormatUint(ns, 10) + "\x00" + name
+}
+
+// unqualify splits a placement name.
+func unqualify(q string) (ns uint64, name string) {
+	if !strings.HasPrefix(q, "\x00") {
+		return 0, q
+	}
+	id, name, ok := strings.Cut(q[1:], "\x00")
+	if !ok {
+		return 0, q
+	}
+	ns, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return 0, q
+	}
+	return ns, name
+}
+
+// displayName is a placement name as logs show it: "q" in the default
+// namespace, "q (namespace 7)" in another.
+func displayName(q string) string {
+	if ns, name := unqualify(q); ns != 0 {
+		return name + " (namespace " + strconv.FormatUint(ns, 10) + ")"
+	}
+	return q
+}
+
+// groupTarget is the group a call between nodes names (clusterrpc):
+// data group g (below 256, raftstore.MaxGroups) of namespace ns.
+func groupTarget(g, ns uint64) uint64 { return ns<<8 | g }
+
+// splitTarget splits a groupTarget.
+func splitTarget(t uint64) (g, ns uint64) { return t & 0xff, t >> 8 }
+
+// namespaceLive refuses, on the meta leader, a new placement in a
+// namespace that does not exist (deleted, or being deleted).
+func namespaceLive(sess interface{ Get([]byte) ([]byte, error) }, name string) error {
+	ns, _ := unqualify(name)
+	if ns == 0 {
+		return nil
+	}
+	switch _, err := sess.Get(nsIDKey(nsLivePrefix, ns)); {
+	case errors.Is(err, storage.ErrNotFound):
+		return &core.Error{Code: core.CodeNotFound, Msg: "The namespace of this entity has been deleted."}
+	case err != nil:
+		return &core.Error{Code: core.CodeServerBusy, Msg: "reading the namespace registry: " + err.Error()}
+	}
+	return nil
+}
+
+// routerFor is the router of namespace name's routed broker (Options.router).
+func (r *routed) routerFor(name string) core.Router {
+	if r.isDefault(name) {
+		return r
+	}
+	v, err := r.meta.ReadReplica(nsRecordKey(strings.ToLower(name)))
+	var rec namespace.Record
+	if err == nil {
+		err = json.Unmarshal(v, &rec)
+	}
+	if err != nil || rec.ID == 0 {
+		// Sync opens only what the replica holds: not reached.
+		r.log.Warn("a namespace opened that the meta group does not hold", zap.String("namespace", name), zap.Error(err))
+	}
+	return &nsRouter{r: r, ns: rec.ID}
+}
+
+// isDefault reports whether name is the default namespace's.
+func (r *routed) isDefault(name string) bool {
+	r.mu.Lock()
+	home := r.home
+	r.mu.Unlock()
+	return home == nil || strings.EqualFold(name, home.Namespace())
+}
+
+// nsRouter is the core.GroupRouter of a namespace other than the default
+// one: placements qualified by its id, brokers over its key ranges.
+type nsRouter struct {
+	r    *routed
+	ns   uint64
+	self atomic.Pointer[core.Broker] // the namespace's routed broker, found at first use
+}
+
+func (n *nsRouter) home() *core.Broker {
+	if b := n.self.Load(); b != nil {
+		return b
+	}
+	b := n.r.namespaceHome(n.ns)
+	n.self.Store(b)
+	return b
+}
+
+// Route implements core.Router.
+func (n *nsRouter) Route(name string) (core.Backend, error) {
+	g, err := n.r.groupOf(n.r.cl.ctx, qualify(n.ns, name), false)
+	if err != nil {
+		return nil, err
+	}
+	if g == 0 {
+		return nil, &core.Error{Code: core.CodeNotFound, Msg: fmt.Sprintf("The messaging entity '%s' could not be found.", name)}
+	}
+	return n.r.backendIn(g, n.ns, n.home())
+}
+
+// Place implements core.Router.
+func (n *nsRouter) Place(ctx context.Context, name string) (core.Backend, error) {
+	return n.PlaceIn(ctx, name, 0)
+}
+
+// Group implements core.GroupRouter.
+func (n *nsRouter) Group(ctx context.Context, name string) (uint64, error) {
+	return n.r.groupOf(ctx, qualify(n.ns, name), false)
+}
+
+// PlaceIn implements core.GroupRouter.
+func (n *nsRouter) PlaceIn(ctx context.Context, name string, g uint64) (core.Backend, error) {
+	q := qualify(n.ns, name)
+	g, err := n.r.groupOrPlace(ctx, q, g, true)
+	if err != nil {
+		return nil, err
+	}
+	be, err := n.r.backendIn(g, n.ns, n.home())
+	if err != nil {
+		return nil, err
+	}
+	return placedBackend{Backend: be, r: n.r, name: q, g: g}, nil
+}
+
+// All implements core.Router.
+func (n *nsRouter) All() ([]core.Backend, error) {
+	var out []core.Backend
+	for g := uint64(1); g <= uint64(n.r.meta.DataGroups()); g++ {
+		be, err := n.r.backendIn(g, n.ns, n.home())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, be)
+	}
+	return out, nil
+}
+
+// Local implements core.Router.
+func (n *nsRouter) Local() []core.Backend {
+	n.r.mu.Lock()
+	groups := make([]*localGroup, 0, len(n.r.local))
+	for _, lg := range n.r.local {
+		groups = append(groups, lg)
+	}
+	n.r.mu.Unlock()
+	var out []core.Backend
+	for _, lg := range groups {
+		lg.spaces.Lock()
+		if b := lg.spaces.by[n.ns]; b != nil {
+			out = append(out, b)
+		}
+		lg.spaces.Unlock()
+	}
+	return out
+}
+
+var _ core.GroupRouter = (*nsRouter)(nil)
+
+// namespaceHome is the routed broker of namespace ns on this node (nil
+// when its registry does not hold it).
+func (r *routed) namespaceHome(ns uint64) *core.Broker {
+	r.mu.Lock()
+	reg := r.registry
+	r.mu.Unlock()
+	if reg == nil {
+		return nil
+	}
+	for _, n := range reg.List() {
+		if n.Record().ID == ns {
+			return n.Broker()
+		}
+	}
+	return nil
+}
+
+// namespaceName is the name of live namespace ns in this node's copy of
+// the meta group.
+func (r *routed) namespaceName(ns uint64) (string, bool) {
+	v, err := r.meta.ReadReplica(nsIDKey(nsLivePrefix, ns))
+	if err != nil {
+		return "", false
+	}
+	return string(v), true
+}
+
+// groupBroker returns the broker of namespace ns in data group g, which
+// this node leads (lg): the group's own for the default namespace, else
+// one over the namespace's key range of the group's Session, opened at
+// its first use (or when the node starts leading the group).
+func (r *routed) groupBroker(lg *localGroup, g, ns uint64) (*core.Broker, error) {
+	if ns == 0 {
+		return lg.b, nil
+	}
+	lg.spaces.Lock()
+	defer lg.spaces.Unlock()
+	if b := lg.spaces.by[ns]; b != nil {
+		return b, nil
+	}
+	if lg.spaces.closed {
+		return nil, &core.Error{Code: core.CodeServerBusy, Msg: fmt.Sprintf("the entity's group (%d) is changing leaders; retry", g)}
+	}
+	name, ok := r.namespaceName(ns)
+	if !ok {
+		return nil, &core.Error{Code: core.CodeNotFound, Msg: "The namespace of this entity does not exist (or not yet on this node)."}
+	}
+	o := r.cl.opts
+	b, err := core.New(core.Config{Store: prefixstore.New(lg.sess, namespace.DataPrefix(ns)), Clock: o.Clock,
+		Logger: o.Logger.Named("core").With(zap.Uint64("group", g), zap.String("namespace", name)), Namespace: name,
+		Faults: o.Faults, Limits: o.Limits, Stats: true, TxnTimeout: o.TxnTimeout, PartitionCount: o.PartitionCount,
+		Deleted: func(ctx context.Context, entity string) { r.deleted(ctx, qualify(ns, entity), g) }})
+	if err != nil {
+		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "opening the namespace's broker: " + err.Error()}
+	}
+	if lg.spaces.by == nil {
+		lg.spaces.by = map[uint64]*core.Broker{}
+	}
+	lg.spaces.by[ns] = b
+	return b, nil
+}
+
+// openSpaces opens, on a node that starts leading data group g, the
+// brokers of every namespace its copy of the meta group holds, so that
+// their timers (scheduled messages, expiry, auto-delete) run.
+func (r *routed) openSpaces(lg *localGroup, g uint64) {
+	var ids []uint64
+	_ = r.meta.ScanReplica([]byte(nsLivePrefix), func(k, _ []byte) (bool, error) {
+		if len(k) == 1+8 {
+			ids = append(ids, binary.BigEndian.Uint64(k[1:]))
+		}
+		return true, nil
+	})
+	for _, ns := range ids {
+		if _, err := r.groupBroker(lg, g, ns); err != nil {
+			r.log.Warn("cannot serve a namespace in a data group this node leads", zap.Uint64("group", g), zap.Uint64("namespace", ns), zap.Error(err))
+		}
+	}
+}
+
+// closeSpaces closes the namespaces' brokers of a group no longer led.
+func (lg *localGroup) closeSpaces() {
+	lg.spaces.Lock()
+	lg.spaces.closed = true
+	by := lg.spaces.by
+	lg.spaces.by = nil
+	lg.spaces.Unlock()
+	for _, b := range by {
+		b.Close()
+	}
+}
+
+// syncNamespaces brings reg in line with this node's copy of the meta
+// group.
+func (r *routed) syncNamespaces(reg *namespace.Registry) {
+	r.mu.Lock()
+	r.registry = reg
+	r.mu.Unlock()
+	if err := reg.Sync(r.loadNamespaces); err != nil {
+		r.log.Warn("taking the namespaces' changes from the meta group", zap.Error(err))
+	}
+}
+
+// syncNamespacesLoop runs syncNamespaces whenever this node's copy of
+// the meta group moved, until the node stops.
+func (r *routed) syncNamespacesLoop(reg *namespace.Registry) {
+	t := time.NewTicker(nsSyncInterval)
+	defer t.Stop()
+	last := r.meta.Applied()
+	for {
+		select {
+		case <-r.cl.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if now := r.meta.Applied(); now != last {
+			last = now
+			r.syncNamespaces(reg)
+		}
+	}
+}
+
+// loadNamespaces reads the registry's records from this node's copy of
+// the meta group.
+func (r *routed) loadNamespaces() (namespace.Snapshot, error) {
+	var snap namespace.Snapshot
+	if v, err := r.meta.ReadReplica([]byte(nsDefaultKey)); err == nil {
+		var rec namespace.Record
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return snap, fmt.Errorf("the default namespace's record: %w", err)
+		}
+		snap.Default = &rec
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return snap, err
+	}
+	err := r.meta.ScanReplica([]byte(nsRecordPrefix), func(k, v []byte) (bool, error) {
+		var rec namespace.Record
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return false, fmt.Errorf("the record of namespace %q: %w", k[1:], err)
+		}
+		snap.Others = append(snap.Others, rec)
+		return true, nil
+	})
+	return snap, err
+}
+
+// sharedRegistry is the namespace.Shared of a node's registry: each
+// change is made by the meta leader, and returns once this node's copy
+// of the meta group holds it (so that a Sync does not undo it).
+type sharedRegistry struct{ r *routed }
+
+// replicaWait bounds how long a change waits to reach this node's copy
+// of the meta group.
+const replicaWait = 5 * time.Second
+
+// Create implements namespace.Shared.
+func (s sharedRegistry) Create(ctx context.Context, rec namespace.Record, max int) (namespace.Record, error) {
+	a, err := s.r.callMeta(ctx, metaRequest{Op: metaNSCreate, Record: &rec, Max: max})
+	if err != nil {
+		return namespace.Record{}, err
+	}
+	if a.Record == nil {
+		return namespace.Record{}, errors.New("the meta leader answered a namespace's creation without its record")
+	}
+	s.r.waitReplica(nsRecordKey(a.Record.Name), a.Record)
+	return *a.Record, nil
+}
+
+// Update implements namespace.Shared.
+func (s sharedRegistry) Update(ctx context.Context, rec namespace.Record) error {
+	if _, err := s.r.callMeta(ctx, metaRequest{Op: metaNSUpdate, Record: &rec}); err != nil {
+		return err
+	}
+	key := nsRecordKey(rec.Name)
+	if rec.ID == 0 {
+		key = []byte(nsDefaultKey)
+	}
+	s.r.waitReplica(key, &rec)
+	return nil
+}
+
+// Delete implements namespace.Shared.
+func (s sharedRegistry) Delete(ctx context.Context, rec namespace.Record) error {
+	if _, err := s.r.callMeta(ctx, metaRequest{Op: metaNSDelete, Record: &rec}); err != nil {
+		return err
+	}
+	s.r.waitReplica(nsRecordKey(rec.Name), nil)
+	return nil
+}
+
+// waitReplica waits, up to replicaWait, until this node's copy of the
+// meta group holds the record want at key (nil: nothing).
+func (r *routed) waitReplica(key []byte, want *namespace.Record) {
+	deadline := time.Now().Add(replicaWait)
+	for {
+		v, err := r.meta.ReadReplica(key)
+		if (want == nil && errors.Is(err, storage.ErrNotFound)) || (want != nil && err == nil && sameRecord(v, *want)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.log.Warn("a namespace's change has not reached this node's copy of the meta group yet", zap.ByteString("key", key))
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+var _ namespace.Shared = sharedRegistry{}
+
+// namespaceRequest carries out a namespace request: on the meta leader,
+// or (ns-drop) on a data group's leader.
+func (r *routed) namespaceRequest(ctx context.Context, req metaRequest) (metaAnswer, error) {
+	if req.Op == metaNSDrop {
+		return metaAnswer{}, r.dropLocal(req.Group, req.NS)
+	}
+	if req.Record == nil {
+		return metaAnswer{}, &core.Error{Code: core.CodeBadRequest, Msg: req.Op + " without a record"}
+	}
+	sess, err := r.metaSession()
+	if err != nil {
+		return metaAnswer{}, err
+	}
+	rec := *req.Record
+	switch req.Op {
+	case metaNSCreate:
+		rec, err := r.createNamespace(sess, rec, req.Max)
+		return metaAnswer{Record: &rec}, err
+	case metaNSUpdate:
+		return metaAnswer{}, r.updateNamespace(sess, rec)
+	}
+	return metaAnswer{}, r.deleteNamespace(ctx, sess, rec)
+}
+
+// metaStore is the meta leader's Session as the registry's changes use
+// it.
+type metaStore interface {
+	Get([]byte) ([]byte, error)
+	Apply(*storage.Batch) error
+}
+
+func metaBusy(what string, err error) error {
+	return &core.Error{Code: core.CodeServerBusy, Msg: what + ": " + err.Error()}
+}
+
+// createNamespace records a new namespace on the meta leader.
+func (r *routed) createNamespace(sess metaStore, rec namespace.Record, max int) (namespace.Record, error) {
+	r.placeMu.Lock()
+	defer r.placeMu.Unlock()
+	switch _, err := sess.Get(nsRecordKey(rec.Name)); {
+	case err == nil:
+		return rec, &core.Error{Code: core.CodeEntityExists, Msg: "The namespace '" + rec.Name + "' already exists."}
+	case !errors.Is(err, storage.ErrNotFound):
+		return rec, metaBusy("reading the namespace registry", err)
+	}
+	count := 1 // the default namespace
+	if err := r.meta.ScanReplica([]byte(nsRecordPrefix), func(_, _ []byte) (bool, error) { count++; return true, nil }); err != nil {
+		return rec, metaBusy("counting the namespaces", err)
+	}
+	if max > 0 && count >= max {
+		return rec, &core.Error{Code: core.CodeQuotaExceeded,
+			Msg: "The maximum number of namespaces (" + strconv.Itoa(max) + ") has been reached; delete one first."}
+	}
+	rec.ID = 1
+	switch v, err := sess.Get([]byte(nsNextIDKey)); {
+	case err == nil && len(v) == 8:
+		rec.ID = binary.BigEndian.Uint64(v)
+	case err != nil && !errors.Is(err, storage.ErrNotFound):
+		return rec, metaBusy("reading the namespace registry", err)
+	}
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return rec, err
+	}
+	b := &storage.Batch{Sync: true}
+	b.Set([]byte(nsNextIDKey), binary.BigEndian.AppendUint64(nil, rec.ID+1))
+	b.Set(nsRecordKey(rec.Name), v)
+	b.Set(nsIDKey(nsLivePrefix, rec.ID), []byte(rec.Name))
+	if err := sess.Apply(b); err != nil {
+		return rec, metaBusy("recording the namespace", err)
+	}
+	r.log.Info("created a namespace", zap.String("namespace", rec.Name), zap.Uint64("id", rec.ID))
+	return rec, nil
+}
+
+// updateNamespace replaces a namespace's record (rules, limits) on the
+// meta leader.
+func (r *routed) updateNamespace(sess metaStore, rec namespace.Record) error {
+	r.placeMu.Lock()
+	defer r.placeMu.Unlock()
+	key := []byte(nsDefaultKey)
+	if rec.ID != 0 {
+		key = nsRecordKey(rec.Name)
+		if err := r.sameNamespace(sess, rec); err != nil {
+			return err
+		}
+	}
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	b := &storage.Batch{Sync: true}
+	b.Set(key, v)
+	if err := sess.Apply(b); err != nil {
+		return metaBusy("recording the namespace", err)
+	}
+	return nil
+}
+
+// sameNamespace refuses a change to a namespace that is gone, or was
+// created again under a new id.
+func (r *routed) sameNamespace(sess metaStore, rec namespace.Record) error {
+	v, err := sess.Get(nsRecordKey(rec.Name))
+	var cur namespace.Record
+	if err == nil {
+		err = json.Unmarshal(v, &cur)
+	}
+	switch {
+	case errors.Is(err, storage.ErrNotFound) || (err == nil && cur.ID != rec.ID):
+		return &core.Error{Code: core.CodeNotFound, Msg: "The namespace '" + rec.Name + "' could not be found."}
+	case err != nil:
+		return metaBusy("reading the namespace registry", err)
+	}
+	return nil
+}
+
+// deleteNamespace deletes a namespace on the meta leader: its record
+// goes at once (so no node serves it and no entity is placed in it any
+// more), leaving a tombstone until each data group has dropped its key
+// range and its placements are gone (finishDeletions, now and later).
+func (r *routed) deleteNamespace(ctx context.Context, sess metaStore, rec namespace.Record) error {
+	r.placeMu.Lock()
+	if err := r.sameNamespace(sess, rec); err != nil {
+		r.placeMu.Unlock()
+		return err
+	}
+	b := &storage.Batch{Sync: true}
+	b.Delete(nsRecordKey(rec.Name))
+	b.Delete(nsIDKey(nsLivePrefix, rec.ID))
+	b.Set(nsIDKey(nsDeletedPrefix, rec.ID), []byte(rec.Name))
+	err := sess.Apply(b)
+	r.placeMu.Unlock()
+	if err != nil {
+		return metaBusy("deleting the namespace", err)
+	}
+	r.log.Info("deleted a namespace", zap.String("namespace", rec.Name), zap.Uint64("id", rec.ID))
+	r.finishDeletion(ctx, sess, rec.ID)
+	return nil
+}
+
+// finishDeletion drops deleted namespace ns's key range in every data
+// group, then its placements and tombstone; what fails now is done by
+// the meta leader later (finishDeletionsLoop).
+func (r *routed) finishDeletion(ctx context.Context, sess metaStore, ns uint64) {
+	for g := uint64(1); g <= uint64(r.meta.DataGroups()); g++ {
+		if err := r.dropIn(ctx, g, ns); err != nil {
+			r.log.Info("a deleted namespace's data in a data group is dropped later", zap.Uint64("namespace", ns), zap.Uint64("group", g), zap.Error(err))
+			return
+		}
+	}
+	b := &storage.Batch{Sync: true}
+	b.DeletePrefix(namespacePlacements(ns))
+	b.Delete(nsIDKey(nsDeletedPrefix, ns))
+	if err := sess.Apply(b); err != nil {
+		r.log.Info("a deleted namespace's placements are removed later", zap.Uint64("namespace", ns), zap.Error(err))
+	}
+}
+
+// finishDeletionsLoop finishes, while this node leads the meta group
+// (sess), the deletions of namespaces some data group could not drop at
+// once.
+func (r *routed) finishDeletionsLoop(sess metaStore, done <-chan struct{}) {
+	t := time.NewTicker(nsReapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		var ids []uint64
+		_ = r.meta.ScanReplica([]byte(nsDeletedPrefix), func(k, _ []byte) (bool, error) {
+			if len(k) == 1+8 {
+				ids = append(ids, binary.BigEndian.Uint64(k[1:]))
+			}
+			return true, nil
+		})
+		for _, ns := range ids {
+			ctx, cancel := context.WithTimeout(r.cl.ctx, unplaceTimeout)
+			r.finishDeletion(ctx, sess, ns)
+			cancel()
+		}
+	}
+}
+
+// dropIn has data group g's leader drop namespace ns's key range.
+func (r *routed) dropIn(ctx context.Context, g, ns uint64) error {
+	leader := r.leaderOf(g)
+	switch leader {
+	case 0:
+		return &core.Error{Code: core.CodeServerBusy, Msg: fmt.Sprintf("data group %d has no leader now", g)}
+	case r.meta.ID():
+		return r.dropLocal(g, ns)
+	}
+	_, err := r.callNode(ctx, leader, metaRequest{Op: metaNSDrop, Group: g, NS: ns})
+	return err
+}
+
+// dropLocal closes namespace ns's broker in data group g, which this
+// node leads, and deletes its key range there.
+func (r *routed) dropLocal(g, ns uint64) error {
+	r.mu.Lock()
+	lg := r.local[g]
+	r.mu.Unlock()
+	if lg == nil || ns == 0 {
+		return &core.Error{Code: core.CodeServerBusy, Msg: fmt.Sprintf("this node does not serve data group %d", g)}
+	}
+	lg.spaces.Lock()
+	b := lg.spaces.by[ns]
+	delete(lg.spaces.by, ns)
+	lg.spaces.Unlock()
+	if b != nil {
+		_ = b.CloseDeleted()
+	}
+	batch := &storage.Batch{Sync: true}
+	batch.DeletePrefix(namespace.DataPrefix(ns))
+	if err := lg.sess.Apply(batch); err != nil {
+		return metaBusy("dropping the namespace's data", err)
+	}
+	return nil
+}
+
+// sameRecord reports whether the record encoded in v is rec.
+func sameRecord(v []byte, rec namespace.Record) bool {
+	var got namespace.Record
+	if json.Unmarshal(v, &got) != nil {
+		return false
+	}
+	a, _ := json.Marshal(got)
+	b, _ := json.Marshal(rec)
+	return bytes.Equal(a, b)
+}
