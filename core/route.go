@@ -160,11 +160,15 @@ func (b *Broker) listRouted(kind EntityKind, topic string) ([]*Entity, error) {
 }
 
 // eachRouted is EachEntity of a routed broker: the entities of the
-// backends in this process.
+// backends in this process. A spread entity held by several of them is
+// reported once, their parts added up (mergeSnapshots).
 func (b *Broker) eachRouted(fn func(*EntitySnapshot)) {
-	for _, be := range b.cfg.Router.Local() {
-		be.EachEntity(fn)
+	local := b.cfg.Router.Local()
+	if len(local) == 1 {
+		local[0].EachEntity(fn)
+		return
 	}
+	mergeSnapshots(local, fn)
 }
 
 // routedInner binds a routed broker's transaction to the backend of its

@@ -281,3 +281,61 @@ func (j *sendJoin) part(at []int) func([]int64, error) {
 		j.done(j.seqs, nil)
 	}
 }
+
+// mergeSnapshots calls fn with the snapshots of every entity of the
+// backends bs, in path order; an entity several of them hold (a spread
+// one) is reported once, with its counts and counters added up, the ID
+// and latency histograms of the copy with the lowest ID.
+func mergeSnapshots(bs []Backend, fn func(*EntitySnapshot)) {
+	byPath := map[string]*EntitySnapshot{}
+	for _, be := range bs {
+		be.EachEntity(func(s *EntitySnapshot) {
+			key := entityKey(s.Path)
+			m := byPath[key]
+			if m == nil {
+				c := *s
+				c.Stats.SendLatency = s.Stats.SendLatency.clone()
+				c.Stats.EndToEnd = s.Stats.EndToEnd.clone()
+				byPath[key] = &c
+				return
+			}
+			if s.ID < m.ID {
+				m.ID = s.ID
+				m.Stats.SendLatency = s.Stats.SendLatency.clone()
+				m.Stats.EndToEnd = s.Stats.EndToEnd.clone()
+			}
+			c := &m.Counts
+			c.Active += s.Counts.Active
+			c.DeadLetter += s.Counts.DeadLetter
+			c.Scheduled += s.Counts.Scheduled
+			c.Deferred += s.Counts.Deferred
+			c.Transfer += s.Counts.Transfer
+			c.Total += s.Counts.Total
+			c.SizeBytes += s.Counts.SizeBytes
+			st := &m.Stats
+			st.Incoming += s.Stats.Incoming
+			st.Outgoing += s.Stats.Outgoing
+			st.Completed += s.Stats.Completed
+			st.Abandoned += s.Stats.Abandoned
+			st.DeadLettered += s.Stats.DeadLettered
+			st.Expired += s.Stats.Expired
+			st.Deferred += s.Stats.Deferred
+			st.LockExpiries += s.Stats.LockExpiries
+			st.SessionLockExpiries += s.Stats.SessionLockExpiries
+			st.SessionsHeld += s.Stats.SessionsHeld
+		})
+	}
+	keys := make([]string, 0, len(byPath))
+	for k := range byPath {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fn(byPath[k])
+	}
+}
+
+// clone returns a copy of h that shares no slice with it.
+func (h Histogram) clone() Histogram {
+	return Histogram{Bounds: slices.Clone(h.Bounds), Counts: slices.Clone(h.Counts), Sum: h.Sum}
+}

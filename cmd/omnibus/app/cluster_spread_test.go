@@ -534,15 +534,23 @@ func TestClusterGroupsSpreadFailover(t *testing.T) {
 	for i := 3; i < 6; i++ {
 		send(i)
 	}
-	for len(got) < len(sent) {
+	// Receive until every message came, or nothing came for 10 s (a
+	// message lost: reported below).
+	for idle := time.Now(); len(got) < len(sent) && time.Since(idle) < 10*time.Second; {
 		if rc == nil {
 			if rc, err = cl3.NewReceiverForQueue("pq", nil); err != nil {
 				t.Fatal(err)
 			}
 		}
-		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 		msgs, err := rc.ReceiveMessages(rctx, 10, nil)
 		rcancel()
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			continue // nothing for now
+		}
+		if len(msgs) > 0 {
+			idle = time.Now()
+		}
 		if err != nil {
 			if !retryableErr(err) || ctx.Err() != nil {
 				t.Fatalf("receive (%d of %d): %v (not retryable)", len(got), len(sent), err)
@@ -574,5 +582,24 @@ func TestClusterGroupsSpreadFailover(t *testing.T) {
 	}
 	if rp, err := clusterAdmin(t, nodes[3]).GetQueueRuntimeProperties(ctx, "pq", nil); err != nil || rp.TotalMessageCount != 0 {
 		t.Fatalf("runtime properties at the end: %+v %v", rp, err)
+	}
+	// The node now leading two of pq's groups reports it once (metrics).
+	var two *Cluster
+	for g, id := range groupLeaders(nodes) {
+		if g != 2 && id == groupLeaders(nodes)[2] {
+			two = nodes[id]
+		}
+	}
+	if two == nil {
+		t.Fatalf("no node leads group 2 and another: %v", groupLeaders(nodes))
+	}
+	reports := 0
+	routedBroker(t, two).EachEntity(func(s *core.EntitySnapshot) {
+		if s.Path == "pq" {
+			reports++
+		}
+	})
+	if reports != 1 {
+		t.Fatalf("pq reported %d times by a node leading two of its groups", reports)
 	}
 }
