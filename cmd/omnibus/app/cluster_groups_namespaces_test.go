@@ -74,7 +74,8 @@ func replicaCount(t *testing.T, nodes map[uint64]*Cluster, g uint64, prefix []by
 // created through node 1 (with a rule of its own) is known to every
 // node; its queues, created through node 2 with its own key, are placed
 // over the data groups; its key sends through node 3 and receives
-// through node 1; the default namespace holds none of them. Deleted
+// through node 1; the default namespace holds none of them; one deleted
+// loses its placement. Deleted
 // through node 3, it is gone from every node, and so are its placements
 // and its data in every group.
 func TestClusterGroupsNamespaces(t *testing.T) {
@@ -152,6 +153,13 @@ func TestClusterGroupsNamespaces(t *testing.T) {
 	if n := replicaCount(t, nodes, 0, namespacePlacements(id)); n != 3*queues {
 		t.Errorf("%d placements of sales' queues in the meta group's copies, want %d", n, 3*queues)
 	}
+
+	// A queue of sales deleted loses its placement, as one of the default
+	// namespace does.
+	if _, err := adm.DeleteQueue(ctx, "q5", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitPlacement(t, nodes, qualify(id, "q5"), false)
 
 	if st, body := nsCallAt(t, nodes[3].HTTPAddr(), http.MethodDelete, "/$namespaces/sales", DefaultKeyName, DefaultKey, ""); st != http.StatusOK {
 		t.Fatalf("delete sales through node 3: %d %s", st, body)

@@ -11,12 +11,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
 
+	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/clock"
 	"github.com/omnibusmq/omnibus/storage"
 )
 
 // startGroupCluster starts three nodes with three data groups, on clock
-// clk (nil: real time), and waits until each node serves one group.
+// clk (nil: real time), and waits until each node serves one group and
+// knows the meta group's leader.
 func startGroupCluster(t *testing.T, clk clock.Clock) map[uint64]*Cluster {
 	t.Helper()
 	nodes := startTestClusterOf(t, 3, func(o *Options) {
@@ -29,6 +31,11 @@ func startGroupCluster(t *testing.T, clk clock.Clock) map[uint64]*Cluster {
 		for g := uint64(1); g <= 3; g++ {
 			if l[g] != g {
 				return fmt.Errorf("leaders %v", l)
+			}
+		}
+		for id, c := range nodes {
+			if c.Node().Leader() == 0 {
+				return fmt.Errorf("node %d knows no meta leader", id)
 			}
 		}
 		return nil
@@ -140,6 +147,100 @@ func TestClusterGroupsPlacementFollowsDeletion(t *testing.T) {
 		waitPlacement(t, nodes, "idle", false)
 		if q, err := adm.GetQueue(ctx, "idle", nil); err != nil || q != nil {
 			t.Errorf("the idle queue after its deletion: %v, %v", q, err)
+		}
+	})
+}
+
+// TestClusterGroupsCreateRacingDelete plays, through the meta leader's
+// arbitration, the ways a create can race a delete of its name. A forget
+// that comes when the name exists in its group again keeps the place.
+// A create placed in group g that reaches g only after the delete's
+// forget removed the placement: when nothing else took the name, its confirm
+// places it in g again (else the queue would exist where no placement
+// leads: unreachable); when a create placed it in another group
+// meanwhile, the late one lost: what it made in g is deleted again and it
+// is told the queue exists.
+func TestClusterGroupsCreateRacingDelete(t *testing.T) {
+	nodes := startGroupCluster(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r := nodes[2].routed
+	adm := clusterAdmin(t, nodes[1])
+	// A create that got its place, then stalled before reaching its group.
+	stalled := func(name string) (core.Backend, uint64) {
+		t.Helper()
+		be, err := r.Place(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := r.groupOf(ctx, name, false)
+		if err != nil || g == 0 {
+			t.Fatalf("%s placed in %d: %v", name, g, err)
+		}
+		// The delete of an earlier queue of that name forgets the place.
+		if _, err := r.callMeta(ctx, metaRequest{Op: metaForget, Name: name, Group: g}); err != nil {
+			t.Fatal(err)
+		}
+		waitPlacement(t, nodes, name, false)
+		return be, g
+	}
+
+	t.Run("ForgetKeepsAQueueThatExists", func(t *testing.T) {
+		// A forget that comes after the name was created again in g
+		// (the create landed before forget's check) keeps the place.
+		if _, err := adm.CreateQueue(ctx, "kept", nil); err != nil {
+			t.Fatal(err)
+		}
+		g, err := r.groupOf(ctx, "kept", false)
+		if err != nil || g == 0 {
+			t.Fatalf("kept placed in %d: %v", g, err)
+		}
+		if _, err := r.callMeta(ctx, metaRequest{Op: metaForget, Name: "kept", Group: g}); err != nil {
+			t.Fatal(err)
+		}
+		waitPlacement(t, nodes, "kept", true)
+		if q, err := adm.GetQueue(ctx, "kept", nil); err != nil || q == nil {
+			t.Errorf("kept is not reachable after the forget: %v %v", q, err)
+		}
+	})
+
+	t.Run("PlacedAgain", func(t *testing.T) {
+		be, g := stalled("late")
+		if _, err := be.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "late"}); err != nil {
+			t.Fatalf("the stalled create: %v", err)
+		}
+		waitPlacement(t, nodes, "late", true)
+		if pg, err := r.groupOf(ctx, "late", false); err != nil || pg != g {
+			t.Errorf("late is placed in %d (%v), created in %d", pg, err, g)
+		}
+		if q, err := adm.GetQueue(ctx, "late", nil); err != nil || q == nil {
+			t.Errorf("the queue created late is not reachable: %v %v", q, err)
+		}
+	})
+
+	t.Run("LostToAnotherGroup", func(t *testing.T) {
+		be, g := stalled("taken")
+		other := g%3 + 1
+		winner, err := r.PlaceIn(ctx, "taken", other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := winner.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "taken"}); err != nil {
+			t.Fatalf("the create placed in group %d: %v", other, err)
+		}
+		_, err = be.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "taken"})
+		if !errors.Is(err, core.ErrEntityExists) {
+			t.Errorf("the stalled create in group %d after the name went to %d: %v, want exists", g, other, err)
+		}
+		gbe, err := r.backend(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gbe.GetEntity("taken"); !errors.Is(err, core.ErrNotFound) {
+			t.Errorf("group %d keeps the queue of the create that lost: %v", g, err)
+		}
+		if pg, err := r.groupOf(ctx, "taken", false); err != nil || pg != other {
+			t.Errorf("taken is placed in %d (%v), want %d", pg, err, other)
 		}
 	})
 }
