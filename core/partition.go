@@ -79,6 +79,11 @@ func partitionKey(d *Entity, m *Message) string {
 	return ""
 }
 
+// PartitionOfKey returns the partition of n a message of partition key
+// key goes to (its SessionId, else PartitionKey, else MessageId when the
+// entity detects duplicates).
+func PartitionOfKey(key string, n int) int { return partitionOfKey(key, n) }
+
 // partitionOfKey maps a partition key to one of n partitions.
 func partitionOfKey(key string, n int) int {
 	h := fnv.New32a()

@@ -603,3 +603,124 @@ func TestClusterGroupsSpreadFailover(t *testing.T) {
 		t.Fatalf("pq reported %d times by a node leading two of its groups", reports)
 	}
 }
+
+// TestClusterGroupsSpreadBadInputAndTransactions: on a spread queue, what
+// Service Bus refuses is refused as on one broker (a partition key over
+// 128 characters, one that differs from the SessionId: amqp:not-allowed,
+// nothing stored, the sender goes on). A transaction binds to the group
+// of its first operation: its sends of one partition key commit together,
+// and a send or settlement that belongs to another group is refused (400)
+// without ending it.
+func TestClusterGroupsSpreadBadInputAndTransactions(t *testing.T) {
+	nodes := startSpreadCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	adm := clusterAdmin(t, nodes[1])
+	if _, err := adm.CreateQueue(ctx, "pq", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{EnablePartitioning: to.Ptr(true)}}); err != nil {
+		t.Fatal(err)
+	}
+	sp := mustSpread(ctx, t, nodes[1], "pq")
+	b := routedBroker(t, nodes[2])
+	total := func() int64 {
+		t.Helper()
+		c, err := b.Counts("pq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Total
+	}
+
+	snd, err := sbClient(t, nodes[3]).NewSender("pq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("p", 129)
+	sid, other := "s1", "s2"
+	for _, m := range []*azservicebus.Message{
+		{Body: []byte("x"), PartitionKey: &long},
+		{Body: []byte("x"), SessionID: &sid, PartitionKey: &other},
+	} {
+		if err := snd.SendMessage(ctx, m, nil); err == nil || !strings.Contains(err.Error(), "amqp:not-allowed") {
+			t.Fatalf("SendMessage: %v, want amqp:not-allowed", err)
+		}
+		if n := total(); n != 0 {
+			t.Fatalf("a refused message was stored: %d", n)
+		}
+		if err := snd.SendMessage(ctx, keyed(0, 0), nil); err != nil {
+			t.Fatalf("the next send on the same sender: %v", err)
+		}
+		if _, err := b.DeleteMessages(ctx, "pq", core.DeleteOptions{Max: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Keys of two different groups.
+	keyIn := map[uint64]string{}
+	for k := 0; len(keyIn) < 2; k++ {
+		key := fmt.Sprint("k", k)
+		for p, g := range sp.Groups {
+			if p == core.PartitionOfKey(key, len(sp.Groups)) && keyIn[g] == "" {
+				keyIn[g] = key
+			}
+		}
+	}
+	var keys []string
+	for _, k := range keyIn {
+		keys = append(keys, k)
+	}
+	msg := func(key, body string) []*core.Message {
+		return []*core.Message{{MessageID: body, PartitionKey: key, Body: []byte(body)}}
+	}
+	tx := b.BeginTxn()
+	if err := tx.Send("pq", "", msg(keys[0], "a1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Send("pq", "", msg(keys[0], "a2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Send("pq", "", msg(keys[1], "b1")); core.CodeOf(err) != core.CodeBadRequest {
+		t.Fatalf("a send of another group in the transaction: %v, want a bad request", err)
+	}
+	if n := total(); n != 0 {
+		t.Fatalf("%d stored before the commit", n)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := total(); n != 2 {
+		t.Fatalf("%d stored after the commit, want 2", n)
+	}
+
+	// Settlements: one of each group under lock, completed in a
+	// transaction bound to the first's group.
+	if _, err := b.Send(ctx, "pq", msg(keys[1], "b2")...); err != nil {
+		t.Fatal(err)
+	}
+	locked := map[uint64]*core.Message{}
+	for len(locked) < 2 {
+		got, err := b.Receive(ctx, "pq", core.ReceiveOptions{Mode: core.PeekLock, Max: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range got {
+			if g := sp.Groups[core.PartitionOfSequence(m.SequenceNumber)]; locked[g] == nil {
+				locked[g] = m
+			}
+		}
+	}
+	tx = b.BeginTxn()
+	first := locked[sp.Groups[core.PartitionOfKey(keys[0], len(sp.Groups))]]
+	second := locked[sp.Groups[core.PartitionOfKey(keys[1], len(sp.Groups))]]
+	if err := tx.Settle("pq", first.LockToken, core.Outcome{Kind: core.Complete}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Settle("pq", second.LockToken, core.Outcome{Kind: core.Complete}); core.CodeOf(err) != core.CodeBadRequest {
+		t.Fatalf("a settlement of another group in the transaction: %v, want a bad request", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := total(); n != 2 {
+		t.Fatalf("%d left after completing one of three, want 2", n)
+	}
+}
