@@ -33,6 +33,11 @@ type Config struct {
 	// group's, cmd/omnibus/app/cluster_unplace.go). It does not run for a
 	// routed broker, nor for a subscription.
 	Deleted func(ctx context.Context, name string)
+	// Transfers makes the broker one data group of a cluster's several:
+	// forwarding to an entity of another group goes by transfer
+	// (transfer.go). The zero value: the broker forwards only to
+	// entities it holds.
+	Transfers TransferConfig
 	// PartitionCount is how many partitions a queue or topic created with
 	// EnablePartitioning gets (partition.go); zero means
 	// [DefaultPartitionCount], at most [MaxPartitionCount]. An entity
@@ -98,6 +103,7 @@ func (c *Config) validate() error {
 		c.Namespace = "omnibus"
 	}
 	c.Limits.setDefaults()
+	c.Transfers.setDefaults()
 	if c.PartitionCount <= 0 {
 		c.PartitionCount = DefaultPartitionCount
 	}
@@ -123,7 +129,8 @@ type Broker struct {
 	wg    sync.WaitGroup // background goroutines and tasks (see run)
 	tasks *gopool.Pool   // goroutines for them
 
-	quotas quotas // the limits SetQuotas changes (limits.go)
+	quotas quotas    // the limits SetQuotas changes (limits.go)
+	xfer   transfers // the outbox and the applied transfer ids (transfer.go)
 
 	mu struct {
 		sync.RWMutex // guards the fields below
@@ -198,6 +205,9 @@ func New(cfg Config) (*Broker, error) {
 		return b, nil // its entities live in its backends (route.go)
 	}
 	if err := b.recover(); err != nil {
+		return nil, err
+	}
+	if err := b.recoverTransfers(); err != nil {
 		return nil, err
 	}
 	b.dropNonDurableClientAffine()

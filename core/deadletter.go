@@ -106,11 +106,11 @@ func (q *queue) forget(recs []*msgRec) {
 // same write.
 func (q *queue) planForwardDeadLetters(w *write, recs []*msgRec, msgs []*Message, d *Entity) (settled, error) {
 	b := q.b
-	t, err := b.lookup(ParseAddress(d.ForwardDeadLetteredMessagesTo))
+	p := &sendPlan{b: b, now: b.Now(), move: true} // a move: never refused for quota
+	t, err := p.forwardTarget(d, d.ForwardDeadLetteredMessagesTo, 0)
 	if err != nil {
 		return settled{}, errf(CodeNotFound, "'%s' forwards dead letters to '%s', which does not exist", d.Path(), d.ForwardDeadLetteredMessagesTo)
 	}
-	p := &sendPlan{b: b, now: b.Now(), move: true} // a move: never refused for quota
 	for i, r := range recs {
 		q.mu.Lock()
 		owner, shared := r.owner, q.sharedBody(r)
@@ -118,7 +118,7 @@ func (q *queue) planForwardDeadLetters(w *write, recs []*msgRec, msgs []*Message
 		w.deleteRecords(q, r.seq, owner, shared)
 		msgs[i].DeadLetterSource = q.path
 	}
-	if err := p.add(t, msgs, nil, 1); err != nil {
+	if err := p.addForwarded(q.ent, t, msgs, nil, 1); err != nil {
 		p.finish(true)
 		return settled{}, err
 	}

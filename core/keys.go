@@ -13,6 +13,8 @@ import "encoding/binary"
 //	'D' id:8 message-id           → duplicate-detection history: first seen (unix nanos)
 //	'S' id:8 session-id           → session state
 //	'R' id:8 rule-name            → rule (JSON)
+//	'T' group:8 number:8          → outbox: a transfer to another data group (transfer.go)
+//	'X' transfer-id:16            → a transfer applied here: when (unix nanos)
 //
 // Entity ids are allocated from a counter kept in 'E' descriptions; a
 // queue's dead-letter subqueue uses id|dlqBit.

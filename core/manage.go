@@ -181,6 +181,16 @@ func (b *Broker) checkForwarding(e *Entity) error {
 			seen[k] = true
 			t, err := b.lookup(ParseAddress(cur))
 			if err != nil {
+				// A target of another data group goes by transfer
+				// (transfer.go); the chain beyond it is that group's, and
+				// the hop count bounds a loop through it.
+				if a := ParseAddress(cur); !a.DeadLetter && a.Sub == "" {
+					if g, lerr := b.locateElsewhere(a.Entity); lerr != nil {
+						return lerr
+					} else if g != 0 {
+						break
+					}
+				}
 				return errf(CodeBadRequest, "%s '%s': forwarding target '%s' does not exist", e.Kind, e.Path(), cur)
 			}
 			td := t.desc.Load()

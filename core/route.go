@@ -41,11 +41,10 @@ type Router interface {
 	Local() []Backend
 }
 
-// GroupRouter is a [Router] whose backends are groups that forwarding
-// cannot cross (a cluster's data groups): a broker forwards only to an
-// entity it holds. A routed broker over one places a new queue with the
-// entities it forwards to, and refuses, naming both groups, forwarding
-// from an entity of one group to an entity of another.
+// GroupRouter is a [Router] whose backends are groups (a cluster's data
+// groups): a broker forwards in one write only to an entity it holds, and
+// to an entity of another group by transfer (transfer.go). A routed
+// broker over one places a new queue with the entities it forwards to.
 type GroupRouter interface {
 	Router
 	// Group returns the group of the queue or topic named name, 0 when

@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
@@ -46,8 +45,8 @@ func (r *testRouter) placedIn(name string) int {
 
 // TestGroupRouterPlacesForwardingTogether: over a GroupRouter, a queue
 // created to forward goes to its target's group (its name alone would
-// place it in the other), and forwarding that would cross groups is
-// refused with a bad request naming both, not "does not exist".
+// place it in the other). Forwarding across groups goes by transfer
+// (cmd/omnibus/app's TestClusterTransfer*).
 func TestGroupRouterPlacesForwardingTogether(t *testing.T) {
 	tr := &testRouter{placed: map[string]int{}}
 	for range 2 {
@@ -78,23 +77,6 @@ func TestGroupRouterPlacesForwardingTogether(t *testing.T) {
 		t.Errorf("zulu after a send to bravo: %+v, %v", c, err)
 	}
 
-	crossGroup := func(err error, want ...string) {
-		t.Helper()
-		if !errors.Is(err, core.ErrBadRequest) {
-			t.Fatalf("got %v, want a bad request", err)
-		}
-		for _, w := range append(want, "cross-group forwarding is not supported") {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%q does not say %q", err, w)
-			}
-		}
-	}
-	_, err = b.UpdateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "alpha", ForwardTo: "zulu"})
-	crossGroup(err, "data group 1", "data group 2")
-	_, err = b.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "charlie", ForwardTo: "alpha", ForwardDeadLetteredMessagesTo: "zulu"})
-	crossGroup(err, "'alpha' (data group 1)", "'zulu' (data group 2)")
 	mustCreate(core.Entity{Kind: core.KindTopic, Name: "news"}) // group 2
-	_, err = b.CreateEntity(ctx, core.Entity{Kind: core.KindSubscription, Topic: "news", Name: "s", ForwardTo: "alpha"})
-	crossGroup(err, "data group 2", "data group 1")
 	mustCreate(core.Entity{Kind: core.KindSubscription, Topic: "news", Name: "t", ForwardTo: "zulu"})
 }

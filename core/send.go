@@ -68,6 +68,9 @@ type sendPlan struct {
 	seqs   []int64 // per top-level message: assigned sequence number, 0 if dropped
 	owned  bool    // the caller gave up the messages: keep them, no copy
 	move   bool    // a move within the broker (dead-letter forwarding): never refused for quota
+
+	outbox  []plannedTransfers // transfers this plan adds to the outbox (transfer.go)
+	applied []UUID             // transfer ids this plan applies (transfer_apply.go)
 }
 
 // maxForwardHops bounds auto-forwarding chains, like Service Bus's limit.
@@ -212,7 +215,7 @@ func (p *sendPlan) add(e *entity, msgs []*Message, seqs []int64, hops int) error
 			return err
 		}
 		if !d.RequiresDuplicateDetection {
-			return p.add(t, msgs, seqs, hops+1)
+			return p.addForwarded(e, t, msgs, seqs, hops+1)
 		}
 		return p.forwardUnique(e, d, t, msgs, seqs, hops)
 	}
@@ -262,15 +265,23 @@ func (p *sendPlan) add(e *entity, msgs []*Message, seqs []int64, hops int) error
 	return p.reserve(e, d, ps)
 }
 
-func (p *sendPlan) forwardTarget(d *Entity, target string, hops int) (*entity, error) {
+// forwardTarget resolves where d forwards to: an entity of this broker,
+// or one of another data group (a transfer, transfer.go).
+func (p *sendPlan) forwardTarget(d *Entity, target string, hops int) (transferTarget, error) {
 	if hops >= maxForwardHops {
-		return nil, errf(CodeBadRequest, "'%s' forwards through more than %d entities", d.Path(), maxForwardHops)
+		return transferTarget{}, errf(CodeBadRequest, "'%s' forwards through more than %d entities", d.Path(), maxForwardHops)
 	}
-	t, err := p.b.lookup(ParseAddress(target))
+	a := ParseAddress(target)
+	t, err := p.b.lookup(a)
 	if err != nil {
-		return nil, errf(CodeNotFound, "'%s' forwards to '%s', which does not exist", d.Path(), target)
+		if g, lerr := p.b.locateElsewhere(a.Entity); lerr != nil {
+			return transferTarget{}, lerr
+		} else if g != 0 && !a.DeadLetter && a.Sub == "" {
+			return transferTarget{group: g, name: a.Entity}, nil
+		}
+		return transferTarget{}, errf(CodeNotFound, "'%s' forwards to '%s', which does not exist", d.Path(), target)
 	}
-	return t, nil
+	return transferTarget{e: t}, nil
 }
 
 // place stamps m with its broker properties and plans its records: one
@@ -456,6 +467,7 @@ func (p *sendPlan) addPartitioned(e *entity, msgs []*Message, seqs []int64, hops
 // finish marks the plan's sends done and publishes, in sequence order,
 // every send whose predecessors are done too.
 func (p *sendPlan) finish(failed bool) {
+	p.finishTransfers(failed)
 	now := p.b.Now()
 	for _, ps := range p.sends {
 		in := ps.in
@@ -541,7 +553,7 @@ func u64(v uint64) []byte {
 // the messages move on to its target: a duplicate is dropped here, as it
 // would be on a queue without ForwardTo. The source inlet keeps a pending
 // send with no placements so a failed batch forgets the ids it recorded.
-func (p *sendPlan) forwardUnique(e *entity, d *Entity, target *entity, msgs []*Message, seqs []int64, hops int) error {
+func (p *sendPlan) forwardUnique(e *entity, d *Entity, target transferTarget, msgs []*Message, seqs []int64, hops int) error {
 	in := e.in
 	ps := &pendingSend{in: in}
 	var kept []*Message
@@ -561,7 +573,7 @@ func (p *sendPlan) forwardUnique(e *entity, d *Entity, target *entity, msgs []*M
 	in.mu.Unlock()
 	p.sends = append(p.sends, ps)
 	keptSeqs := make([]int64, len(kept))
-	if err := p.add(target, kept, keptSeqs, hops+1); err != nil {
+	if err := p.addForwarded(e, target, kept, keptSeqs, hops+1); err != nil {
 		return err
 	}
 	for j, i := range at {

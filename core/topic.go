@@ -145,7 +145,7 @@ func (p *sendPlan) fanOut(t *entity, d *Entity, ps *pendingSend, m *Message, seq
 			if err != nil {
 				return err
 			}
-			if err := p.add(target, []*Message{cloneForForward(cp)}, nil, hops+1); err != nil {
+			if err := p.addForwarded(s, target, []*Message{cloneForForward(cp)}, nil, hops+1); err != nil {
 				return err
 			}
 			continue

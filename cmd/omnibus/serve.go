@@ -89,6 +89,8 @@ func serve(args []string) error {
 		"past it new work is refused with server-busy / 503 (auto: half of the machine's or the cgroup's memory; 0: none)")
 	cacheMB := fs.Int64("body-cache-mb", core.DefaultBodyCacheBytes>>20,
 		"MiB of message bodies all queues together keep in memory for hand-over to receivers")
+	fs.IntVar(&o.MaxOutbox, "max-outbox", core.DefaultMaxOutbox, "with --groups: transfers a data group's outbox holds for other groups "+
+		"(forwarding across groups) before sends that would add to it are refused as server busy")
 	fs.IntVar(&o.PartitionCount, "partitions", core.DefaultPartitionCount, fmt.Sprintf("partitions of a queue or topic created with EnablePartitioning "+
 		"(Service Bus Standard: 16; 1 to %d); an entity keeps the count it was created with", core.MaxPartitionCount))
 	var maxEntity cli.ByteSize

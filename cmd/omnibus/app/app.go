@@ -121,6 +121,10 @@ type Options struct {
 	// EnablePartitioning gets (core.Config.PartitionCount); 0 means
 	// core.DefaultPartitionCount, Service Bus Standard's 16.
 	PartitionCount int
+	// MaxOutbox bounds, in a cluster with data groups, the transfers a
+	// group's outbox holds for other groups (core.TransferConfig); 0
+	// means core.DefaultMaxOutbox.
+	MaxOutbox int
 	// MaxMemory is the memory budget of what peers make omnibus hold
 	// (core/membudget): 0 means membudget.DefaultLimit (half the
 	// machine's or the cgroup's memory), < 0 none.

@@ -2,12 +2,10 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -41,9 +39,8 @@ const forwardConfig = `{
 // TestClusterGroupsForwarding: with three data groups, a queue created
 // to forward (ForwardTo, ForwardDeadLetteredMessagesTo) is placed in its
 // target's group, so forwarding works as on a single node; so does the
-// config file's forwarding, whatever its order. Forwarding that would
-// cross groups (a queue updated to forward, a subscription of a topic
-// placed elsewhere) is refused with a 400 naming both groups.
+// config file's forwarding, whatever its order. Forwarding that crosses
+// groups goes by transfer (TestClusterTransfers).
 func TestClusterGroupsForwarding(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "Config.json")
 	if err := os.WriteFile(cfg, []byte(forwardConfig), 0o644); err != nil {
@@ -165,62 +162,6 @@ func TestClusterGroupsForwarding(t *testing.T) {
 			t.Fatalf("dead-letter: %v", err)
 		}
 		receive("dl-sink", "dead")
-	})
-
-	// A queue and a topic placed in groups other than b's.
-	var lone, topic string
-	for i := 0; lone == "" || topic == ""; i++ {
-		if i == 6 {
-			t.Fatalf("no queue and topic outside b's group after %d tries", i)
-		}
-		q, tp := fmt.Sprint("lone", i), fmt.Sprint("news", i)
-		if _, err := adm.CreateQueue(ctx, q, nil); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := adm.CreateTopic(ctx, tp, nil); err != nil {
-			t.Fatal(err)
-		}
-		if lone == "" && groupOf(q) != groupOf("b") {
-			lone = q
-		}
-		if topic == "" && groupOf(tp) != groupOf("b") {
-			topic = tp
-		}
-	}
-	crossGroup := func(t *testing.T, err error, from string) {
-		t.Helper()
-		want := []string{"cross-group forwarding is not supported in a cluster with data groups",
-			fmt.Sprintf("data group %d", groupOf(from)), fmt.Sprintf("data group %d", groupOf("b"))}
-		t.Logf("refused: %v", err)
-		var re *azcore.ResponseError
-		if err == nil || !errors.As(err, &re) || re.StatusCode != 400 {
-			t.Fatalf("got %v, want a 400", err)
-		}
-		for _, w := range want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("the refusal %q does not say %q", err, w)
-			}
-		}
-	}
-
-	t.Run("UpdateAcrossGroupsRefused", func(t *testing.T) {
-		got, err := adm.GetQueue(ctx, lone, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		to := "b"
-		got.ForwardTo = &to
-		_, err = adm.UpdateQueue(ctx, lone, got.QueueProperties, nil)
-		crossGroup(t, err, lone)
-		if now, err := adm.GetQueue(ctx, lone, nil); err != nil || now.ForwardTo != nil {
-			t.Errorf("after the refusal %s forwards to %v (%v)", lone, now.ForwardTo, err)
-		}
-	})
-
-	t.Run("SubscriptionAcrossGroupsRefused", func(t *testing.T) {
-		to := "b"
-		_, err := adm.CreateSubscription(ctx, topic, "fwd", &admin.CreateSubscriptionOptions{Properties: &admin.SubscriptionProperties{ForwardTo: &to}})
-		crossGroup(t, err, topic)
 	})
 }
 

@@ -40,7 +40,7 @@ import (
 // A client stays connected to the node it reached, whoever leads what.
 
 // rpcProtocol is the peer-port protocol of the calls between nodes.
-const rpcProtocol = "omnibus-rpc/2" // 2: receive answers are acknowledged (opAck)
+const rpcProtocol = "omnibus-rpc/3" // 2: receive answers are acknowledged (opAck); 3: opTransfer
 
 // placementPrefix starts the meta group's placement records: the
 // lower-case name of a queue or topic, then its data group (8 bytes).
@@ -214,7 +214,8 @@ func (r *routed) serveGroup(gn *raftstore.Node) {
 		o := r.cl.opts
 		b, err := core.New(core.Config{Store: sess, Clock: o.Clock, Logger: o.Logger.Named("core").With(zap.Uint64("group", g)),
 			Namespace: r.namespace(), Faults: o.Faults, Limits: o.Limits, Stats: true, TxnTimeout: o.TxnTimeout,
-			PartitionCount: o.PartitionCount, Deleted: func(ctx context.Context, name string) { r.deleted(ctx, name, g) }})
+			PartitionCount: o.PartitionCount, Deleted: func(ctx context.Context, name string) { r.deleted(ctx, name, g) },
+			Transfers: r.transferConfig(g)})
 		if err != nil {
 			r.log.Error("cannot serve a data group this node leads", zap.Uint64("group", g), zap.Error(err))
 			sess.Close()
@@ -231,11 +232,14 @@ func (r *routed) serveGroup(gn *raftstore.Node) {
 		r.mu.Unlock()
 		r.openSpaces(lg, g)
 		r.log.Info("serving a data group", zap.Uint64("group", g), zap.Uint64("term", sess.Term()), zap.Duration("rebuild", time.Since(start)))
+		pumpCtx, stopPumps := context.WithCancel(ctx)
+		go r.pumpTransfers(pumpCtx, g, b, sess.Valid)
 		select {
 		case <-sess.Done():
 			r.log.Warn("stopped serving a data group: no longer its leader", zap.Uint64("group", g), zap.Error(sess.Err()))
 		case <-ctx.Done():
 		}
+		stopPumps()
 		r.mu.Lock()
 		delete(r.local, g)
 		r.mu.Unlock()

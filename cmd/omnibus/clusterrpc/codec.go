@@ -44,6 +44,7 @@ const (
 	opTxnRenewLock
 	opTxnCommit
 	opTxnRollback
+	opTransfer // transfers from another group's outbox (core.Broker.ApplyTransfers)
 	opPlace  // the meta group's placement of a queue or topic (Server.Place)
 	opCancel // not a call: cancels the call with the frame's id
 	opPing   // not a call: the server answers it at once (liveness)

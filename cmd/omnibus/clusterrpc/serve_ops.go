@@ -21,6 +21,16 @@ func (c *serverConn) call(ctx context.Context, g Group, op byte, d *dec, held *h
 			seqs, err = b.Send(ctx, path, msgs...)
 			e.int64s(seqs)
 		}
+	case opTransfer:
+		ts := d.transfers()
+		if d.err == nil {
+			n, terr := b.ApplyTransfers(ctx, ts)
+			e.uvarint(uint64(n))
+			e.bool(terr != nil)
+			if terr != nil {
+				e.error(terr)
+			}
+		}
 	case opReceive:
 		ctx, cancel := withDeadline(ctx, d)
 		defer cancel()

@@ -296,7 +296,7 @@ func (c *serverConn) releaseHeld(held map[uint64]heldLocks) {
 // listings) stays fenced.
 func committed(op byte) bool {
 	switch op {
-	case opSend, opSendAsync, opSettle, opCompleteMany:
+	case opSend, opSendAsync, opSettle, opCompleteMany, opTransfer:
 		return true
 	}
 	return false
