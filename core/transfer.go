@@ -182,8 +182,8 @@ func (p *sendPlan) addTransfers(src *entity, t transferTarget, msgs []*Message, 
 	if !p.move && x.count+len(msgs) > b.cfg.Transfers.MaxOutbox {
 		n := x.count
 		x.mu.Unlock()
-		return errf(CodeServerBusy, "'%s' forwards to '%s' in data group %d, and the transfers waiting to go there (%d) reached the outbox's bound (%d); retry",
-			source, t.name, t.group, n, b.cfg.Transfers.MaxOutbox)
+		return errf(CodeServerBusy, "'%s' forwards to '%s' in data group %d: this group's outbox holds %d transfers, and %d more would pass its bound (%d); retry",
+			source, t.name, t.group, n, len(msgs), b.cfg.Transfers.MaxOutbox)
 	}
 	first := x.next
 	x.next += uint64(len(msgs))
@@ -271,30 +271,6 @@ func (b *Broker) TransfersAdded(g uint64) <-chan struct{} {
 	return b.xfer.wakeLocked(g)
 }
 
-// TransferGroups returns the groups the outbox holds transfers to.
-func (b *Broker) TransferGroups() ([]uint64, error) {
-	var out []uint64
-	from := []byte{tabOutbox}
-	for {
-		var g uint64
-		found := false
-		err := b.store.Scan(from, []byte{tabOutbox + 1}, func(k, _ []byte) (bool, error) {
-			if len(k) == 17 {
-				g, found = binary.BigEndian.Uint64(k[1:9]), true
-			}
-			return false, nil
-		})
-		if err != nil || !found {
-			return out, err
-		}
-		out = append(out, g)
-		if g == ^uint64(0) {
-			return out, nil
-		}
-		from = idKey(tabOutbox, g+1)
-	}
-}
-
 // PendingTransfers returns, in order, up to max transfers (and about
 // maxBytes of messages) waiting in the outbox for group g, stopping
 // before the first whose write has not committed yet, so that a later
@@ -309,7 +285,10 @@ func (b *Broker) PendingTransfers(g uint64, max, maxBytes int) ([]*Transfer, err
 	x.mu.Unlock()
 	var out []*Transfer
 	size := 0
-	err := b.store.Scan(idKey(tabOutbox, g), outboxKey(g, limit), func(k, v []byte) (bool, error) {
+	err := b.store.Scan(idKey(tabOutbox, g), nil, func(k, v []byte) (bool, error) {
+		if len(k) != 17 || binary.BigEndian.Uint64(k[9:]) >= limit {
+			return false, nil
+		}
 		t, err := decodeTransfer(v)
 		if err != nil {
 			b.log.Error("an outbox record does not decode; it stays where it is")
@@ -511,7 +490,7 @@ func decodeTransfer(v []byte) (*Transfer, error) {
 func (b *Broker) recoverTransfers() error {
 	x := &b.xfer
 	x.applied = map[UUID]int64{}
-	err := b.store.Scan([]byte{tabOutbox}, []byte{tabOutbox + 1}, func(k, _ []byte) (bool, error) {
+	err := b.store.Scan([]byte{tabOutbox}, nil, func(k, _ []byte) (bool, error) {
 		if len(k) == 17 {
 			x.count++
 			x.next = max(x.next, binary.BigEndian.Uint64(k[9:])+1)
@@ -521,7 +500,7 @@ func (b *Broker) recoverTransfers() error {
 	if err != nil {
 		return err
 	}
-	err = b.store.Scan([]byte{tabApplied}, []byte{tabApplied + 1}, func(k, v []byte) (bool, error) {
+	err = b.store.Scan([]byte{tabApplied}, nil, func(k, v []byte) (bool, error) {
 		if len(k) == 17 && len(v) == 8 {
 			var id UUID
 			copy(id[:], k[1:])

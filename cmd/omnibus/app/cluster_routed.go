@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -62,6 +63,11 @@ type routed struct {
 	registry *namespace.Registry           // the routed App's namespaces, once it started
 
 	placeMu sync.Mutex // serializes placements on the meta leader
+
+	// loseTransferAnswers (tests only) makes this node's pumps act as if
+	// every answer to a transfer they sent was lost: the target applied
+	// it, the outbox keeps it (cluster_transfer.go).
+	loseTransferAnswers atomic.Bool
 }
 
 // localGroup is a data group this node leads and serves.

@@ -122,6 +122,9 @@ func (r *routed) sendTransfers(ctx context.Context, b *core.Broker, tg uint64, t
 		return &core.Error{Code: core.CodeInternal, Msg: "the target group's backend takes no transfers"}
 	}
 	n, aerr := ap.ApplyTransfers(ctx, ts)
+	if r.loseTransferAnswers.Load() {
+		return &core.Error{Code: core.CodeOutcomeUnknown, Msg: "the answer to a transfer was lost (a test's fault)"}
+	}
 	if err := b.Transferred(ts[:n]); err != nil {
 		return err
 	}
