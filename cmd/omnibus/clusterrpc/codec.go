@@ -44,12 +44,12 @@ const (
 	opTxnRenewLock
 	opTxnCommit
 	opTxnRollback
-	opTransfer // transfers from another group's outbox (core.Broker.ApplyTransfers)
-	opPlace  // the meta group's placement of a queue or topic (Server.Place)
-	opCancel // not a call: cancels the call with the frame's id
-	opPing   // not a call: the server answers it at once (liveness)
-	opAck    // not a call: the answer to the frame's id (a receive's locked messages) arrived
-	opMeta   // another request to the meta group's leader, encoded by the caller (Server.Meta); last, so the ops before keep their numbers
+	opPlace    // the meta group's placement of a queue or topic (Server.Place)
+	opCancel   // not a call: cancels the call with the frame's id
+	opPing     // not a call: the server answers it at once (liveness)
+	opAck      // not a call: the answer to the frame's id (a receive's locked messages) arrived
+	opMeta     // another request to the meta group's leader, encoded by the caller (Server.Meta); last, so the ops before keep their numbers
+	opTransfer // transfers from another group's outbox (core.Broker.ApplyTransfers); after opMeta for the same reason
 	opLast
 )
 
