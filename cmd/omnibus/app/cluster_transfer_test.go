@@ -35,6 +35,12 @@ func startTransferCluster(t *testing.T, edit func(*Options)) *transferCluster {
 		}
 		return nil
 	})
+	// The config file's queue, placed by the meta leader: placements
+	// (creates) are served.
+	waitForCond(t, "the config file's queue", func() error {
+		_, err := routedBroker(t, nodes[1]).GetEntity("orders")
+		return err
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
 	tc := &transferCluster{t: t, ctx: ctx, nodes: nodes, adm: clusterAdmin(t, nodes[1]), via: 1}
