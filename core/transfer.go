@@ -63,7 +63,7 @@ const (
 	// group remembers at most.
 	DefaultTransferDedupCount = 100000
 	// DefaultTransferDedupWindow is how long a group remembers an
-	// applied transfer id at least (unless DedupCount pushes it out).
+	// applied transfer id (unless DedupCount pushes it out sooner).
 	DefaultTransferDedupWindow = time.Hour
 )
 
