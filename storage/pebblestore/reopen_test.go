@@ -121,3 +121,31 @@ func TestLoggerReceivesPebbleMessages(t *testing.T) {
 		}
 	}
 }
+
+// At Debug the store logs its background work (a switch of write-ahead
+// log, a flush), so that a latency tail can be laid beside it.
+func TestLoggerReportsBackgroundWorkAtDebug(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	s := mustOpen(t, "db", pebblestore.Options{InMemory: true, Logger: zap.New(core)})
+	defer s.Close()
+	b := &storage.Batch{Sync: true}
+	b.Set([]byte("k"), []byte("v"))
+	if err := s.Apply(b); err != nil {
+		t.Fatal(err)
+	}
+	done, err := s.StartFlush()
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	for _, msg := range []string{"pebble switched to a new write-ahead log", "pebble flushed a memtable"} {
+		found := logs.FilterMessage(msg).All()
+		if len(found) == 0 {
+			t.Errorf("no %q entry after a flush", msg)
+			continue
+		}
+		if found[0].Level != zapcore.DebugLevel {
+			t.Errorf("%q logged at %v, want Debug", msg, found[0].Level)
+		}
+	}
+}
