@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -93,7 +95,7 @@ func TestClusterGroupsNamespaces(t *testing.T) {
 			return nil
 		})
 	}
-	sales, err := nodes[1].routed.registry.Get("sales")
+	sales, err := nodes[1].routed.namespaces().Get("sales")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,10 +207,94 @@ func TestClusterGroupsNamespaceNeedsMetaLeader(t *testing.T) {
 	if st, body := nsCallAt(t, nodes[1].HTTPAddr(), http.MethodPut, "/$namespaces/lonely", DefaultKeyName, DefaultKey, ""); st != http.StatusServiceUnavailable {
 		t.Fatalf("create without a meta leader: %d %s, want 503", st, body)
 	}
-	if _, err := nodes[1].routed.registry.Get("lonely"); !errors.Is(err, core.ErrNotFound) {
+	if _, err := nodes[1].routed.namespaces().Get("lonely"); !errors.Is(err, core.ErrNotFound) {
 		t.Errorf("after the refusal node 1's registry has lonely: %v", err)
 	}
 	if n := replicaCount(t, nodes, 0, []byte(nsRecordPrefix)); n != 0 {
 		t.Errorf("after the refusal the meta group holds %d namespace records", n)
+	}
+}
+
+// nsConfig is a config file with a second namespace, with a rule of its
+// own and a queue that forwards to another.
+const nsConfig = `{
+  "UserConfig": {
+    "Namespaces": [
+      { "Name": "sbemulatorns", "Queues": [{ "Name": "orders", "Properties": {} }] },
+      { "Name": "cfgns",
+        "AuthorizationRules": [{ "KeyName": "cfgKey", "PrimaryKey": "` + salesKey + `", "Rights": ["Manage", "Send", "Listen"] }],
+        "Limits": { "MaxConnections": 100 },
+        "Queues": [
+          { "Name": "in", "Properties": { "ForwardTo": "out" } },
+          { "Name": "other", "Properties": {} },
+          { "Name": "out", "Properties": {} }
+        ] }
+    ],
+    "Logging": { "Type": "Console" }
+  }
+}`
+
+// TestClusterGroupsConfigNamespaces: the config file's namespaces beyond
+// the first are created by the meta leader of a cluster with data
+// groups, with their rules, limits and entities (forwarding placed
+// together), and served by every node.
+func TestClusterGroupsConfigNamespaces(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "Config.json")
+	if err := os.WriteFile(cfg, []byte(nsConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nodes := startTestClusterOf(t, 3, func(o *Options) { o.ConfigPath = cfg }, func(co *ClusterOptions) { co.Groups = 3 })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for id, c := range nodes {
+		waitForCond(t, fmt.Sprintf("node %d to serve cfgns' queues", id), func() error {
+			if c.routed.namespaces() == nil {
+				return errors.New("no registry yet")
+			}
+			ns, err := c.routed.namespaces().Get("cfgns")
+			if err != nil {
+				return err
+			}
+			if got := ns.OwnLimits().MaxConnections; got != 100 {
+				return fmt.Errorf("cfgns' MaxConnections %d, want 100", got)
+			}
+			e, err := ns.Broker().GetEntity("in")
+			if err != nil {
+				return err
+			}
+			if e.ForwardTo == "" {
+				return errors.New("in does not forward yet")
+			}
+			return nil
+		})
+	}
+	ns, err := nodes[1].routed.namespaces().Get("cfgns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ns.Record().ID
+	gi, err := nodes[2].routed.groupOf(ctx, qualify(id, "in"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gout, err := nodes[2].routed.groupOf(ctx, qualify(id, "out"), false); err != nil || gout != gi {
+		t.Errorf("cfgns' in is in group %d, its target out in %d (%v)", gi, gout, err)
+	}
+	s, err := clusterClientAs(t, nodes[3], "cfgKey", salesKey).NewSender("in", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if err := s.SendMessage(ctx, &azservicebus.Message{Body: []byte("via config")}, nil); err != nil {
+		t.Fatalf("send to cfgns' in through node 3: %v", err)
+	}
+	rc, err := clusterClientAs(t, nodes[2], "cfgKey", salesKey).NewReceiverForQueue("out",
+		&azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close(ctx)
+	if msgs, err := rc.ReceiveMessages(ctx, 1, nil); err != nil || len(msgs) != 1 || string(msgs[0].Body) != "via config" {
+		t.Fatalf("receive from cfgns' out through node 2: %v %v", msgs, err)
 	}
 }

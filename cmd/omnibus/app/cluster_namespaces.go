@@ -249,12 +249,17 @@ func (n *nsRouter) Local() []core.Backend {
 
 var _ core.GroupRouter = (*nsRouter)(nil)
 
+// namespaces is the routed App's registry, nil before it started.
+func (r *routed) namespaces() *namespace.Registry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.registry
+}
+
 // namespaceHome is the routed broker of namespace ns on this node (nil
 // when its registry does not hold it).
 func (r *routed) namespaceHome(ns uint64) *core.Broker {
-	r.mu.Lock()
-	reg := r.registry
-	r.mu.Unlock()
+	reg := r.namespaces()
 	if reg == nil {
 		return nil
 	}
@@ -344,9 +349,6 @@ func (lg *localGroup) closeSpaces() {
 // syncNamespaces brings reg in line with this node's copy of the meta
 // group.
 func (r *routed) syncNamespaces(reg *namespace.Registry) {
-	r.mu.Lock()
-	r.registry = reg
-	r.mu.Unlock()
 	if err := reg.Sync(r.loadNamespaces); err != nil {
 		r.log.Warn("taking the namespaces' changes from the meta group", zap.Error(err))
 	}

@@ -145,7 +145,7 @@ func (r *routed) start() error {
 		return err
 	}
 	r.mu.Lock()
-	r.home = a.Broker
+	r.home, r.registry = a.Broker, a.Namespaces
 	r.mu.Unlock()
 	r.syncNamespaces(a.Namespaces)
 	go r.syncNamespacesLoop(a.Namespaces)
@@ -303,15 +303,15 @@ func (r *routed) applyConfigLoop(sess *raftstore.Session) {
 	r.mu.Lock()
 	home := r.home
 	r.mu.Unlock()
-	if len(r.config.Namespaces) > 1 {
-		r.log.Warn("a cluster with data groups serves the config file's first namespace only; the others are left out")
-	}
 	entities := r.config.Namespaces[0].Entities
 	warned := ""
 	for {
 		err := r.placeForwardingTogether(r.cl.ctx, entities)
 		if err == nil {
 			err = applyConfig(home, entities)
+		}
+		if err == nil {
+			err = r.applyConfigNamespaces(r.cl.ctx) // cluster_nsconfig.go
 		}
 		if err == nil {
 			r.log.Info("applied the config file")
