@@ -305,7 +305,8 @@ func (r *routed) groupBroker(lg *localGroup, g, ns uint64) (*core.Broker, error)
 	b, err := core.New(core.Config{Store: prefixstore.New(lg.sess, namespace.DataPrefix(ns)), Clock: o.Clock,
 		Logger: o.Logger.Named("core").With(zap.Uint64("group", g), zap.String("namespace", name)), Namespace: name,
 		Faults: o.Faults, Limits: o.Limits, Stats: true, TxnTimeout: o.TxnTimeout, PartitionCount: o.PartitionCount,
-		Deleted: func(ctx context.Context, entity string) { r.deleted(ctx, qualify(ns, entity), g) }})
+		Deleted:   func(ctx context.Context, entity string) { r.deleted(ctx, qualify(ns, entity), g) },
+		Transfers: r.transferConfig(g, ns)})
 	if err != nil {
 		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "opening the namespace's broker: " + err.Error()}
 	}
@@ -313,6 +314,7 @@ func (r *routed) groupBroker(lg *localGroup, g, ns uint64) (*core.Broker, error)
 		lg.spaces.by = map[uint64]*core.Broker{}
 	}
 	lg.spaces.by[ns] = b
+	r.pumpNamespace(lg, g, ns, b)
 	return b, nil
 }
 

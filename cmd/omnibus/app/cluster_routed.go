@@ -221,7 +221,7 @@ func (r *routed) serveGroup(gn *raftstore.Node) {
 		b, err := core.New(core.Config{Store: sess, Clock: o.Clock, Logger: o.Logger.Named("core").With(zap.Uint64("group", g)),
 			Namespace: r.namespace(), Faults: o.Faults, Limits: o.Limits, Stats: true, TxnTimeout: o.TxnTimeout,
 			PartitionCount: o.PartitionCount, Deleted: func(ctx context.Context, name string) { r.deleted(ctx, name, g) },
-			Transfers: r.transferConfig(g)})
+			Transfers: r.transferConfig(g, 0)})
 		if err != nil {
 			r.log.Error("cannot serve a data group this node leads", zap.Uint64("group", g), zap.Error(err))
 			sess.Close()
@@ -239,7 +239,7 @@ func (r *routed) serveGroup(gn *raftstore.Node) {
 		r.openSpaces(lg, g)
 		r.log.Info("serving a data group", zap.Uint64("group", g), zap.Uint64("term", sess.Term()), zap.Duration("rebuild", time.Since(start)))
 		pumpCtx, stopPumps := context.WithCancel(ctx)
-		go r.pumpTransfers(pumpCtx, g, b, sess.Valid)
+		go r.pumpTransfers(pumpCtx, g, 0, b, sess.Valid)
 		select {
 		case <-sess.Done():
 			r.log.Warn("stopped serving a data group: no longer its leader", zap.Uint64("group", g), zap.Error(sess.Err()))

@@ -42,21 +42,37 @@ func (f fencedBackend) ApplyTransfers(ctx context.Context, ts []*core.Transfer) 
 	return f.b.ApplyTransfers(ctx, ts)
 }
 
-// transferConfig is what makes data group g's broker send what it
-// forwards to other groups by transfer.
-func (r *routed) transferConfig(g uint64) core.TransferConfig {
+// transferConfig is what makes data group g's broker of namespace ns
+// (0: the default one) send what it forwards to other groups by
+// transfer.
+func (r *routed) transferConfig(g, ns uint64) core.TransferConfig {
 	return core.TransferConfig{
 		Group: g,
 		Locate: func(ctx context.Context, name string) (uint64, error) {
-			return r.groupOf(ctx, name, false)
+			return r.groupOf(ctx, qualify(ns, name), false)
 		},
 		MaxOutbox: r.cl.opts.MaxOutbox,
 	}
 }
 
-// pumpTransfers runs group g's outbox pumps, one per other data group,
-// until ctx ends (the Session b serves on ends).
-func (r *routed) pumpTransfers(ctx context.Context, g uint64, b *core.Broker, valid func() bool) {
+// pumpNamespace runs the pumps of namespace ns's broker b in group g (lg)
+// until the group's Session ends, as its brokers do.
+func (r *routed) pumpNamespace(lg *localGroup, g, ns uint64, b *core.Broker) {
+	ctx, cancel := context.WithCancel(r.cl.ctx)
+	go func() {
+		defer cancel()
+		select {
+		case <-lg.sess.Done():
+		case <-ctx.Done():
+		}
+	}()
+	go r.pumpTransfers(ctx, g, ns, b, lg.sess.Valid)
+}
+
+// pumpTransfers runs the outbox pumps of b, namespace ns's broker in
+// group g, one per other data group, until ctx ends (the Session b
+// serves on ends).
+func (r *routed) pumpTransfers(ctx context.Context, g, ns uint64, b *core.Broker, valid func() bool) {
 	var wg sync.WaitGroup
 	for tg := uint64(1); tg <= uint64(r.meta.DataGroups()); tg++ {
 		if tg == g {
@@ -65,7 +81,7 @@ func (r *routed) pumpTransfers(ctx context.Context, g uint64, b *core.Broker, va
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.pump(ctx, g, tg, b, valid)
+			r.pump(ctx, g, tg, ns, b, valid)
 		}()
 	}
 	wg.Wait()
@@ -73,8 +89,8 @@ func (r *routed) pumpTransfers(ctx context.Context, g uint64, b *core.Broker, va
 
 // pump hands b's outbox for group tg over, round after round, retrying
 // with backoff what fails for now.
-func (r *routed) pump(ctx context.Context, g, tg uint64, b *core.Broker, valid func() bool) {
-	log := r.log.With(zap.Uint64("group", g), zap.Uint64("to", tg))
+func (r *routed) pump(ctx context.Context, g, tg, ns uint64, b *core.Broker, valid func() bool) {
+	log := r.log.With(zap.Uint64("group", g), zap.Uint64("to", tg), zap.Uint64("namespace", ns))
 	added := b.TransfersAdded(tg)
 	var backoff time.Duration
 	for {
@@ -86,7 +102,7 @@ func (r *routed) pump(ctx context.Context, g, tg uint64, b *core.Broker, valid f
 			ts, err = b.PendingTransfers(tg, transferRoundCount, transferRoundBytes)
 		}
 		if err == nil && len(ts) > 0 {
-			err = r.sendTransfers(ctx, b, tg, ts)
+			err = r.sendTransfers(ctx, b, tg, ns, ts)
 		}
 		wait := transferPoll
 		switch {
@@ -112,8 +128,14 @@ func (r *routed) pump(ctx context.Context, g, tg uint64, b *core.Broker, valid f
 // sendTransfers hands ts to group tg's broker and settles the outcome in
 // b's outbox: what tg applied is deleted, what it refused for good is
 // dead-lettered in its source.
-func (r *routed) sendTransfers(ctx context.Context, b *core.Broker, tg uint64, ts []*core.Transfer) error {
-	be, err := r.backend(tg)
+func (r *routed) sendTransfers(ctx context.Context, b *core.Broker, tg, ns uint64, ts []*core.Transfer) error {
+	home := r.namespaceHome(ns)
+	if ns == 0 {
+		r.mu.Lock()
+		home = r.home
+		r.mu.Unlock()
+	}
+	be, err := r.backendIn(tg, ns, home)
 	if err != nil {
 		return err
 	}

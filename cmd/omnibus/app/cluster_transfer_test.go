@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ type transferCluster struct {
 	adm   *admin.Client
 	sb    *azservicebus.Client
 	via   uint64 // the node the clients are connected to
+	ns    uint64 // the namespace adm and sb are in (0: the default one)
 }
 
 func startTransferCluster(t *testing.T, edit func(*Options)) *transferCluster {
@@ -64,7 +66,7 @@ func (tc *transferCluster) on(t *testing.T) *transferCluster {
 // group is the data group name is placed in.
 func (tc *transferCluster) group(name string) uint64 {
 	tc.t.Helper()
-	g, err := tc.nodes[tc.via].routed.groupOf(tc.ctx, name, false)
+	g, err := tc.nodes[tc.via].routed.groupOf(tc.ctx, qualify(tc.ns, name), false)
 	if err != nil || g == 0 {
 		tc.t.Fatalf("%s is placed in group %d: %v", name, g, err)
 	}
@@ -309,12 +311,45 @@ func TestClusterTransfers(t *testing.T) {
 			t.Errorf("the dead letter's reason is %v, want %s", r, core.ReasonForwardDisabled)
 		}
 	})
+
+	t.Run("Namespace", func(t *testing.T) {
+		tc := tc.on(t)
+		if st, body := nsCallAt(t, tc.nodes[1].HTTPAddr(), http.MethodPut, "/$namespaces/sales", DefaultKeyName, DefaultKey, salesRules); st != http.StatusCreated {
+			t.Fatalf("create sales: %d %s", st, body)
+		}
+		for id, c := range tc.nodes {
+			waitForCond(t, fmt.Sprintf("node %d to know sales", id), func() error {
+				if st, body := nsCallAt(t, c.HTTPAddr(), http.MethodGet, "/$namespaces/sales", DefaultKeyName, DefaultKey, ""); st != http.StatusOK {
+					return fmt.Errorf("%d %s", st, body)
+				}
+				return nil
+			})
+		}
+		sales, err := tc.nodes[1].routed.registry.Get("sales")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.ns = sales.Record().ID
+		tc.adm = clusterAdminAs(t, tc.nodes[1], "salesKey", salesKey)
+		tc.sb = clusterClientAs(t, tc.nodes[1], "salesKey", salesKey)
+		if _, err := tc.adm.CreateQueue(tc.ctx, "xb", nil); err != nil {
+			t.Fatal(err)
+		}
+		xa := tc.queueOutside("xa", "xb", nil)
+		tc.forwardTo(xa, "xb", false)
+		want := bodies("n", 10)
+		tc.send(xa, want...)
+		inOrder(t, "sales' xb", tc.receiveAll("xb", len(want)), want)
+	})
 }
 
 // noneLeft checks that the forwarding queue name keeps nothing: no
 // message, no dead letter, and its group's outbox is empty.
 func (tc *transferCluster) noneLeft(name string) {
 	tc.t.Helper()
+	if tc.ns != 0 {
+		return // the routed broker at hand is the default namespace's
+	}
 	c, err := routedBroker(tc.t, tc.nodes[tc.via]).Counts(name)
 	if err != nil || c.Active != 0 || c.DeadLetter != 0 {
 		tc.t.Errorf("%s keeps %+v (%v)", name, c, err)
