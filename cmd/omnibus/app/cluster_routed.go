@@ -36,7 +36,10 @@ import (
 //     that broker in this process, or by a call on the leading node
 //     (clusterrpc) over the connection the two keep on the peer port;
 //   - the calls peers make on the groups it leads, and, while it leads
-//     the meta group, the placement service.
+//     the meta group, the placement service;
+//   - for each group it leads, the pumps that hand the messages its
+//     entities forward to entities of other groups over to those groups
+//     (transfers, cluster_transfer.go).
 //
 // A client stays connected to the node it reached, whoever leads what.
 

@@ -19,7 +19,10 @@
 // type, the rest field by field. Sends of one link stay in order: the
 // server plans each asynchronous send on its reading goroutine, in the
 // order the requests came (core.Broker.SendAsync assigns sequence
-// numbers before it returns), and answers once it is durable.
+// numbers before it returns), and answers once it is durable. A transfer
+// call carries messages from one group's outbox to another group's
+// broker (core.Broker.ApplyTransfers), each with its transfer id, and
+// answers how many were applied and why the next one was not.
 //
 // # Fencing
 //
