@@ -614,6 +614,7 @@ func (r *routed) finishDeletion(ctx context.Context, sess metaStore, ns uint64) 
 	}
 	b := &storage.Batch{Sync: true}
 	b.DeletePrefix(namespacePlacements(ns))
+	b.DeletePrefix(namespaceSpreads(ns)) // cluster_spread.go
 	b.Delete(nsIDKey(nsDeletedPrefix, ns))
 	if err := sess.Apply(b); err != nil {
 		r.log.Info("a deleted namespace's placements are removed later", zap.Uint64("namespace", ns), zap.Error(err))

@@ -27,8 +27,22 @@ import (
 // name of a partitioned queue or topic, then its core.Spread as JSON.
 const spreadPrefix = "S"
 
-// spreadKey is the meta group's record of name's spread.
-func spreadKey(name string) []byte { return []byte(spreadPrefix + strings.ToLower(name)) }
+// spreadKey is the meta group's record of name's spread; name is
+// qualified by its namespace (qualify) unless it is the default one's,
+// and its record then starts with namespaceSpreads, as placementKey's
+// with namespacePlacements.
+func spreadKey(name string) []byte {
+	if ns, n := unqualify(name); ns != 0 {
+		return append(namespaceSpreads(ns), strings.ToLower(n)...)
+	}
+	return []byte(spreadPrefix + strings.ToLower(name))
+}
+
+// namespaceSpreads is the start of the spreads of namespace ns's queues
+// and topics: "S", a zero byte, the id.
+func namespaceSpreads(ns uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte(spreadPrefix+"\x00"), ns)
+}
 
 // decodeSpread reads a spread record.
 func decodeSpread(v []byte) (*core.Spread, error) {
@@ -96,6 +110,9 @@ func (r *routed) placeSpread(name string, n int, dupKeys, create bool) (*core.Sp
 	if !create || groups < 2 || n < 1 || n > core.MaxPartitionCount {
 		return nil, nil
 	}
+	if err := namespaceLive(sess, name); err != nil {
+		return nil, err
+	}
 	sp := dealPartitions(n, groups, r.leastPlaced(sess), dupKeys)
 	v, err := json.Marshal(sp)
 	if err != nil {
@@ -107,7 +124,7 @@ func (r *routed) placeSpread(name string, n int, dupKeys, create bool) (*core.Sp
 	if err := sess.Apply(b); err != nil {
 		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "recording the spread: " + err.Error()}
 	}
-	r.log.Info("spread a partitioned queue or topic over the data groups", zap.String("name", name), zap.Uint64s("groups", sp.Groups))
+	r.log.Info("spread a partitioned queue or topic over the data groups", zap.String("name", displayName(name)), zap.Uint64s("groups", sp.Groups))
 	return sp, nil
 }
 
@@ -121,4 +138,22 @@ func dealPartitions(n, groups int, first uint64, dupKeys bool) *core.Spread {
 	return sp
 }
 
-var _ core.SpreadRouter = (*routed)(nil)
+// Spread implements core.SpreadRouter in namespace n.
+func (n *nsRouter) Spread(ctx context.Context, name string) (*core.Spread, error) {
+	return n.r.Spread(ctx, qualify(n.ns, name))
+}
+
+// PlaceSpread implements core.SpreadRouter in namespace n.
+func (n *nsRouter) PlaceSpread(ctx context.Context, name string, parts int, dupKeys bool) (*core.Spread, error) {
+	return n.r.PlaceSpread(ctx, qualify(n.ns, name), parts, dupKeys)
+}
+
+// GroupBackend implements core.SpreadRouter in namespace n.
+func (n *nsRouter) GroupBackend(g uint64) (core.Backend, error) {
+	return n.r.backendIn(g, n.ns, n.home())
+}
+
+var (
+	_ core.SpreadRouter = (*routed)(nil)
+	_ core.SpreadRouter = (*nsRouter)(nil)
+)
