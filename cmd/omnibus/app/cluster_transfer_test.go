@@ -428,9 +428,11 @@ func TestClusterTransferLeaderStopped(t *testing.T) {
 
 // TestClusterTransferOutboxBound: a send that would take a group's
 // outbox past --max-outbox is refused as server busy and stores nothing;
-// one within it goes through.
+// one within it goes through. A transfer its target has no room for
+// (--max-entity-size) is dead-lettered in the source, as Service Bus
+// does when an auto-forwarding target exceeds its quota.
 func TestClusterTransferOutboxBound(t *testing.T) {
-	tc := startTransferCluster(t, func(o *Options) { o.MaxOutbox = 4 })
+	tc := startTransferCluster(t, func(o *Options) { o.MaxOutbox = 4; o.Limits.MaxEntityBytes = 1 << 20 })
 	if _, err := tc.adm.CreateQueue(tc.ctx, "far", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -469,4 +471,35 @@ func TestClusterTransferOutboxBound(t *testing.T) {
 		t.Fatalf("a batch of 4 through an outbox bounded at 4: %v", err)
 	}
 	inOrder(t, "far", tc.receiveAll("far", len(want)), want)
+
+	t.Run("FullTargetDeadLetters", func(t *testing.T) {
+		tc := tc.on(t)
+		if _, err := tc.adm.CreateQueue(tc.ctx, "small", nil); err != nil {
+			t.Fatal(err)
+		}
+		src := tc.queueOutside("to-small", "small", nil)
+		tc.forwardTo(src, "small", false)
+		s, err := tc.sb.NewSender(src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(tc.ctx)
+		body := make([]byte, 200<<10)
+		for i := range 6 { // the sixth does not fit in 1 MiB (the cap)
+			body[0] = byte('0' + i)
+			if err := s.SendMessage(tc.ctx, &azservicebus.Message{Body: body}, nil); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+		}
+		dl := tc.receiveAll(src+"/$deadletterqueue", 1)
+		if dl[0].Body[0] != '5' {
+			t.Errorf("the dead letter is message %c, want 5", dl[0].Body[0])
+		}
+		if r := dl[0].DeadLetterReason; r == nil || *r != core.ReasonForwardQuota {
+			t.Errorf("the dead letter's reason is %v, want %s", r, core.ReasonForwardQuota)
+		}
+		if got := tc.receiveAll("small", 5); got[4].Body[0] != '4' {
+			t.Errorf("small's last message is %c, want 4", got[4].Body[0])
+		}
+	})
 }
