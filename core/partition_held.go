@@ -32,10 +32,17 @@ func (e *entity) nextHeldPart(d *Entity) int {
 }
 
 // checkHeldPart refuses a message for partition p of e when another data
-// group holds it.
-func checkHeldPart(d *Entity, p int) error {
+// group holds it: for now (server busy) when a client sent it, for good
+// when it was forwarded (hops > 0: a transfer is then dead-lettered at its
+// source rather than retried forever; the routed broker refuses
+// forwarding to a spread entity, so this is a target that became spread
+// after its source was set to forward to it).
+func checkHeldPart(d *Entity, p, hops int) error {
 	if holdsPart(d, p) {
 		return nil
+	}
+	if hops > 0 {
+		return errf(CodeBadRequest, "Partition %d of '%s' is served by another data group of the cluster: forwarding to a partitioned entity spread over data groups is not supported.", p, d.Path())
 	}
 	return errf(CodeServerBusy, "Partition %d of '%s' is served by another data group of the cluster; retry.", p, d.Path())
 }

@@ -107,23 +107,20 @@ func (b *Broker) routeSpread(name string) (Backend, error) {
 }
 
 // routeEntitySpread is routeEntity's part for spread entities: a new
-// partitioned queue or topic that forwards nowhere is spread (its
-// backend returned); forwarding from or to a spread entity is refused
-// (its groups' brokers forward only within their group). Nil, nil leaves
-// e to the other rules.
+// partitioned queue or topic is spread (its backend returned), and
+// forwarding to a spread entity is refused: a forwarded message goes to
+// one group (in the same write, or by transfer), which holds only some of
+// the target's partitions. Forwarding from a spread entity is each of its
+// groups' own (to a target in the same group, or by transfer). Nil, nil
+// leaves e to the other rules.
 func (b *Broker) routeEntitySpread(ctx context.Context, sr SpreadRouter, e Entity, create bool) (Backend, error) {
 	home := e.Name
 	if e.Kind == KindSubscription {
 		home = e.Topic
 	}
-	forwards := false
 	for _, target := range []string{e.ForwardTo, e.ForwardDeadLetteredMessagesTo} {
 		name := ParseAddress(target).Entity
-		if name == "" {
-			continue
-		}
-		forwards = true
-		if strings.EqualFold(name, home) {
+		if name == "" || strings.EqualFold(name, home) {
 			continue
 		}
 		sp, err := sr.Spread(ctx, name)
@@ -134,17 +131,6 @@ func (b *Broker) routeEntitySpread(ctx context.Context, sr SpreadRouter, e Entit
 			return nil, errf(CodeBadRequest, "%s '%s' forwards to '%s', whose partitions are spread over %d data groups: "+
 				"forwarding to a partitioned entity is not supported in a cluster with data groups", e.Kind, e.Path(), name, len(sp.Distinct()))
 		}
-	}
-	if forwards {
-		sp, err := sr.Spread(ctx, home)
-		if err != nil {
-			return nil, err
-		}
-		if sp != nil {
-			return nil, errf(CodeBadRequest, "%s '%s' cannot forward: the partitions of '%s' are spread over %d data groups, "+
-				"and forwarding from them is not supported in a cluster with data groups", e.Kind, e.Path(), home, len(sp.Distinct()))
-		}
-		return nil, nil // placed whole, with its target (routeGrouped)
 	}
 	if !create || e.Kind == KindSubscription || !e.EnablePartitioning {
 		return nil, nil

@@ -432,7 +432,7 @@ func (p *sendPlan) addPartitioned(e *entity, msgs []*Message, seqs []int64, hops
 	e.touch(p.now)
 	if len(msgs) == 1 {
 		part := e.pickPart(d, msgs[0])
-		if err := checkHeldPart(d, part); err != nil {
+		if err := checkHeldPart(d, part, hops); err != nil {
 			return err
 		}
 		return p.add(e.parts[part], msgs, seqs, hops)
@@ -441,7 +441,7 @@ func (p *sendPlan) addPartitioned(e *entity, msgs []*Message, seqs []int64, hops
 		if len(at) == 0 {
 			continue
 		}
-		if err := checkHeldPart(d, part); err != nil {
+		if err := checkHeldPart(d, part, hops); err != nil {
 			return err
 		}
 		sub := make([]*Message, len(at))

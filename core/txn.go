@@ -195,7 +195,7 @@ func (t *Txn) Send(path, via string, msgs []*Message) error {
 				return errf(CodeBadRequest, "The messages a transaction sends to the partitioned entity '%s' must all have the same partition key: '%s' is not '%s'.", d.Path(), k, key)
 			}
 		}
-		if err := checkHeldPart(d, partitionOfKey(key, len(e.parts))); err != nil {
+		if err := checkHeldPart(d, partitionOfKey(key, len(e.parts)), 0); err != nil {
 			return err
 		}
 		t.partKey = key

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
@@ -831,4 +832,72 @@ func TestClusterGroupsSpreadInNamespace(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestClusterGroupsSpreadForwards: a spread queue and a spread topic's
+// subscription forward to a queue, each of their groups on its own (in
+// the same write where the target is in the group, by transfer where it
+// is not): every message arrives. Forwarding to a spread queue is refused
+// (400): a forwarded message would go to one group, which holds only some
+// of its partitions.
+func TestClusterGroupsSpreadForwards(t *testing.T) {
+	nodes := startSpreadCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	adm := clusterAdmin(t, nodes[1])
+	whenNotBusy(t, func() error { _, err := adm.CreateQueue(ctx, "sink", nil); return err })
+	whenNotBusy(t, func() error {
+		_, err := adm.CreateQueue(ctx, "pf", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{
+			EnablePartitioning: to.Ptr(true), ForwardTo: to.Ptr("sink")}})
+		return err
+	})
+	mustSpread(ctx, t, nodes[2], "pf")
+	whenNotBusy(t, func() error {
+		_, err := adm.CreateTopic(ctx, "pt", &admin.CreateTopicOptions{Properties: &admin.TopicProperties{EnablePartitioning: to.Ptr(true)}})
+		return err
+	})
+	whenNotBusy(t, func() error {
+		_, err := adm.CreateSubscription(ctx, "pt", "fwd", &admin.CreateSubscriptionOptions{Properties: &admin.SubscriptionProperties{ForwardTo: to.Ptr("sink")}})
+		return err
+	})
+	mustSpread(ctx, t, nodes[2], "pt")
+	_, err := adm.CreateQueue(ctx, "in", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{ForwardTo: to.Ptr("pf")}})
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) || re.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a queue forwarding to a spread queue: %v, want 400", err)
+	}
+
+	const keys = 12
+	cl := sbClient(t, nodes[3])
+	want := map[string]bool{}
+	for _, to := range []string{"pf", "pt"} {
+		snd, err := cl.NewSender(to, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range keys {
+			m := keyed(k, 0)
+			m.Body = []byte(to + "-" + string(m.Body))
+			if err := snd.SendMessage(ctx, m, nil); err != nil {
+				t.Fatal(err)
+			}
+			want[string(m.Body)] = true
+		}
+	}
+	rc, err := sbClient(t, nodes[1]).NewReceiverForQueue("sink", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(want) > 0 {
+		msgs, err := rc.ReceiveMessages(ctx, 10, nil)
+		if err != nil {
+			t.Fatalf("sink, %d not received: %v", len(want), err)
+		}
+		for _, m := range msgs {
+			if !want[string(m.Body)] {
+				t.Fatalf("sink: %q unexpected or twice", m.Body)
+			}
+			delete(want, string(m.Body))
+		}
+	}
 }
