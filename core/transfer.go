@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -291,7 +293,10 @@ func (b *Broker) PendingTransfers(g uint64, max, maxBytes int) ([]*Transfer, err
 		}
 		t, err := decodeTransfer(v)
 		if err != nil {
-			b.log.Error("an outbox record does not decode; it stays where it is")
+			// It stays, and so do the transfers to g after it: skipping
+			// it would lose a message (Broker.Check does not look here).
+			b.log.Error("an outbox record does not decode; transfers to its group wait behind it",
+				zap.Uint64("group", g), zap.Binary("key", k), zap.Error(err))
 			return false, errf(CodeInternal, "outbox record %x: %v", k, err)
 		}
 		t.group, t.num = g, binary.BigEndian.Uint64(k[9:])
@@ -337,7 +342,8 @@ func (b *Broker) TransferRefused(t *Transfer, cause error) error {
 		if errors.Is(err, ErrClosed) {
 			return err
 		}
-		b.log.Warn("dropped a transfer its target refused: its source is gone too")
+		b.log.Warn("dropped a transfer its target refused: its source is gone too",
+			zap.String("source", t.source), zap.String("target", t.Target), zap.NamedError("refusal", cause))
 		return b.Transferred([]*Transfer{t})
 	}
 	m := t.Message
