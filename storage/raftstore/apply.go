@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -88,6 +89,16 @@ func (n *Node) applyRun(items []applyWork) bool {
 			case pb.EntryNormal:
 				if len(e.Data) == 0 {
 					continue // a new leader's empty entry
+				}
+				if e.Data[0] == placementEntry {
+					p, err := decodePlacement(e.Data)
+					if err != nil {
+						n.log.Error("skipping a placement record that does not decode", zap.Uint64("index", e.Index), zap.Error(err))
+					} else if e.Index > a.stateApplied {
+						b, _ := json.Marshal(p)
+						batch.Set(placeKey(p.Group), b)
+					}
+					continue
 				}
 				before := len(batch.Ops)
 				h, ops, err := decodeEntry(e.Data, batch.Ops)

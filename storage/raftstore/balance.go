@@ -10,9 +10,11 @@ import (
 
 // Leadership balancing. Every node leads about as many data groups as
 // every other, so that every node does a share of the broker's work: each
-// data group has a preferred leader, the (g-1)-th founding member in id
-// order (the first of the three groupMembers gives it), so the groups go
-// round the founders. Once a second each node hands the leadership of one
+// data group has a preferred leader, which its placement record names
+// (the meta leader spreads them over the members as replicas move:
+// replicas.go, assignLeaders); until the first records are written, the
+// (g-1)-th founding member in id order (the first of the three
+// groupMembers gives it), so the groups go round the founders. Once a second each node hands the leadership of one
 // group it leads but does not prefer to the preferred leader, when that
 // one is a reachable voter holding the whole log (raft's leadership
 // transfer: the target is brought up to date and campaigns at once,
@@ -45,11 +47,15 @@ func (h *host) balanceOnce() {
 	h.mu.Lock()
 	founders := h.record.Members
 	h.mu.Unlock()
+	placed := h.preferredLeaders()
 	for _, n := range h.all() {
 		if n.group == 0 || n.Leader() != h.id {
 			continue
 		}
-		want := preferredLeader(founders, n.group)
+		want, ok := placed[n.group]
+		if !ok {
+			want = preferredLeader(founders, n.group)
+		}
 		if want == 0 || want == h.id {
 			continue
 		}

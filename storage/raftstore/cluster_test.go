@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,9 @@ type testCluster struct {
 	dirs  map[uint64]string
 	nodes map[uint64]*Node
 	tune  func(*Config)
+	// mu guards writes of nodes, for goroutines of a test that read it
+	// (the test's own goroutine reads it without).
+	mu sync.Mutex
 }
 
 // testAdminKey is what the test clusters' Admin hook wants in the
@@ -144,7 +148,9 @@ func (c *testCluster) start(id uint64) *Node {
 	if err != nil {
 		c.t.Fatalf("open node %d: %v", id, err)
 	}
+	c.mu.Lock()
 	c.nodes[id] = n
+	c.mu.Unlock()
 	return n
 }
 
@@ -154,7 +160,9 @@ func (c *testCluster) stop(id uint64) {
 		if err := n.Close(); err != nil {
 			c.t.Errorf("close node %d: %v", id, err)
 		}
+		c.mu.Lock()
 		delete(c.nodes, id)
+		c.mu.Unlock()
 	}
 }
 

@@ -82,6 +82,12 @@ type Config struct {
 	// group (groups.go): 0 keeps everything in the meta group. It is
 	// recorded at the first start; later starts keep what was recorded.
 	Groups int
+	// ReplaceAfter is how long a member may be out of the meta leader's
+	// reach before the meta leader moves its data group replicas to
+	// other nodes (replicas.go): zero means DefaultReplaceAfter, a
+	// negative value never (a member removed from the cluster is
+	// replaced at once whatever it says).
+	ReplaceAfter time.Duration
 	// Dir holds the node's Raft log (segment files) and state database.
 	Dir string
 	// ListenAddr is where the peer transport listens; "" means
@@ -125,6 +131,10 @@ type Config struct {
 	// transport replaces the network transport (tests use an in-memory
 	// network).
 	transport transport
+	// moveStep, when set, is asked before each membership change of a
+	// replica move (step "learner", "promote" or "remove" of group g);
+	// false holds the move there (tests).
+	moveStep func(g uint64, step string) bool
 	// catchUp overrides catchUpEntries (tests).
 	catchUp uint64
 	// logFS replaces the file system of the Raft log (tests inject
@@ -189,6 +199,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.SnapshotBytes == 0 {
 		c.SnapshotBytes = DefaultSnapshotBytes
+	}
+	if c.ReplaceAfter == 0 {
+		c.ReplaceAfter = DefaultReplaceAfter
 	}
 	if c.catchUp == 0 {
 		c.catchUp = catchUpEntries

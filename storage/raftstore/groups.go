@@ -98,14 +98,19 @@ func loadGroups(dir string, groups int, peers map[uint64]string, join bool) (gro
 		rec.Members = append(rec.Members, id)
 	}
 	slices.Sort(rec.Members)
-	b, err = json.Marshal(rec)
+	return rec, writeGroupsRecord(dir, rec)
+}
+
+// writeGroupsRecord replaces the node's groups.json.
+func writeGroupsRecord(dir string, rec groupsRecord) error {
+	b, err := json.Marshal(rec)
 	if err != nil {
-		return rec, err
+		return err
 	}
-	if err := writeFileSync(path, b); err != nil {
-		return rec, fmt.Errorf("raftstore: %w: %v", storage.ErrUnavailable, err)
+	if err := writeFileSync(filepath.Join(dir, groupsFile), b); err != nil {
+		return fmt.Errorf("raftstore: %w: %v", storage.ErrUnavailable, err)
 	}
-	return rec, nil
+	return nil
 }
 
 // writeFileSync writes path atomically (a temporary file renamed) and
@@ -132,12 +137,24 @@ func writeFileSync(path string, b []byte) error {
 // host is what the groups of one node share: the transport, which hands
 // each group its frames and snapshots.
 type host struct {
-	id uint64
-	tr transport
+	id  uint64
+	tr  transport
+	cfg Config // the node's, for the groups it opens at run time
 
-	mu     sync.Mutex // guards nodes
+	mu     sync.Mutex // guards the fields below
 	nodes  map[uint64]*Node
 	record groupsRecord
+	// changed is closed (and replaced) when a group is opened or closed
+	// at run time (replicas.go).
+	changed chan struct{}
+
+	mover moverState // the placement loop's (replicas.go)
+
+	// quit ends the balance and placement loops (loops) when the node
+	// closes.
+	quit     chan struct{}
+	quitOnce sync.Once
+	loops    sync.WaitGroup
 }
 
 // node returns the node's member of group g, nil if it runs none.
@@ -264,13 +281,14 @@ type GroupSummary struct {
 	// began, while it serves.
 	ServingSince time.Time `json:"servingSince,omitzero"`
 	Voters       []uint64  `json:"voters"`
+	Learners     []uint64  `json:"learners,omitempty"`
 }
 
 // groupSummary is what Status.Groups says of this group, from what other
 // goroutines can see (it does not wait for the loop).
 func (n *Node) groupSummary() GroupSummary {
 	s := GroupSummary{Group: n.group, Term: n.term.Load(), Leader: n.leader.Load(),
-		Commit: n.commit.Load(), Applied: n.applied.Load(), Voters: n.voters()}
+		Commit: n.commit.Load(), Applied: n.applied.Load(), Voters: n.voters(), Learners: n.learners()}
 	switch {
 	case s.Leader == n.id:
 		s.State = "Leader"
@@ -305,11 +323,23 @@ func (n *Node) DataGroups() int {
 	return n.host.record.Groups
 }
 
-// publishVoters makes the group's voters known to other goroutines.
+// publishVoters makes the group's voters and learners known to other
+// goroutines.
 func (n *Node) publishVoters(cs pb.ConfState) {
 	v := slices.Clone(cs.Voters)
 	slices.Sort(v)
 	n.votersPub.Store(&v)
+	l := slices.Clone(cs.Learners)
+	slices.Sort(l)
+	n.learnersPub.Store(&l)
+}
+
+// learners returns the group's learners as the loop last saw them.
+func (n *Node) learners() []uint64 {
+	if p := n.learnersPub.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // voters returns the group's voters as the loop last saw them.

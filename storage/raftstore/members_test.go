@@ -184,6 +184,8 @@ func (c *testCluster) startJoiner(id uint64) (*Node, map[uint64]string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	c.mu.Lock()
 	c.nodes[id] = n
+	c.mu.Unlock()
 	return n, peers
 }

@@ -8,7 +8,6 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,7 +65,7 @@ type Node struct {
 	stalled    atomic.Bool // a write of this node's disk is failing
 	// votersPub is the group's voters as the loop last saw them, for
 	// other goroutines (status, the balancer).
-	votersPub atomic.Pointer[[]uint64]
+	votersPub, learnersPub atomic.Pointer[[]uint64]
 
 	appliedMu               sync.Mutex // guards appliedIdx and appliedTerm
 	appliedIdx, appliedTerm uint64
@@ -125,7 +124,8 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &host{id: cfg.ID, nodes: map[uint64]*Node{}, record: rec}
+	h := &host{id: cfg.ID, cfg: cfg, nodes: map[uint64]*Node{}, record: rec, changed: make(chan struct{}),
+		quit: make(chan struct{})}
 	h.tr = cfg.transport
 	if h.tr == nil {
 		ht := newHTTPTransport(cfg.ID, cfg.ListenAddr, cfg.Listener, peerSecurity{creds: cfg.TLS, admin: cfg.Admin}, cfg.Logger.Named("transport"))
@@ -144,25 +144,20 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	opened = append(opened, meta)
-	for g := uint64(1); g <= uint64(rec.Groups); g++ {
-		members := groupMembers(rec.Members, g)
-		if !slices.Contains(members, cfg.ID) {
-			continue
-		}
-		gc := cfg
-		gc.Dir = groupDir(cfg.Dir, g)
-		gc.Peers = map[uint64]string{}
-		for _, id := range members {
-			gc.Peers[id] = cfg.Peers[id]
-		}
+	gcs, gs, err := h.groupsAtStart(meta)
+	if err != nil {
+		closeOpened()
+		return nil, err
+	}
+	for i, gc := range gcs {
 		if err := os.MkdirAll(gc.Dir, 0o755); err != nil {
 			closeOpened()
 			return nil, fmt.Errorf("raftstore: %w: %v", storage.ErrUnavailable, err)
 		}
-		n, err := openGroup(gc, h, g)
+		n, err := openGroup(gc, h, gs[i])
 		if err != nil {
 			closeOpened()
-			return nil, fmt.Errorf("raftstore: group %d: %w", g, err)
+			return nil, fmt.Errorf("raftstore: group %d: %w", gs[i], err)
 		}
 		opened = append(opened, n)
 	}
@@ -179,15 +174,19 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	for _, n := range opened {
-		go n.run()
-		go n.runAppender()
-		go n.runApplier()
-		go n.watchLease()
+		n.start()
 	}
-	if rec.Groups > 0 {
-		go h.balance(meta.stopc, balanceEvery)
-	}
+	h.loops.Go(func() { h.balance(h.quit, balanceEvery) })
+	h.loops.Go(func() { h.placeLoop(h.quit) })
 	return meta, nil
+}
+
+// start starts the node's goroutines.
+func (n *Node) start() {
+	go n.run()
+	go n.runAppender()
+	go n.runApplier()
+	go n.watchLease()
 }
 
 // openGroup opens this node's member of group g in cfg.Dir, bootstrapping
@@ -329,6 +328,8 @@ func (n *Node) Close() error {
 	if n.group != 0 {
 		return n.closeGroup()
 	}
+	n.host.quitOnce.Do(func() { close(n.host.quit) })
+	n.host.loops.Wait() // no group opens or closes from now on
 	var errs []error
 	for _, g := range n.host.all() {
 		if g.group != 0 {
