@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,4 +264,112 @@ func TestReplicasMoveToJoiningNodes(t *testing.T) {
 			t.Errorf("node %d leads %d groups: %v", id, k, leaders)
 		}
 	}
+}
+
+// TestRemovedMemberIsReplaced: four nodes hold three data groups (node 3
+// all of them); node 3 dies and is removed from the cluster (`omnibus
+// cluster remove`): each of its groups gets a replacement replica on the
+// nodes left, and is back to three voters, 1, 2 and 4, with every write
+// acknowledged before.
+func TestRemovedMemberIsReplaced(t *testing.T) {
+	c := newTestCluster(t, 4, false, func(cfg *Config) { cfg.Groups = 3 })
+	recs := c.waitSettled(1, 3, nil)
+	for g := uint64(1); g <= 3; g++ {
+		if !slices.Contains(recs[g].Members, 3) {
+			t.Fatalf("group %d is not on node 3: %+v", g, recs[g])
+		}
+		s, _ := c.groupSession(g)
+		for i := range 20 {
+			mustPut(t, s, fmt.Sprintf("k%d-%d", g, i), "v")
+		}
+		s.Close()
+	}
+	c.stop(3)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := c.client().ChangeMembers(ctx, c.peers[1], MemberChange{Op: "remove", ID: 3}); err != nil {
+		t.Fatalf("removing node 3: %v", err)
+	}
+	recs = c.waitSettled(1, 3, func(recs map[uint64]placement) string {
+		for g, p := range recs {
+			if !slices.Equal(p.Members, []uint64{1, 2, 4}) {
+				return fmt.Sprintf("group %d on %v", g, p.Members)
+			}
+		}
+		return ""
+	})
+	for g := uint64(1); g <= 3; g++ {
+		var keys []string
+		for i := range 20 {
+			keys = append(keys, fmt.Sprintf("k%d-%d", g, i))
+		}
+		c.checkKeys(g, keys)
+		for _, id := range recs[g].Members {
+			gn := c.nodes[id].GroupNode(g)
+			waitFor(t, fmt.Sprintf("node %d's replica of group %d to hold its writes", id, g), func() bool {
+				v, err := stateGet(gn, keys[len(keys)-1])
+				return err == nil && v == "v"
+			})
+		}
+	}
+}
+
+// TestMoverKilledMidMove: a move is held after its learner caught up,
+// before its promotion; the node carrying it out (the group's leader) is
+// killed there. The group goes on serving without it (the learner never
+// counted for its quorum), and once the node is back the move completes,
+// with every write acknowledged before.
+func TestMoverKilledMidMove(t *testing.T) {
+	var hold atomic.Bool
+	hold.Store(true)
+	var held atomic.Uint64 // the group held at its promotion
+	c := newTestCluster(t, 3, false, func(cfg *Config) {
+		cfg.Groups = 3
+		cfg.moveStep = func(g uint64, step string) bool {
+			if step == "promote" && hold.Load() {
+				held.CompareAndSwap(0, g)
+				return false
+			}
+			return true
+		}
+	})
+	c.waitSettled(1, 3, nil)
+	for g := uint64(1); g <= 3; g++ {
+		s, _ := c.groupSession(g)
+		mustPut(t, s, fmt.Sprint("before-", g), "v")
+		s.Close()
+	}
+	c.joinMember(4)
+	waitFor(t, "a move held before its promotion", func() bool { return held.Load() != 0 })
+	g := held.Load()
+	var mover uint64
+	waitFor(t, "the held group's leader", func() bool {
+		for id, n := range c.nodes {
+			if gn := n.GroupNode(g); gn != nil && gn.Leader() == id {
+				mover = id
+				return true
+			}
+		}
+		return false
+	})
+	if p := c.placementsOf(mover)[g]; p.Add != 4 {
+		t.Fatalf("group %d's record while its move is held: %+v", g, p)
+	}
+	c.stop(mover)
+	s, id := c.groupSession(g, mover)
+	if v, err := s.Get([]byte(fmt.Sprint("before-", g))); err != nil || string(v) != "v" {
+		t.Fatalf("group %d on node %d after the mover died: %q, %v", g, id, v, err)
+	}
+	mustPut(t, s, "after", "v")
+	s.Close()
+	hold.Store(false)
+	c.start(mover)
+	recs := c.waitSettled(1, 3, func(recs map[uint64]placement) string {
+		if !slices.Contains(recs[g].Members, 4) {
+			return fmt.Sprintf("group %d on %v", g, recs[g].Members)
+		}
+		return ""
+	})
+	t.Logf("group %d moved to %v", g, recs[g].Members)
+	c.checkKeys(g, []string{fmt.Sprint("before-", g), "after"})
 }

@@ -156,12 +156,7 @@ func (r *routed) start() error {
 	cl.serving = &servingState{app: a, local: local, always: true}
 	cl.mu.Unlock()
 	go r.serveMeta()
-	for _, gn := range r.meta.Groups() {
-		if gn.Group() != 0 {
-			go r.serveGroup(gn)
-			go r.watchLeader(gn)
-		}
-	}
+	go r.followGroups()
 	return nil
 }
 
@@ -173,6 +168,8 @@ func (r *routed) watchLeader(gn *raftstore.Node) {
 	for {
 		select {
 		case <-gn.Changed():
+		case <-gn.Done(): // the group's replica moved away from this node
+			return
 		case <-r.cl.ctx.Done():
 			return
 		}
