@@ -35,6 +35,7 @@ type clusterFlags struct {
 	joinToken     string
 	peerInsecure  bool
 	groups        int
+	replaceAfter  time.Duration
 }
 
 func addClusterFlags(fs *flag.FlagSet) *clusterFlags {
@@ -52,7 +53,9 @@ func addClusterFlags(fs *flag.FlagSet) *clusterFlags {
 	fs.BoolVar(&cf.peerInsecure, "peer-insecure", false, "run the peer port on plain TCP, without certificates: anyone who reaches it controls the cluster")
 	fs.IntVar(&cf.groups, "groups", 0, fmt.Sprintf("data groups a new cluster spreads its queues and topics over, each on three nodes and "+
 		"led by one, so that every node does a share of the work (0: one group holds everything; at most %d; "+
-		"fixed when the cluster is made, the same on every founding member)", raftstore.MaxGroups))
+		"fixed when the cluster is made, the same on every founding member and on a node that joins)", raftstore.MaxGroups))
+	fs.DurationVar(&cf.replaceAfter, "replace-after", raftstore.DefaultReplaceAfter, "how long a member may be out of the meta "+
+		"leader's reach before its data group replicas are moved to other nodes (negative: never; a removed member's are moved at once)")
 	return cf
 }
 
@@ -68,7 +71,7 @@ func (cf *clusterFlags) options() (app.ClusterOptions, error) {
 	}
 	return app.ClusterOptions{NodeID: cf.nodeID, Peers: peers, Dir: cf.dir, Join: cf.join, PeerListen: cf.peerListen,
 		ProxyWait: cf.proxyWait, MaxProxied: cf.maxProxied, TickInterval: cf.tick, ElectionTicks: cf.electionTicks,
-		JoinToken: cf.joinToken, PeerInsecure: cf.peerInsecure, Groups: cf.groups}, nil
+		JoinToken: cf.joinToken, PeerInsecure: cf.peerInsecure, Groups: cf.groups, ReplaceAfter: cf.replaceAfter}, nil
 }
 
 // server is what serve runs: a single broker or a cluster node.

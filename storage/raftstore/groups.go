@@ -30,11 +30,13 @@ import (
 // node's peer transport, whose streams to a peer carry the frames of all
 // the groups they have in common (stream.go).
 //
-// Which members hold a data group is decided when the cluster is made,
-// from the founding members alone, so that every member decides the
+// Which members first hold a data group is decided when the cluster is
+// made, from the founding members alone, so that every member decides the
 // same: group g goes to the three members that follow the (g-1)-th in id
 // order (groupMembers). The count is fixed then too and kept in
-// <Dir>/groups.json, which later starts read.
+// <Dir>/groups.json, which later starts read. From then on the meta
+// group's placement records say where each group is, and replicas move
+// as nodes join and leave (placement.go, replicas.go).
 
 // groupsFile records the data groups of a node's cluster.
 const groupsFile = "groups.json"
@@ -75,8 +77,9 @@ func groupDir(dir string, g uint64) string {
 
 // loadGroups reads the node's groups record, or makes it for a new
 // cluster of groups data groups over peers. A node that joins an existing
-// cluster (join) and has none runs the meta group alone until it is
-// given groups.
+// cluster (join) records the count alone (it founds nothing), and runs
+// the groups the meta group's placement records give it once it is
+// added; given no count, it learns it from those records.
 func loadGroups(dir string, groups int, peers map[uint64]string, join bool) (groupsRecord, error) {
 	path := filepath.Join(dir, groupsFile)
 	b, err := os.ReadFile(path)
@@ -90,10 +93,15 @@ func loadGroups(dir string, groups int, peers map[uint64]string, join bool) (gro
 	if !errors.Is(err, os.ErrNotExist) {
 		return groupsRecord{}, fmt.Errorf("raftstore: %w: %v", storage.ErrUnavailable, err)
 	}
-	if groups == 0 || join {
+	if groups == 0 {
 		return groupsRecord{}, nil
 	}
 	rec := groupsRecord{Groups: groups}
+	if join {
+		// Not a founder: the meta group's placement records say which
+		// groups it holds, once it is added (replicas.go).
+		return rec, writeGroupsRecord(dir, rec)
+	}
 	for id := range peers {
 		rec.Members = append(rec.Members, id)
 	}

@@ -337,6 +337,12 @@ func (h *host) planMoves(meta *Node, recs map[uint64]placement) {
 		mv.lastSeen, mv.sent = nil, nil
 		return
 	}
+	h.mu.Lock()
+	groups, founders := h.record.Groups, h.record.Members
+	h.mu.Unlock()
+	if groups == 0 {
+		return // no data groups
+	}
 	if _, term := meta.appliedPos(); term != meta.Term() {
 		return
 	}
@@ -369,9 +375,6 @@ func (h *host) planMoves(meta *Node, recs map[uint64]placement) {
 		}
 	}
 	next := maps.Clone(recs)
-	h.mu.Lock()
-	groups, founders := h.record.Groups, h.record.Members
-	h.mu.Unlock()
 	missing := false
 	for g := uint64(1); g <= uint64(groups); g++ {
 		if _, ok := next[g]; !ok {

@@ -98,12 +98,14 @@ type groupWriter struct {
 	g     uint64
 	stop  chan struct{}
 	done  chan struct{}
+	once  sync.Once
 	mu    sync.Mutex
 	acked []string
 }
 
 func (c *testCluster) startWriter(g uint64) *groupWriter {
 	w := &groupWriter{c: c, g: g, stop: make(chan struct{}), done: make(chan struct{})}
+	c.t.Cleanup(func() { w.finish() }) // before the nodes close, if the test ends first
 	go func() {
 		defer close(w.done)
 		var s *Session
@@ -164,7 +166,7 @@ func (w *groupWriter) session() *Session {
 
 // finish stops the writer and returns the keys acknowledged.
 func (w *groupWriter) finish() []string {
-	close(w.stop)
+	w.once.Do(func() { close(w.stop) })
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -51,6 +51,9 @@ type ClusterOptions struct {
 	// topics over (raftstore.Config.Groups, cluster_routed.go); 0 keeps
 	// them all in the one group, led by one node.
 	Groups int
+	// ReplaceAfter is how long a member may be out of reach before its
+	// data group replicas move to other nodes (raftstore.Config.ReplaceAfter).
+	ReplaceAfter time.Duration
 }
 
 // DefaultMaxProxied is the default of ClusterOptions.MaxProxied.
@@ -151,7 +154,7 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 	}
 	cl.routed = newRouted(cl)
 	cl.node, err = raftstore.Open(raftstore.Config{ID: c.NodeID, Peers: c.Peers, Join: c.Join, Dir: c.Dir,
-		TLS: creds, Insecure: c.PeerInsecure, Admin: admin, Groups: c.Groups,
+		TLS: creds, Insecure: c.PeerInsecure, Admin: admin, Groups: c.Groups, ReplaceAfter: c.ReplaceAfter,
 		PeerProtocols: map[string]raftstore.PeerHandler{rpcProtocol: cl.routed.serveConn},
 		ListenAddr:    c.PeerListen, Logger: o.Logger.Named("raft"), TickInterval: c.TickInterval, ElectionTicks: c.ElectionTicks,
 		Store: pebblestore.Options{DiskReserve: o.DiskReserve, Repair: o.Repair}})
