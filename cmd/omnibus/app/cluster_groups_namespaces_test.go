@@ -76,8 +76,8 @@ func replicaCount(t *testing.T, nodes map[uint64]*Cluster, g uint64, prefix []by
 // created through node 1 (with a rule of its own) is known to every
 // node; its queues, created through node 2 with its own key, are placed
 // over the data groups; its key sends through node 3 and receives
-// through node 1; the default namespace holds none of them; one deleted
-// loses its placement. Deleted
+// through node 1; the default namespace holds none of them; one forwards
+// to another across groups; one deleted loses its placement. Deleted
 // through node 3, it is gone from every node, and so are its placements
 // and its data in every group.
 func TestClusterGroupsNamespaces(t *testing.T) {
@@ -155,6 +155,48 @@ func TestClusterGroupsNamespaces(t *testing.T) {
 	if n := replicaCount(t, nodes, 0, namespacePlacements(id)); n != 3*queues {
 		t.Errorf("%d placements of sales' queues in the meta group's copies, want %d", n, 3*queues)
 	}
+
+	// Forwarding across groups within sales goes by transfer, as in the
+	// default namespace: q0 updated to forward to a queue of another group.
+	g0, err := nodes[1].routed.groupOf(ctx, qualify(id, "q0"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dst string
+	for i := range queues {
+		q := fmt.Sprint("q", i)
+		if g, err := nodes[1].routed.groupOf(ctx, qualify(id, q), false); err == nil && g != g0 {
+			dst = q
+			break
+		}
+	}
+	if dst == "" {
+		t.Fatalf("no queue of sales outside q0's group %d", g0)
+	}
+	props, err := adm.GetQueue(ctx, "q0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props.ForwardTo = &dst
+	if _, err := adm.UpdateQueue(ctx, "q0", props.QueueProperties, nil); err != nil {
+		t.Fatalf("q0 (group %d) updated to forward to %s: %v", g0, dst, err)
+	}
+	fs, err := sender.NewSender("q0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.SendMessage(ctx, &azservicebus.Message{Body: []byte("across")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fs.Close(ctx)
+	frc, err := receiver.NewReceiverForQueue(dst, &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := frc.ReceiveMessages(ctx, 1, nil); err != nil || len(msgs) != 1 || string(msgs[0].Body) != "across" {
+		t.Fatalf("receive what sales' q0 forwarded to %s across groups: %v %v", dst, msgs, err)
+	}
+	frc.Close(ctx)
 
 	// A queue of sales deleted loses its placement, as one of the default
 	// namespace does.

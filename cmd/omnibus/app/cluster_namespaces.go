@@ -312,9 +312,10 @@ func (r *routed) groupBroker(lg *localGroup, g, ns uint64) (*core.Broker, error)
 	}
 	if lg.spaces.by == nil {
 		lg.spaces.by = map[uint64]*core.Broker{}
+		lg.spaces.stopPumps = map[uint64]context.CancelFunc{}
 	}
 	lg.spaces.by[ns] = b
-	r.pumpNamespace(lg, g, ns, b)
+	lg.spaces.stopPumps[ns] = r.pumpNamespace(lg, g, ns, b)
 	return b, nil
 }
 
@@ -671,9 +672,13 @@ func (r *routed) dropLocal(g, ns uint64) error {
 		return &core.Error{Code: core.CodeServerBusy, Msg: fmt.Sprintf("this node does not serve data group %d", g)}
 	}
 	lg.spaces.Lock()
-	b := lg.spaces.by[ns]
+	b, stop := lg.spaces.by[ns], lg.spaces.stopPumps[ns]
 	delete(lg.spaces.by, ns)
+	delete(lg.spaces.stopPumps, ns)
 	lg.spaces.Unlock()
+	if stop != nil {
+		stop() // a dropped namespace's pumps would poll its closed broker until the Session ends
+	}
 	if b != nil {
 		_ = b.CloseDeleted()
 	}

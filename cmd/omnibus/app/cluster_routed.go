@@ -83,6 +83,7 @@ type localGroup struct {
 	spaces struct {
 		sync.Mutex // guards the fields below
 		by         map[uint64]*core.Broker
+		stopPumps  map[uint64]context.CancelFunc // each one's outbox pumps
 		closed     bool
 	}
 }

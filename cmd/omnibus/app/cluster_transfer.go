@@ -56,8 +56,9 @@ func (r *routed) transferConfig(g, ns uint64) core.TransferConfig {
 }
 
 // pumpNamespace runs the pumps of namespace ns's broker b in group g (lg)
-// until the group's Session ends, as its brokers do.
-func (r *routed) pumpNamespace(lg *localGroup, g, ns uint64, b *core.Broker) {
+// until the group's Session ends, as its brokers do, or the returned
+// function is called (the namespace is dropped).
+func (r *routed) pumpNamespace(lg *localGroup, g, ns uint64, b *core.Broker) context.CancelFunc {
 	ctx, cancel := context.WithCancel(r.cl.ctx)
 	go func() {
 		defer cancel()
@@ -67,6 +68,7 @@ func (r *routed) pumpNamespace(lg *localGroup, g, ns uint64, b *core.Broker) {
 		}
 	}()
 	go r.pumpTransfers(ctx, g, ns, b, lg.sess.Valid)
+	return cancel
 }
 
 // pumpTransfers runs the outbox pumps of b, namespace ns's broker in
