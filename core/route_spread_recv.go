@@ -21,10 +21,12 @@ import (
 // released (given back without counting a delivery). A receive-and-delete
 // receive then completes what it got: a message whose completion fails
 // is not handed out, and is delivered again once its lock ends, rather
-// than lost. A group that refuses (it is changing leaders, or out of
-// reach) fails the whole receive with its retryable error, so that the
-// front detaches the link and the client comes back; nothing taken is
-// kept.
+// than lost. A group that refuses while the receive waits (it is
+// changing leaders, or out of reach) fails the whole receive with its
+// retryable error, so that the front detaches the link and the client
+// comes back; nothing taken is kept. A refusal of the first pass is not
+// final: its done context cannot even open a connection to a node this
+// one has not called yet, so the wait asks again.
 
 // doneCtx is a context that is already done: a receive given it takes
 // what is there and does not wait.
@@ -74,11 +76,13 @@ func (s *spreadBackend) Receive(ctx context.Context, path string, opts ReceiveOp
 	switch {
 	case len(out) > 0:
 		return out, nil
-	case refused != nil:
+	case ctx.Err() != nil && refused != nil:
 		return nil, refused
 	case ctx.Err() != nil:
 		return nil, ctxEnd(ctx)
 	}
+	// A refusal of the first pass is asked again with the receive's own
+	// context: a done one cannot even connect to a node not called yet.
 	return s.receiveWait(ctx, path, opts, gs)
 }
 
@@ -202,13 +206,13 @@ func (s *spreadBackend) AcceptSession(ctx context.Context, path, id string) (*Se
 			refused = err
 		}
 	}
-	if refused != nil {
-		return nil, refused
-	}
 	if ctx.Err() != nil {
+		if refused != nil {
+			return nil, refused
+		}
 		return nil, timedOut
 	}
-	return s.acceptWait(ctx, path, gs)
+	return s.acceptWait(ctx, path, gs) // a first pass's refusal is asked again, as Receive does
 }
 
 // acceptWait waits on every group of gs for a session to accept.

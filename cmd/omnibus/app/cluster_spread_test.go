@@ -901,3 +901,70 @@ func TestClusterGroupsSpreadForwards(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterGroupsSpreadReceiveFirstCall: a receive (and accepting the
+// next session) on a spread entity works when it is the first call a
+// node makes to the node leading the group with the messages: the first
+// pass's done context cannot open that connection (the stand-in reports
+// that as the context's end, so the pass finds nothing there), the wait
+// does.
+func TestClusterGroupsSpreadReceiveFirstCall(t *testing.T) {
+	nodes := startSpreadCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	adm := clusterAdmin(t, nodes[1])
+	for _, q := range []string{"pq", "psq"} {
+		whenNotBusy(t, func() error {
+			_, err := adm.CreateQueue(ctx, q, &admin.CreateQueueOptions{Properties: &admin.QueueProperties{
+				EnablePartitioning: to.Ptr(true), RequiresSession: to.Ptr(q == "psq")}})
+			return err
+		})
+	}
+	sp := mustSpread(ctx, t, nodes[1], "pq")
+	// A key of group 2 (node 2's), sent through node 1.
+	key := ""
+	for k := 0; key == ""; k++ {
+		if c := fmt.Sprint("k", k); sp.Groups[core.PartitionOfKey(c, len(sp.Groups))] == 2 {
+			key = c
+		}
+	}
+	cl1 := sbClient(t, nodes[1])
+	for _, q := range []string{"pq", "psq"} {
+		snd, err := cl1.NewSender(q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := snd.SendMessage(ctx, &azservicebus.Message{Body: []byte(q), PartitionKey: &key, SessionID: map[bool]*string{true: &key}[q == "psq"]}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Node 3 drops its connection to node 2, if it made one.
+	r3 := nodes[3].routed
+	r3.mu.Lock()
+	if c := r3.clients[2]; c != nil {
+		c.Close()
+		delete(r3.clients, 2)
+	}
+	r3.mu.Unlock()
+	cl3 := sbClient(t, nodes[3])
+	rc, err := cl3.NewReceiverForQueue("pq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer rcancel()
+	msgs, err := rc.ReceiveMessages(rctx, 1, nil)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("receive through node 3: %v %v", msgs, err)
+	}
+	r3.mu.Lock()
+	if c := r3.clients[2]; c != nil {
+		c.Close()
+		delete(r3.clients, 2)
+	}
+	r3.mu.Unlock()
+	sr, err := cl3.AcceptNextSessionForQueue(rctx, "psq", nil)
+	if err != nil || sr.SessionID() != key {
+		t.Fatalf("accept next session through node 3: %v", err)
+	}
+}
