@@ -108,6 +108,7 @@ const (
 	OpSet          OpKind = iota + 1 // set Key to Value
 	OpDelete                         // delete Key (no error if absent)
 	OpDeletePrefix                   // delete every key starting with Key
+	OpDeleteOnce                     // delete Key, set at most once since its last deletion (see Batch.DeleteOnce)
 )
 
 // Op is one operation of a [Batch].
@@ -137,6 +138,25 @@ func (b *Batch) Set(key, value []byte) {
 // Delete appends a deletion of key.
 func (b *Batch) Delete(key []byte) {
 	b.Ops = append(b.Ops, Op{Kind: OpDelete, Key: key})
+}
+
+// DeleteOnce appends a deletion of key for a key the caller knows was set
+// at most once since it was last deleted (by any kind of deletion) or
+// created: a queue's message records, written once and deleted once. A
+// store may then drop the deletion together with the one value it meets
+// (pebblestore: Pebble's SingleDelete), so that neither reaches the disk
+// when both are still in memory, where a Delete must be kept, written
+// and compacted down until no older value can lie beneath it.
+//
+// The caller must keep the invariant: a key set twice with no deletion
+// between may, after DeleteOnce, show its older value again. A key to be
+// set again while it holds a value is deleted in the same batch before
+// the new Set (Delete, or DeleteOnce if the invariant holds for it), so
+// that it again holds one value set once. DeleteOnce of an absent key is
+// a no-op. storage/memstore, the reference, refuses a batch whose
+// DeleteOnce meets a key set more than once since its last deletion.
+func (b *Batch) DeleteOnce(key []byte) {
+	b.Ops = append(b.Ops, Op{Kind: OpDeleteOnce, Key: key})
 }
 
 // DeletePrefix appends a deletion of every key that starts with prefix.

@@ -8,6 +8,10 @@
 // store as it was when the Scan began, exactly like an iterator on Pebble,
 // and its callback may call back into the store (Get, Apply) freely.
 //
+// As the reference, it checks what other stores cannot: a
+// [storage.Batch.DeleteOnce] of a key set more than once since its last
+// deletion fails the batch (ErrDeleteOnceMisuse) instead of being applied.
+//
 // Finding a key, or the start of a Scan, costs O(log n); DeletePrefix costs
 // O(log n) however many keys it removes. Nothing is ever written to disk, so
 // [storage.Batch.Sync] is a no-op.
@@ -15,12 +19,19 @@ package memstore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/omnibusmq/omnibus/storage"
 )
+
+// ErrDeleteOnceMisuse is wrapped by the error Apply returns, applying
+// nothing of the batch, when a [storage.Batch.DeleteOnce] meets a key that
+// was set more than once since its last deletion: a caller's bug that
+// Pebble would turn into an older value coming back.
+var ErrDeleteOnceMisuse = errors.New("memstore: DeleteOnce of a key set more than once since its last deletion")
 
 // Store is an in-memory [storage.Store]. The zero value is not usable; call
 // [New].
@@ -55,7 +66,7 @@ func (s *Store) Apply(b *storage.Batch) error {
 	}
 	for i, op := range b.Ops {
 		switch op.Kind {
-		case storage.OpSet, storage.OpDelete, storage.OpDeletePrefix:
+		case storage.OpSet, storage.OpDelete, storage.OpDeletePrefix, storage.OpDeleteOnce:
 		default:
 			return fmt.Errorf("memstore: op %d: unknown kind %d", i, op.Kind)
 		}
@@ -75,6 +86,14 @@ func (s *Store) Apply(b *storage.Batch) error {
 			root = remove(root, op.Key)
 		case storage.OpDeletePrefix:
 			root = removePrefix(root, op.Key)
+		case storage.OpDeleteOnce:
+			// The reference checks the caller's side of DeleteOnce, which
+			// Pebble cannot: a key set twice since its last deletion
+			// would show its older value again there.
+			if n := get(root, op.Key); n != nil && n.overwritten {
+				return fmt.Errorf("%w: key %q (nothing of the batch was applied)", ErrDeleteOnceMisuse, op.Key)
+			}
+			root = remove(root, op.Key)
 		}
 	}
 	s.root.Store(root)

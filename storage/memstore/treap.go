@@ -17,6 +17,9 @@ type node struct {
 	key, value  []byte
 	prio        uint64
 	left, right *node
+	// overwritten: the key was set again while it held a value, so a
+	// DeleteOnce of it breaks storage.Batch.DeleteOnce's invariant.
+	overwritten bool
 }
 
 // clone returns a shallow copy of n that the caller may modify.
@@ -60,6 +63,7 @@ func insert(n *node, key, value []byte) *node {
 		}
 	default:
 		c.value = value
+		c.overwritten = true
 	}
 	return c
 }

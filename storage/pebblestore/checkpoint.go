@@ -25,7 +25,13 @@ func (s *Store) Checkpoint(dir string) error {
 				return err
 			}
 		}
-		return s.db.Checkpoint(dir, pebble.WithFlushedWAL())
+		if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+			return err
+		}
+		if s.singleDel.ok.Load() { // a copy of a database ready for single deletes is ready too
+			return writeMarker(s.fs, dir)
+		}
+		return nil
 	})
 	if err == nil {
 		return nil

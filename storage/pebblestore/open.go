@@ -38,6 +38,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	popts.FS = ffs
 	popts.Logger = pebbleLogger{s: log.Sugar(), onFatal: s.faults.setFatal, onInfo: s.onPebbleInfo}
 	popts.EventListener = eventListener(log, s.faults)
+	popts.EventListener.PossibleAPIMisuse = s.onAPIMisuse
 
 	s.db, err = s.openPebble(dir, popts, ffs)
 	ffs.openDone()
@@ -50,6 +51,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.lazy.log = log
 	s.mark.start()
+	s.prepareSingleDeletes()
 	if err := s.Health(); err != nil {
 		log.Warn("store opened refusing writes", zap.Error(err))
 	}
@@ -160,6 +162,7 @@ func (s *Store) Close() error {
 	if err != nil {
 		return err
 	}
+	s.stopSingleDeleteUpgrade()
 	defer s.committers.close()
 	s.lazy.stop()
 	s.faults.beginClose()

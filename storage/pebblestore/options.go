@@ -91,6 +91,10 @@ type Options struct {
 	// log kept elsewhere (raftstore's state database, replayed from the
 	// Raft log).
 	NoWAL bool
+
+	// noAutoCompactions turns Pebble's automatic compactions off, for
+	// tests that must place values in chosen levels (export_test.go).
+	noAutoCompactions bool
 }
 
 // logger is o.Logger, or a no-op logger.
@@ -123,13 +127,14 @@ func (o Options) pebbleOptions(dir string) (*pebble.Options, error) {
 		fs = walSyncFS{FS: fs, syncs: o.WALSyncs}
 	}
 	popts := &pebble.Options{
-		FS:                 fs,
-		FormatMajorVersion: pebble.FormatNewest,
-		DisableWAL:         o.NoWAL,
-		CacheSize:          o.CacheSize,
-		MemTableSize:       o.MemTableSize,
-		Logger:             pebbleLogger{s: log.Sugar()},
-		EventListener:      eventListener(log, nil),
+		FS:                          fs,
+		FormatMajorVersion:          pebble.FormatNewest,
+		DisableWAL:                  o.NoWAL,
+		DisableAutomaticCompactions: o.noAutoCompactions,
+		CacheSize:                   o.CacheSize,
+		MemTableSize:                o.MemTableSize,
+		Logger:                      pebbleLogger{s: log.Sugar()},
+		EventListener:               eventListener(log, nil),
 
 		// A broker must keep accepting sends while compactions catch up,
 		// and its deleted keys make L0 files mostly tombstones that

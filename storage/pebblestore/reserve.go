@@ -149,7 +149,7 @@ func (s *Store) shrinks(b *storage.Batch) bool {
 			if old := size(op.Key); old >= 0 {
 				growth -= old
 			}
-		case storage.OpDelete:
+		case storage.OpDelete, storage.OpDeleteOnce:
 			if old := size(op.Key); old >= 0 {
 				growth -= old
 			}

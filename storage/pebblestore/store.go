@@ -46,6 +46,8 @@ type Store struct {
 	noWAL bool
 
 	fsync fsyncSource // the write-ahead log's fsync histogram, for metrics (metrics.go)
+
+	singleDel singleDeletes // whether DeleteOnce is a SingleDelete yet (singledel.go)
 }
 
 var (
@@ -86,7 +88,7 @@ func (s *Store) Apply(b *storage.Batch) error {
 	unbounded := false
 	for i, op := range b.Ops {
 		switch op.Kind {
-		case storage.OpSet, storage.OpDelete:
+		case storage.OpSet, storage.OpDelete, storage.OpDeleteOnce:
 		case storage.OpDeletePrefix:
 			if _, ok := prefixEnd(op.Key); !ok {
 				unbounded = true
@@ -110,6 +112,7 @@ func (s *Store) Apply(b *storage.Batch) error {
 	// its bodies once more and allocated twice their size (allocation
 	// profile, 64 KiB durable sends).
 	pb := s.db.NewBatchWithSize(batchSize(b))
+	single := s.singleDel.ok.Load()
 	for _, op := range b.Ops {
 		var err error
 		switch op.Kind {
@@ -117,6 +120,8 @@ func (s *Store) Apply(b *storage.Batch) error {
 			err = pb.Set(op.Key, op.Value, nil)
 		case storage.OpDelete:
 			err = pb.Delete(op.Key, nil)
+		case storage.OpDeleteOnce:
+			err = deleteOnce(pb, op.Key, single)
 		case storage.OpDeletePrefix:
 			end, _ := prefixEnd(op.Key)
 			err = pb.DeleteRange(op.Key, end, nil)
@@ -129,6 +134,15 @@ func (s *Store) Apply(b *storage.Batch) error {
 	return s.commit(pb, b.Sync)
 }
 
+// deleteOnce adds a DeleteOnce of key to pb: a SingleDelete once the
+// database is ready for them (single), a Delete until then (singledel.go).
+func deleteOnce(pb *pebble.Batch, key []byte, single bool) error {
+	if single {
+		return pb.SingleDelete(key, nil)
+	}
+	return pb.Delete(key, nil)
+}
+
 // applyUnbounded applies a batch that deletes a prefix with no successor
 // key (empty, or all 0xff bytes). DeleteRange needs an end key, so such a
 // deletion becomes point deletions of the keys present. To stay atomic it
@@ -138,6 +152,7 @@ func (s *Store) applyUnbounded(b *storage.Batch) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	pb := s.db.NewIndexedBatch()
+	single := s.singleDel.ok.Load()
 	for _, op := range b.Ops {
 		var err error
 		switch op.Kind {
@@ -145,6 +160,8 @@ func (s *Store) applyUnbounded(b *storage.Batch) error {
 			err = pb.Set(op.Key, op.Value, nil)
 		case storage.OpDelete:
 			err = pb.Delete(op.Key, nil)
+		case storage.OpDeleteOnce:
+			err = deleteOnce(pb, op.Key, single)
 		case storage.OpDeletePrefix:
 			if end, ok := prefixEnd(op.Key); ok {
 				err = pb.DeleteRange(op.Key, end, nil)

@@ -39,11 +39,19 @@ func appendHeader(dst []byte, h entryHeader) []byte {
 
 // encodeBatch appends b's operations, keys prefixed with dataPrefix, in
 // the form decodeEntry reads. It rejects an unknown kind.
+//
+// An operation is its kind's storage.OpKind byte (1 Set, 2 Delete,
+// 3 DeletePrefix, 4 DeleteOnce), the key, and for a Set the value. Kind 4
+// came later: every entry written before it still decodes, and a node
+// applies it to its state database as the store does (pebblestore: a
+// SingleDelete). A node of a version without it skips an entry holding
+// one (errBadEntry), so every node of a cluster must run a version that
+// knows kind 4 before any of them writes one.
 func encodeBatch(dst []byte, b *storage.Batch) ([]byte, error) {
 	dst = binary.AppendUvarint(dst, uint64(len(b.Ops)))
 	for i, op := range b.Ops {
 		switch op.Kind {
-		case storage.OpSet, storage.OpDelete, storage.OpDeletePrefix:
+		case storage.OpSet, storage.OpDelete, storage.OpDeletePrefix, storage.OpDeleteOnce:
 		default:
 			return nil, fmt.Errorf("raftstore: op %d: unknown kind %d", i, op.Kind)
 		}
@@ -97,7 +105,7 @@ func decodeEntry(data []byte, ops []storage.Op) (entryHeader, []storage.Op, erro
 			if r.err != nil {
 				break
 			}
-			if kind < storage.OpSet || kind > storage.OpDeletePrefix || len(key) == 0 || key[0] != dataPrefix {
+			if kind < storage.OpSet || kind > storage.OpDeleteOnce || len(key) == 0 || key[0] != dataPrefix {
 				return h, ops, errBadEntry
 			}
 			ops = append(ops, storage.Op{Kind: kind, Key: key, Value: val})

@@ -32,6 +32,7 @@ func RunSuite(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"DeletePrefix", deletePrefixTests},
 		{"Scan", scanTests},
 		{"Batch", batchTests},
+		{"DeleteOnce", deleteOnceTests},
 		{"Close", closeTests},
 		{"Concurrency", concurrencyTests},
 		{"Volume", volumeTests},
