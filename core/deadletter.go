@@ -64,7 +64,7 @@ func (q *queue) planDeadLetter(w *write, recs []*msgRec, reason, description str
 			w.releaseRef(q, r.seq)
 		}
 		w.batch.Delete(seqKey(tabState, q.id, r.seq))
-		w.batch.Set(seqKey(tabBody, nr.owner, r.seq), body)
+		w.rewriteBody(nr.owner, r.seq, body)
 		w.batch.Set(seqKey(tabState, q.dead.id, r.seq), nr.encode(nil))
 		moved[i] = nr
 	}

@@ -227,7 +227,7 @@ func (q *queue) planRewrite(w *write, r *msgRec, st stateRec, stub bool, change 
 		st.owner = q.id
 		w.releaseRef(q, r.seq)
 	}
-	w.batch.Set(seqKey(tabBody, st.owner, r.seq), body)
+	w.rewriteBody(st.owner, r.seq, body)
 	w.setState(q, r.seq, &st)
 	return st, nil
 }

@@ -113,7 +113,7 @@ func (w *write) releaseRef(q *queue, seq int64) {
 	mine := w.refsOf(k).n // releases of the same body earlier in this write
 	del := q.shared.beginRelease(seq, mine)
 	if del {
-		w.batch.Delete(seqKey(tabBody, q.shared.id, seq))
+		w.batch.DeleteOnce(seqKey(tabBody, q.shared.id, seq)) // see deleteRecords
 	}
 	w.refs = append(w.refs, bodyRelease{q: q, seq: seq, deleted: del})
 	if w.refIdx != nil {
@@ -166,6 +166,14 @@ func (w *write) refsOf(k refKey) refSum {
 
 // deleteRecords adds the deletion of a message's records of q: its state
 // record, and its body unless the body is shared and still needed.
+//
+// A body is deleted with DeleteOnce (storage.Batch.DeleteOnce): a body
+// record is set once, by the send, and deleted once, so the store may
+// drop the deletion with the record instead of keeping a tombstone. The
+// invariant is kept where a body is written again (rewriteBody: a
+// dead-lettered or modified message), which deletes the record before
+// setting it again. Sequence numbers are never reused within an owner
+// (send.go reserves them durably), so no send sets a body key twice.
 func (w *write) deleteRecords(q *queue, seq int64, owner uint64, shared bool) {
 	if shared {
 		w.batch.Delete(seqKey(tabState, q.id, seq))
@@ -175,7 +183,18 @@ func (w *write) deleteRecords(q *queue, seq int64, owner uint64, shared bool) {
 	// Both keys in one piece of room (a completion's only allocation).
 	sk := appendSeqKey(w.alloc(2*seqKeyLen), tabState, q.id, seq)
 	w.batch.Delete(sk[:len(sk):len(sk)])
-	w.bodies.Delete(appendSeqKey(sk[len(sk):], tabBody, owner, seq))
+	w.bodies.DeleteOnce(appendSeqKey(sk[len(sk):], tabBody, owner, seq))
+}
+
+// rewriteBody adds the write of body as the body record of message seq
+// of owner, which may already hold one: the record is deleted first, in
+// the same batch, so that the key again holds one value set once since
+// its last deletion and the message's final DeleteOnce (deleteRecords)
+// cannot bring the older body back.
+func (w *write) rewriteBody(owner uint64, seq int64, body []byte) {
+	k := seqKey(tabBody, owner, seq)
+	w.batch.Delete(k)
+	w.batch.Set(k, body)
 }
 
 // setState adds the write of st as q's state record of message seq, key
