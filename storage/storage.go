@@ -7,6 +7,12 @@
 // by --memory and tests) and storage/pebblestore (the default, on Pebble).
 // storage/storagetest holds the suite both must pass.
 //
+// A batch sets keys, deletes keys, deletes every key under a prefix, and
+// deletes keys known to have been set at most once since their last
+// deletion ([Batch.DeleteOnce]), which a store may make cheaper than an
+// ordinary deletion; the caller keeps that condition, and memstore, the
+// reference, refuses a batch that breaks it.
+//
 // Durability contract: when [Store.Apply] returns nil for a batch with
 // Sync set, every operation in it survives a crash (kill -9, power loss on a
 // correctly fsyncing disk). Concurrent Apply calls are group-committed by the

@@ -41,6 +41,21 @@
 // reading a body in it fails with storage.ErrCorrupt, as a damaged block
 // does, instead of panicking.
 //
+// # Single deletes
+//
+// storage.Batch.DeleteOnce is Pebble's SingleDelete: it cancels with the
+// one Set it meets in a flush or compaction and both vanish, where a
+// Delete must be written and compacted down to the bottom of the tree. A
+// queue's message records are set once and deleted once, so a message
+// sent and settled within one memtable's life leaves nothing in the
+// sstables or blob files. The condition, a key set at most once since its
+// last deletion, is the caller's (the core keeps it: core/write.go);
+// Pebble's reports of a SingleDelete that met a second Set are logged as
+// errors. A database written by an older version, which may hold keys set
+// twice, is compacted once in the background after it opens, and uses
+// Delete for DeleteOnce until that is done and recorded in the marker
+// file OMNIBUS-SINGLEDEL (singledel.go).
+//
 // # Closing
 //
 // Pebble panics on use after Close, while [storage.Store] promises
