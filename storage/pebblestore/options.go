@@ -19,10 +19,13 @@ const (
 	// DefaultCacheSize is the block cache size. Live messages are mostly
 	// read from the memtable, so a small cache suffices and keeps RSS low.
 	DefaultCacheSize = 16 << 20
-	// DefaultMemTableSize is the steady-state memtable size. A message that
-	// is sent and completed within one memtable's lifetime never reaches an
-	// sstable (its set and delete cancel at flush), so bigger is better
-	// for throughput; Pebble starts small and grows to this size, so an
+	// DefaultMemTableSize is the steady-state memtable size. The records
+	// of a message sent and completed within one memtable's lifetime never
+	// reach a blob file, and its body leaves nothing in an sstable either:
+	// the body's SingleDelete (storage.Batch.DeleteOnce) and its Set cancel
+	// at flush, while the state record's Delete stays as a small tombstone
+	// that compactions carry down. Bigger is better for throughput;
+	// Pebble starts small and grows to this size, so an
 	// idle broker does not pay for it. On a disk smaller than 32 times
 	// this, the default is a 32nd of the disk (at least 1 MiB): each
 	// write-ahead log file takes 1.1 times the memtable size on disk as
