@@ -340,3 +340,74 @@ func TestClusterGroupsConfigNamespaces(t *testing.T) {
 		t.Fatalf("receive from cfgns' out through node 2: %v %v", msgs, err)
 	}
 }
+
+// TestClusterGroupsNamespaceLimits: a namespace's own limits hold in a
+// cluster with data groups: its MaxEntities over all the groups together
+// (whichever groups its queues are placed in), its entity size cap in
+// the group holding the queue; another namespace, on the defaults, goes
+// past both.
+func TestClusterGroupsNamespaceLimits(t *testing.T) {
+	nodes := startGroupCluster(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for _, ns := range []struct{ name, body string }{
+		{"tight", `{"Limits":{"MaxEntities":2,"MaxEntitySizeInMegabytes":1}}`},
+		{"roomy", ""},
+	} {
+		if st, body := nsCallAt(t, nodes[1].HTTPAddr(), http.MethodPut, "/$namespaces/"+ns.name, DefaultKeyName, DefaultKey, ns.body); st != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", ns.name, st, body)
+		}
+	}
+	for id, c := range nodes {
+		waitForCond(t, fmt.Sprintf("node %d to know tight's limits", id), func() error {
+			ns, err := c.routed.namespaces().Get("tight")
+			if err != nil {
+				return err
+			}
+			if got := ns.OwnLimits().MaxEntities; got != 2 {
+				return fmt.Errorf("MaxEntities %d", got)
+			}
+			return nil
+		})
+	}
+	tight := clusterAdminAs(t, nodes[2], DefaultKeyName+"@tight", DefaultKey)
+	for _, q := range []string{"a", "b"} {
+		if _, err := tight.CreateQueue(ctx, q, nil); err != nil {
+			t.Fatalf("tight's queue %s: %v", q, err)
+		}
+	}
+	_, err := tight.CreateQueue(ctx, "c", nil)
+	wantQuota(t, "tight's third queue", err, "The maximum entity count of 2 has been reached or exceeded for namespace 'tight'")
+	roomy := clusterAdminAs(t, nodes[2], DefaultKeyName+"@roomy", DefaultKey)
+	for _, q := range []string{"a", "b", "c"} {
+		if _, err := roomy.CreateQueue(ctx, q, nil); err != nil {
+			t.Errorf("roomy's queue %s: %v", q, err)
+		}
+	}
+
+	s, err := clusterClientAs(t, nodes[3], DefaultKeyName+"@tight", DefaultKey).NewSender("a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	var sent int
+	for ; sent < 2000; sent++ {
+		if err = s.SendMessage(ctx, &azservicebus.Message{Body: make([]byte, 1024)}, nil); err != nil {
+			break
+		}
+	}
+	wantQuota(t, "tight's queue at 1 MB", err, "The maximum entity size has been reached or exceeded for Queue: 'a'.")
+	if sent > 1000 {
+		t.Errorf("tight's queue took %d KiB; want a 1 MB cap", sent)
+	}
+	rs, err := clusterClientAs(t, nodes[3], DefaultKeyName+"@roomy", DefaultKey).NewSender("a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close(ctx)
+	for i := range 6 {
+		if err := rs.SendMessage(ctx, &azservicebus.Message{Body: make([]byte, 250<<10)}, nil); err != nil {
+			t.Fatalf("roomy's queue refused its message %d of 250 KiB: %v", i+1, err)
+		}
+	}
+}

@@ -316,6 +316,7 @@ func (r *routed) groupBroker(lg *localGroup, g, ns uint64) (*core.Broker, error)
 	}
 	lg.spaces.by[ns] = b
 	lg.spaces.stopPumps[ns] = r.pumpNamespace(lg, g, ns, b)
+	r.applyQuotas(b, name)
 	return b, nil
 }
 
@@ -335,6 +336,7 @@ func (r *routed) openSpaces(lg *localGroup, g uint64) {
 			r.log.Warn("cannot serve a namespace in a data group this node leads", zap.Uint64("group", g), zap.Uint64("namespace", ns), zap.Error(err))
 		}
 	}
+	r.applyQuotas(lg.b, "")
 }
 
 // closeSpaces closes the namespaces' brokers of a group no longer led.
@@ -354,6 +356,47 @@ func (lg *localGroup) closeSpaces() {
 func (r *routed) syncNamespaces(reg *namespace.Registry) {
 	if err := reg.Sync(r.loadNamespaces); err != nil {
 		r.log.Warn("taking the namespaces' changes from the meta group", zap.Error(err))
+	}
+	r.refreshQuotas()
+}
+
+// applyQuotas gives b, a broker of namespace name in a data group, the
+// namespace's limits in force (its own, else the process's): each group
+// caps what it holds, MaxEntities the namespace's queues and topics there
+// and MaxEntityBytes each one's size.
+// An empty name is the default namespace's.
+func (r *routed) applyQuotas(b *core.Broker, name string) {
+	reg := r.namespaces()
+	if reg == nil {
+		return
+	}
+	n := reg.Default()
+	if name != "" {
+		var err error
+		if n, err = reg.Get(name); err != nil {
+			return // not in this node's registry yet: its next Sync applies them
+		}
+	}
+	l := n.Limits()
+	b.SetQuotas(l.MaxEntities, l.MaxEntityBytes)
+}
+
+// refreshQuotas gives every broker of the data groups this node leads
+// its namespace's limits in force, as this node's registry has them now.
+func (r *routed) refreshQuotas() {
+	r.mu.Lock()
+	groups := make([]*localGroup, 0, len(r.local))
+	for _, lg := range r.local {
+		groups = append(groups, lg)
+	}
+	r.mu.Unlock()
+	for _, lg := range groups {
+		r.applyQuotas(lg.b, "")
+		lg.spaces.Lock()
+		for _, b := range lg.spaces.by {
+			r.applyQuotas(b, b.Namespace())
+		}
+		lg.spaces.Unlock()
 	}
 }
 
@@ -699,4 +742,50 @@ func sameRecord(v []byte, rec namespace.Record) bool {
 	a, _ := json.Marshal(got)
 	b, _ := json.Marshal(rec)
 	return bytes.Equal(a, b)
+}
+
+// checkEntityCount refuses, on the meta leader, a new placement in a
+// namespace that holds its MaxEntities queues and topics already,
+// counted over every data group (each group's broker only sees its
+// own), as a single node refuses the create.
+func (r *routed) checkEntityCount(sess interface {
+	Scan(prefix, start []byte, fn func(k, v []byte) (bool, error)) error
+}, name string) error {
+	reg := r.namespaces()
+	if reg == nil {
+		return nil
+	}
+	id, _ := unqualify(name)
+	n := reg.Default()
+	prefix := []byte(placementPrefix)
+	if id != 0 {
+		nsName, ok := r.namespaceName(id)
+		if !ok {
+			return nil // namespaceLive refuses it
+		}
+		var err error
+		if n, err = reg.Get(nsName); err != nil {
+			return nil // not in this node's registry yet
+		}
+		prefix = namespacePlacements(id)
+	}
+	max := n.Limits().MaxEntities
+	if max <= 0 {
+		return nil
+	}
+	count := 0
+	err := sess.Scan(prefix, nil, func(k, _ []byte) (bool, error) {
+		if id != 0 || len(k) < 2 || k[1] != 0 { // the default namespace's: no zero byte after P
+			count++
+		}
+		return true, nil
+	})
+	if err != nil {
+		return metaBusy("counting the namespace's queues and topics", err)
+	}
+	if count >= max {
+		return &core.Error{Code: core.CodeQuotaExceeded, Msg: fmt.Sprintf("The maximum entity count of %d has been reached or exceeded for namespace '%s': "+
+			"it holds %d queues and topics. Delete one, or raise the namespace's Limits.MaxEntities.", max, n.Name(), count)}
+	}
+	return nil
 }

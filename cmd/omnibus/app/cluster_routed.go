@@ -365,6 +365,9 @@ func (r *routed) place(ctx context.Context, name string, suggest uint64, create 
 	if err := namespaceLive(sess, name); err != nil {
 		return 0, err
 	}
+	if err := r.checkEntityCount(sess, name); err != nil {
+		return 0, err
+	}
 	g := suggest
 	if g == 0 || g > uint64(r.meta.DataGroups()) {
 		g = r.leastPlaced(sess)
