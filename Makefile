@@ -79,7 +79,7 @@ dist: ## cross-compile release binaries (linux, darwin, windows; amd64, arm64) i
 run: ## run the broker with its defaults (data in ./omnibus-data, AMQP :5672, HTTP :5300)
 	$(GO) run ./cmd/omnibus
 
-test: jsdeps pydeps javadeps imagedeps lint gotest allocs jstest javatest jmstest imagetest conformance ## everything CI runs (installing what the JS, Python and Java SDK tests and the image test need first): lint, Go tests with -race, allocation counts, JS, Java SDK and JMS tests, the image, conformance
+test: jsdeps pydeps javadeps imagedeps lint gotest allocs jstest javatest jmstest imagetest conformance conformance-cluster ## everything CI runs (installing what the JS, Python and Java SDK tests and the image test need first): lint, Go tests with -race, allocation counts, JS, Java SDK and JMS tests, the image, conformance
 	@echo "make test: all green"
 
 gotest: pydeps ## Go tests, with the race detector (TestPythonSDK and TestPythonSDKCurrent run the Python SDKs' tests in amqpserver/pytest, TestProtonTransactions Qpid Proton's in amqpserver/protontest)
@@ -219,6 +219,9 @@ conformance: ## conformance suite against an in-process omnibus (and the fault-i
 	$(GO) run ./cmd/omnibus-tools conformance --format text
 	$(GO) run ./cmd/omnibus-tools conformance --prove-failure --format text
 
+conformance-cluster: ## conformance suite against an in-process 3-node cluster with 3 data groups (peer TLS), each scenario sending through one node and receiving through another (about 35 s)
+	$(GO) run ./cmd/omnibus-tools conformance --cluster 3 --groups 3 --format text
+
 KILLS ?= 18
 DISK_FAULTS ?= 2
 soak: build ## crash soak: SIGKILL the real binary under load KILLS times (18) and fail its disk DISK_FAULTS times (2: every send in flight answered, SIGTERM ends it within 5 s with status 1), restart it on the same data each time, account for every message (SOAK_FLAGS=--subscriptions 2 for a topic)
@@ -253,4 +256,4 @@ hotpath: ## broker CPU and instructions (valgrind) per send and per delivery + c
 
 check: test ## alias of test
 
-.PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jsdeps javatest javadeps jmstest browserdeps pydeps pyvenv lint fuzz conformance soak cluster-test bench check
+.PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jsdeps javatest javadeps jmstest browserdeps pydeps pyvenv lint fuzz conformance conformance-cluster soak cluster-test bench check

@@ -123,6 +123,7 @@ type T struct {
 	names    map[string]string // profile → entity created for it
 	used     []string          // profiles asked for, in order
 	client   *azservicebus.Client
+	sender   *azservicebus.Client // against several nodes: the senders' (nodes.go)
 }
 
 type stopScenario struct{}

@@ -11,7 +11,8 @@ import (
 )
 
 // Client returns the scenario's own SDK client: one AMQP connection per
-// scenario, closed when it ends. Sharing one client between parallel
+// scenario, closed when it ends (against a cluster, on another node than
+// its senders': see nodes.go). Sharing one client between parallel
 // scenarios let one scenario's connection recovery (the SDK resets the
 // connection on errors such as session-lock-lost, as it would against
 // Service Bus) fail another's operations in flight.
@@ -22,7 +23,7 @@ func (t *T) Client() *azservicebus.Client {
 	if c != nil {
 		return c
 	}
-	c, err := azservicebus.NewClientFromConnectionString(t.target.ConnectionString, nil)
+	c, err := azservicebus.NewClientFromConnectionString(t.clientConnectionString(), nil)
 	t.must(err, "SDK client")
 	t.mu.Lock()
 	t.client = c
@@ -34,7 +35,7 @@ func (t *T) Client() *azservicebus.Client {
 // Sender opens an SDK sender on a queue or topic, closed at the end.
 func (t *T) Sender(entity string) *azservicebus.Sender {
 	t.live()
-	s, err := t.Client().NewSender(entity, nil)
+	s, err := t.sendClient().NewSender(entity, nil)
 	t.must(err, "sender for %s", entity)
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s

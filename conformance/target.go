@@ -23,6 +23,11 @@ type Target struct {
 	// ConnectionString is a Service Bus connection string with a key:
 	// Endpoint=sb://host[:port];SharedAccessKeyName=…;SharedAccessKey=…[;UseDevelopmentEmulator=true]
 	ConnectionString string
+	// Nodes are connection strings of the endpoint's other nodes (an
+	// omnibus cluster), with the same key: each scenario sends through
+	// one node and receives, settles and peeks through another
+	// (nodes.go). Empty: everything goes to ConnectionString.
+	Nodes []string
 	// SecondConnectionString is a connection string of another namespace
 	// of the same service, for the scenario that checks namespaces keep
 	// their messages apart. Empty: against omnibus the scenario makes a

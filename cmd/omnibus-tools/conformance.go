@@ -36,12 +36,14 @@ func runConformance(args []string) error {
 	webSocket := fs.String("websocket", "", "URL of AMQP over WebSockets (default: for an ordinary connection string, wss://<host>/$servicebus/websocket)")
 	caFile := fs.String("ca-file", "", "PEM file of certificates to trust besides the system's, for AMQPS and WebSockets (omnibus cert prints omnibus's)")
 	cross := fs.Bool("cross-protocol", false, "the endpoint shares lock tokens between AMQP and REST (implied for in-process omnibus)")
-	fault := fs.String("fault", "", "run against an in-process omnibus with this one fault on (a --prove-failure fault), to see which scenarios it breaks")
+	fault := fs.String("fault", "", "run against an in-process omnibus (or --cluster) with this one fault on (a --prove-failure fault), to see which scenarios it breaks")
 	prove := fs.Bool("prove-failure", false, "inject one fault at a time into an in-process omnibus: every scenario claiming that fault must fail at its named check")
 	slow := fs.Bool("slow", false, "also run scenarios that take minutes (AutoDeleteOnIdle deletion, a transaction timeout over a minute)")
 	crashCommand := fs.String("crash-command", "", "shell command that kills the endpoint with SIGKILL and starts it again on the same addresses and data\n(lets the crash scenarios run; they run last, alone)")
 	var maxEntity cli.ByteSize
 	fs.Var(&maxEntity, "max-entity-size", "the endpoint's cap on what one queue or topic stores (omnibus --max-entity-size); the quota scenarios need one of at most 16MiB (an in-process omnibus runs with "+cli.FormatSize(inProcessMaxEntity)+")")
+	clusterNodes := fs.Int("cluster", 0, "start an in-process cluster of this many nodes (peer TLS as cluster init and join tokens make it) instead of one omnibus;\nclients use every node; without --only, every scenario but those a cluster run excludes (conformance/README.md)")
+	groups := fs.Int("groups", 0, "with --cluster: the cluster's data groups (omnibus --groups)")
 	txnTimeout := fs.Duration("txn-timeout", core.DefaultTxnTimeout, "the endpoint's transaction timeout (an in-process omnibus runs with "+inProcessTxnTimeout.String()+")")
 	if err := cli.ParseWithEnv(fs, args); err != nil {
 		return err
@@ -60,7 +62,34 @@ func runConformance(args []string) error {
 	if *crashCommand != "" {
 		target.Crash = func(ctx context.Context) error { return crashEndpoint(ctx, *crashCommand, target) }
 	}
-	if *fault != "" {
+	if *clusterNodes > 0 {
+		if target.ConnectionString != "" || *prove {
+			return cli.Exit(2, errors.New("--cluster starts its own omnibus cluster: give neither --connection-string nor --prove-failure"))
+		}
+		if opts.Only == nil {
+			opts.Only = clusterOnly()
+		}
+		var faults core.Faults
+		if *fault != "" {
+			// Every node's core with the fault on: the scenarios that
+			// claim it must fail through the cluster too.
+			f, err := coreFaults(conformance.Fault(*fault))
+			if err != nil {
+				return cli.Exit(2, err)
+			}
+			faults = f
+		}
+		ct, stop, err := startCluster(*clusterNodes, *groups, faults)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Fprintf(os.Stderr, "conformance: an in-process cluster of %d nodes with %d data groups; scenarios send through one node and receive through another\n", *clusterNodes, *groups)
+		target = ct
+		// The cluster has every feature the scenarios it runs use.
+		opts.Strict = true
+	}
+	if *fault != "" && *clusterNodes == 0 {
 		if target.ConnectionString != "" || *prove {
 			return cli.Exit(2, errors.New("--fault starts its own fault-injected omnibus: give neither --connection-string nor --prove-failure"))
 		}
