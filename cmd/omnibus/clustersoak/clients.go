@@ -3,6 +3,7 @@ package clustersoak
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,14 +39,29 @@ type load struct {
 	// may have been applied (its outcome was unknown to the broker).
 	failing atomic.Int32
 	trace   *trace // every delivery and completion outcome (nil: none)
+	// order checks the partitioned queue's per-key order (pkeys.go).
+	order *orderBook
+}
+
+// partitioned says whether client i (sender or receiver) uses the
+// partitioned queue: the odd ones, with data groups.
+func (ld *load) partitioned(i int) bool { return ld.c.Groups > 0 && i%2 == 1 }
+
+func queueFor(partitioned bool) string {
+	if partitioned {
+		return partitionedQueueName
+	}
+	return queueName
 }
 
 // client is one SDK client with its sender or receiver, replaced (a new
 // generation) when an operation on it fails.
 type client[T any] struct {
-	ld   *load
-	id   int // a receiver's number, for the trace
-	open func(*azservicebus.Client) (T, error)
+	ld *load
+	id int // a receiver's number, for the trace
+	// partitioned: a receiver of the partitioned queue.
+	partitioned bool
+	open        func(*azservicebus.Client) (T, error)
 
 	mu  sync.Mutex // guards the fields below
 	cl  *azservicebus.Client
@@ -110,13 +126,18 @@ func (ld *load) send(claim context.Context, senders int) {
 	}
 	var wg sync.WaitGroup
 	var clients []*client[*azservicebus.Sender]
-	for range senders {
+	for i := range senders {
+		partitioned := ld.partitioned(i)
 		sc := &client[*azservicebus.Sender]{ld: ld, open: func(cl *azservicebus.Client) (*azservicebus.Sender, error) {
-			return cl.NewSender(queueName, nil)
+			return cl.NewSender(queueFor(partitioned), nil)
 		}}
 		clients = append(clients, sc)
-		for range ld.c.Inflight {
-			wg.Go(func() { ld.sendLoop(claim, sc, payload) })
+		for j := range ld.c.Inflight {
+			keys := ""
+			if partitioned {
+				keys = fmt.Sprintf("s%d.%d.", i, j) // this loop's own keys
+			}
+			wg.Go(func() { ld.sendLoop(claim, sc, payload, keys) })
 		}
 	}
 	wg.Wait()
@@ -125,9 +146,11 @@ func (ld *load) send(claim context.Context, senders int) {
 	}
 }
 
-func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender], payload []byte) {
+// sendLoop sends one message at a time; to the partitioned queue when
+// keys is not empty, each with a partition key keys+"0" … keys+"3" in turn.
+func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender], payload []byte, keys string) {
 	runID := ld.ledger.RunID()
-	for claim.Err() == nil {
+	for n := 0; claim.Err() == nil; n++ {
 		s, gen, err := sc.get()
 		if err != nil {
 			pause(claim, 50*time.Millisecond)
@@ -136,16 +159,25 @@ func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender]
 		seq := ld.ledger.Next("")
 		started := time.Now()
 		msg := &azservicebus.Message{Body: payload, ApplicationProperties: bench.Stamp(runID, seq, started)}
+		key := ""
+		if keys != "" {
+			key = fmt.Sprint(keys, n%keysPerLoop)
+			msg.PartitionKey = &key
+		}
+		ld.order.sending(seq, keys != "")
 		ld.ledger.Sent(seq)
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		err = s.SendMessage(ctx, msg, nil)
 		cancel()
 		if err != nil {
 			ld.ledger.SendFailed(seq)
-			ld.trace.line("send-failed seq=%d err=%q", seq, err.Error())
+			ld.trace.line("send-failed seq=%d key=%s err=%q", seq, key, err.Error())
 			sc.broken(gen)
 			pause(claim, 20*time.Millisecond)
 			continue
+		}
+		if key != "" {
+			ld.order.acked(seq, key)
 		}
 		ld.ledger.Acked(seq)
 		ld.acks.Add(1)
@@ -157,8 +189,9 @@ func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender]
 func (ld *load) receive(ctx context.Context, receivers int) {
 	var wg sync.WaitGroup
 	for i := range receivers {
-		rc := &client[*azservicebus.Receiver]{ld: ld, id: i + 1, open: func(cl *azservicebus.Client) (*azservicebus.Receiver, error) {
-			return cl.NewReceiverForQueue(queueName, nil)
+		partitioned := ld.partitioned(i)
+		rc := &client[*azservicebus.Receiver]{ld: ld, id: i + 1, partitioned: partitioned, open: func(cl *azservicebus.Client) (*azservicebus.Receiver, error) {
+			return cl.NewReceiverForQueue(queueFor(partitioned), nil)
 		}}
 		wg.Go(func() {
 			defer rc.close()
@@ -199,7 +232,10 @@ func (ld *load) settleAll(rc *client[*azservicebus.Receiver], r *azservicebus.Re
 	for _, m := range msgs {
 		runID, seq, _, _ := bench.ReadStamp(m.ApplicationProperties)
 		_, nth := ld.ledger.Delivered(0, bench.Delivery{RunID: runID, Seq: seq})
-		ld.trace.line("deliver rcv=%d.%d seq=%d nth=%d bseq=%d count=%d lock=%x", rc.id, gen, seq, nth, seqOf(m), m.DeliveryCount, m.LockToken)
+		if runID == ld.ledger.RunID() && !ld.order.delivered(seq, rc.partitioned, seqOf(m)) {
+			ld.trace.line("misrouted rcv=%d.%d seq=%d from %s", rc.id, gen, seq, queueFor(rc.partitioned))
+		}
+		ld.trace.line("deliver rcv=%d.%d seq=%d nth=%d bseq=%d count=%d key=%s lock=%x", rc.id, gen, seq, nth, seqOf(m), m.DeliveryCount, keyOf(m), m.LockToken)
 		ld.lastRecv.Store(time.Now().UnixNano())
 		ld.inFlight.Add(1)
 		wg.Go(func() {
@@ -242,6 +278,14 @@ func (ld *load) completionsAt(act func() error) (int64, error) {
 	under := ld.settling.Load()
 	err := act()
 	return under + ld.settleStarts.Load() - starts, err
+}
+
+// keyOf is a delivery's partition key ("" for none).
+func keyOf(m *azservicebus.ReceivedMessage) string {
+	if m.PartitionKey == nil {
+		return ""
+	}
+	return *m.PartitionKey
 }
 
 // seqOf is a delivery's broker sequence number (0: none given).

@@ -20,8 +20,9 @@ type Config struct {
 	MinUptime time.Duration // under load a random time in [MinUptime, MaxUptime] before each failover
 	MaxUptime time.Duration
 	Seed      uint64 // random seed (0: from the clock)
-	// Cut is how a failover alternates: "kill" (SIGKILL only), or
-	// "mixed" (SIGKILL, then cutting off, in turn).
+	// Mode is how failovers depose: "kill" (SIGKILL only), or "mixed"
+	// (SIGKILL, cutting off where namespaces exist, SIGSTOP, in turn:
+	// faults.go).
 	Mode string
 	// Netns: "auto" (network namespaces when the machine allows, else
 	// loopback with SIGSTOP for a cut-off), "on" (fail without them),
@@ -49,6 +50,10 @@ type Config struct {
 	Tick          time.Duration
 	ElectionTicks int
 
+	// MaxFailover fails the run when a failover's first acknowledged
+	// send comes later than this after the fault (0: reported only).
+	MaxFailover time.Duration
+
 	// Groups runs the cluster with that many data groups (omnibus
 	// --groups): each node leads one, and a failover deposes each node
 	// in turn, the meta group's leader among them (groups.go). 0: one
@@ -73,7 +78,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.DurationVar(&c.MinUptime, "min-uptime", DefaultMinUptime, "shortest time under load before a failover")
 	fs.DurationVar(&c.MaxUptime, "max-uptime", DefaultMaxUptime, "longest time under load before a failover")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: from the clock; the run prints it)")
-	fs.StringVar(&c.Mode, "mode", "mixed", "how leaders are deposed: kill (SIGKILL) or mixed (SIGKILL and cutting off in turn)")
+	fs.StringVar(&c.Mode, "mode", "mixed", "how leaders are deposed: kill (SIGKILL) or mixed (SIGKILL, cutting off where network namespaces exist, and SIGSTOP, in turn)")
 	fs.StringVar(&c.Netns, "netns", "auto", "network namespaces for the nodes: auto, on or off (loopback; a cut-off is then a SIGSTOP)")
 	fs.IntVar(&c.Senders, "senders", 4, "SDK clients sending")
 	fs.IntVar(&c.Inflight, "inflight", 16, "sends in flight per sender")
@@ -86,6 +91,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", time.Minute, "the drain gives up after this long without a delivery")
 	fs.DurationVar(&c.Tick, "raft-tick", 0, "the nodes' --raft-tick (0: omnibus's default)")
 	fs.IntVar(&c.ElectionTicks, "raft-election-ticks", 0, "the nodes' --raft-election-ticks (0: omnibus's default)")
+	fs.DurationVar(&c.MaxFailover, "max-failover", 0, "fail the run when a failover's first acknowledged send comes later than this after the fault (0: the summary reports those over 3 s only)")
 	fs.IntVar(&c.Groups, "groups", 0, "data groups (omnibus --groups): the nodes are deposed in turn, the meta leader among them (0: one group, its leader deposed)")
 	return fs
 }

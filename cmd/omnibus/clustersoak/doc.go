@@ -3,17 +3,22 @@
 // real omnibus processes form a cluster; the official Go SDK sends with
 // many in flight and receives in peek-lock through a TCP load balancer in
 // front of all three (the way one connection string reaches a cluster);
-// the soak then deposes the leader again and again, by SIGKILL or by
-// cutting it off the network, restarts or heals it, and finally drains
-// the queue and accounts for every message with a [bench.Ledger].
+// the soak then deposes the leader again and again, by SIGKILL, by
+// cutting it off the network or by freezing it (SIGSTOP), in turn
+// (faults.go), restarts, heals or wakes it, and finally drains the queue
+// and accounts for every message with a [bench.Ledger]. With data groups
+// (--groups) the victims are the meta leader and the other nodes in turn,
+// every fault kind hitting both, and half the load is on a partitioned
+// queue spread over the groups, sent with partition keys whose order the
+// soak checks (pkeys.go).
 //
 // Cutting a node off uses network namespaces: each node runs in its own
 // (`ip netns`), joined to the others by veth pairs on a bridge, and the
 // soak takes the node's link down, so the node goes on running without
 // hearing anyone: it must fence itself. Where namespaces cannot be made
-// (not root, no iproute2), the nodes run on loopback and a cut-off is a
-// SIGSTOP (a frozen node: silence, then a late wake-up that must not
-// write anything to a client), and the run says so.
+// (not root, no iproute2), the nodes run on loopback with kills and
+// freezes only, and the run says so. A frozen node is silence, then a
+// late wake-up that must not write anything to a client.
 //
 // The load balancer plays a real one's health check: the soak marks a
 // node it kills or cuts off down, and the balancer resets the client
@@ -46,5 +51,8 @@
 // the stopped process seen stopped) to the first send the new leader
 // acknowledged: the first acknowledgement at or after the moment it says
 // it began serving, so that none the deposed leader gave counts
-// (failtime.go). Kills and cut-offs are reported apart.
+// (failtime.go). Kills, cut-offs and freezes are reported apart (with
+// data groups: of the meta leader and of another node), and the summary
+// counts the failovers within 3 s (issue 29's bound; --max-failover
+// makes one over a bound fail the run).
 package clustersoak

@@ -40,12 +40,13 @@ func TestFailoverTimeCountsOnlyTheNewLeader(t *testing.T) {
 	}
 }
 
-// The report gives kills and cut-offs apart.
+// The report gives kills and cut-offs apart (by Kind: How also says,
+// with data groups, what the victim led).
 func TestFailoverTimesByKind(t *testing.T) {
 	r := &Result{Failovers: []Failover{
-		{How: "killed", FirstAck: 900 * time.Millisecond},
-		{How: "cut off", FirstAck: 1800 * time.Millisecond},
-		{How: "killed", FirstAck: 700 * time.Millisecond},
+		{How: "killed (the meta leader)", Kind: faultKill, FirstAck: 900 * time.Millisecond},
+		{How: "cut off", Kind: faultCut, FirstAck: 1800 * time.Millisecond},
+		{How: "killed", Kind: faultKill, FirstAck: 700 * time.Millisecond},
 	}}
 	if k, c := r.FirstAcks("killed"), r.FirstAcks("cut off"); len(k) != 2 || len(c) != 1 || c[0] != 1800*time.Millisecond {
 		t.Fatalf("kills %v, cut-offs %v", k, c)

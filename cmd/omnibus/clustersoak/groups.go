@@ -11,7 +11,8 @@ import (
 // A cluster with data groups (Config.Groups, omnibus --groups). Every node
 // leads a data group (its preferred one), and one of them the meta group
 // as well, so there is no one leader to depose: the failovers depose the
-// nodes in turn, each time whatever it leads. The queue lives in one data
+// meta leader and the other nodes in turn, each time whatever it leads,
+// and every fault kind hits both (faults.go). The queue lives in one data
 // group; its clients reach the cluster through the balancer, so their
 // links are served by whichever node leads that group, from whichever
 // node they reached. A failover's time runs from the fault taking effect
@@ -64,14 +65,49 @@ func waitAllServed(ctx context.Context, nodes []*node, groups int, timeout time.
 	}
 }
 
-// groupsFailover deposes node ((k-1) mod n) + 1 and measures how long
+// pickVictim is a failover's victim: the meta leader when meta, else the
+// nth (round) of the nodes that lead a data group but not the meta group
+// (a node just brought back may lead nothing yet; it is taken only when
+// no other is left), so that every node is hit.
+func pickVictim(nodes []*node, v groupView, meta bool, nth int) *node {
+	var leading, others []*node
+	for _, n := range nodes {
+		if n.id == v.meta {
+			if meta {
+				return n
+			}
+			continue
+		}
+		others = append(others, n)
+		for _, id := range v.leaders {
+			if id == n.id {
+				leading = append(leading, n)
+				break
+			}
+		}
+	}
+	if len(leading) > 0 {
+		return leading[nth%len(leading)]
+	}
+	return others[nth%len(others)]
+}
+
+// groupsFailover deposes a node (faults.go's schedule says which fault,
+// and whether the meta leader or another) and measures how long
 // until its data groups are served elsewhere and the queue takes a send.
 func groupsFailover(ctx context.Context, c *Config, k int, nodes []*node, nw *network, lb *balancer, ld *load) (Failover, error) {
 	before, err := waitAllServed(ctx, nodes, c.Groups, c.ReadyTimeout)
 	if err != nil {
 		return Failover{}, fmt.Errorf("failover %d: %w", k, err)
 	}
-	victim := nodes[(k-1)%len(nodes)]
+	kind, meta := schedule(faultKinds(c.Mode, nw.netns), k)
+	nth := 0 // failovers before k whose victim was not the meta leader
+	for i := 1; i < k; i++ {
+		if _, m := schedule(faultKinds(c.Mode, nw.netns), i); !m {
+			nth++
+		}
+	}
+	victim := pickVictim(nodes, before, meta, nth)
 	var led []uint64
 	for g, id := range before.leaders {
 		if id == victim.id {
@@ -89,28 +125,13 @@ func groupsFailover(ctx context.Context, c *Config, k int, nodes []*node, nw *ne
 	if len(roles) == 0 {
 		roles = append(roles, "leading nothing")
 	}
-	f := Failover{Old: victim.id, OldTerm: before.term, How: "killed"}
-	cut := c.Mode == "mixed" && k%2 == 0
-	if cut {
-		f.How = "cut off"
-		if !nw.netns {
-			f.How = "froze (SIGSTOP)"
-		}
-	}
+	f := Failover{Old: victim.id, OldTerm: before.term, How: kind, Kind: kind, Meta: before.meta == victim.id}
 	f.How += " (" + strings.Join(roles, ", ") + ")"
 	ld.failing.Add(1)
 	defer ld.failing.Add(-1)
 	f.completions, err = ld.completionsAt(func() error {
 		lb.setUp(victim.id-1, false)
-		switch {
-		case !cut:
-			return victim.kill()
-		case nw.netns:
-			victim.cutOff = true
-			return nw.cut(victim.id, true)
-		default:
-			return victim.freeze(true)
-		}
+		return fault(kind, victim, nw)
 	})
 	effect := time.Now()
 	ld.trace.line("failover %d: node %d %s", k, victim.id, f.How)
@@ -157,16 +178,7 @@ func groupsFailover(ctx context.Context, c *Config, k int, nodes []*node, nw *ne
 		}
 		pause(ctx, 2*time.Millisecond)
 	}
-	switch {
-	case !cut:
-		err = victim.start()
-	case nw.netns:
-		victim.cutOff = false
-		err = nw.cut(victim.id, false)
-	default:
-		err = victim.freeze(false)
-	}
-	if err != nil {
+	if err = recoverFrom(kind, victim, nw); err != nil {
 		return f, fmt.Errorf("failover %d: bringing node %d back: %w", k, victim.id, err)
 	}
 	ld.trace.line("failover %d: node %d back", k, victim.id)

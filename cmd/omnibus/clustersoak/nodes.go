@@ -36,6 +36,7 @@ type node struct {
 	args    []string
 	amqp    string // its AMQP listener
 	peer    string // its peer transport
+	http    string // its HTTP listener (management: the partitioned queue's creation)
 	data    string // its data directory
 	logPath string
 	log     *os.File
@@ -57,9 +58,12 @@ func newNodes(c *Config, nw *network, dir, key string, count int) ([]*node, erro
 	peers := make([]string, count)
 	for i := range nodes {
 		n := &node{id: i + 1, net: nw, bin: c.Binary}
-		amqpPort, peerPort := "5672", "7000"
+		amqpPort, peerPort, httpPort := "5672", "7000", "8080"
 		if !nw.netns {
 			var err error
+			if httpPort, err = freePort(); err != nil {
+				return nil, err
+			}
 			if amqpPort, err = freePort(); err != nil {
 				return nil, err
 			}
@@ -69,6 +73,7 @@ func newNodes(c *Config, nw *network, dir, key string, count int) ([]*node, erro
 		}
 		n.amqp = net.JoinHostPort(nw.nodeIP(n.id), amqpPort)
 		n.peer = net.JoinHostPort(nw.nodeIP(n.id), peerPort)
+		n.http = net.JoinHostPort(nw.nodeIP(n.id), httpPort)
 		peers[i] = fmt.Sprintf("%d=%s", n.id, n.peer)
 		n.logPath = filepath.Join(dir, fmt.Sprintf("node%d.log", n.id))
 		f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -82,7 +87,7 @@ func newNodes(c *Config, nw *network, dir, key string, count int) ([]*node, erro
 		n.data = filepath.Join(dir, fmt.Sprintf("node%d", n.id))
 		n.args = []string{"serve", "--node-id", fmt.Sprint(n.id), "--peers", strings.Join(peers, ","),
 			"--data", n.data, "--config", cfg,
-			"--amqp-addr", n.amqp, "--amqps-addr", "-", "--http-addr", "-", "--https-addr", "-",
+			"--amqp-addr", n.amqp, "--amqps-addr", "-", "--http-addr", n.http, "--https-addr", "-",
 			// Metrics on (the default for a node), on a port of their own
 			// per node: the default one would be taken by the first.
 			"--metrics-addr", net.JoinHostPort(nw.nodeIP(n.id), "0"),

@@ -15,7 +15,9 @@ import (
 
 // Failover is one deposed leader and what followed.
 type Failover struct {
-	How      string // killed, cut off, froze (SIGSTOP)
+	How      string // the fault, and with data groups what the victim led
+	Kind     string // the fault: killed, cut off, froze (SIGSTOP)
+	Meta     bool   // with data groups: the victim led the meta group
 	Old, New int    // node ids
 	OldTerm  uint64
 	NewTerm  uint64
@@ -44,6 +46,9 @@ type Result struct {
 	Drained                bool
 	Elapsed                time.Duration
 	Tally                  bench.Tally
+	// Order is the partitioned queue's per-key check (with data groups:
+	// pkeys.go).
+	Order OrderTally
 
 	tempDir bool
 }
@@ -71,6 +76,14 @@ func (r *Result) Err() error {
 	add(r.Ghosts(), "received but never sent")
 	add(r.Tally.Duplicates, "delivered again with nothing to explain it")
 	add(r.Vanished(), "received, then gone without a completion")
+	add(r.Order.OutOfOrder, "stored out of order within a partition key")
+	add(r.Order.SplitKeys, "partition keys stored in more than one partition")
+	add(r.Order.Misrouted, "delivered from the queue they were not sent to")
+	if b := r.Config.MaxFailover; b > 0 {
+		if slow := r.Slow(b); len(slow) > 0 {
+			bad = append(bad, fmt.Sprintf("%d failovers over %s (%s)", len(slow), b, strings.Join(slow, "; ")))
+		}
+	}
 	if !r.Drained && len(bad) == 0 {
 		bad = append(bad, "the drain did not finish")
 	}
@@ -78,7 +91,7 @@ func (r *Result) Err() error {
 		return nil
 	}
 	msg := "cluster soak failed: " + strings.Join(bad, ", ")
-	if ex := r.Tally.Examples; len(ex) > 0 {
+	if ex := append(slices.Clone(r.Tally.Examples), r.Order.Examples...); len(ex) > 0 {
 		msg += " (e.g. " + strings.Join(ex[:min(len(ex), 3)], "; ") + ")"
 	}
 	return errors.New(msg + "; node logs: " + strings.Join(r.LogPaths, ", "))
@@ -93,13 +106,34 @@ func (r *Result) Cleanup() error {
 	return os.RemoveAll(r.Dir)
 }
 
-// FirstAcks are the failover times of the failovers done as how
+// FirstAcks are the failover times of the failovers done as kind
 // ("killed", "cut off", "froze (SIGSTOP)"; "" for all), in order.
-func (r *Result) FirstAcks(how string) []time.Duration {
+func (r *Result) FirstAcks(kind string) []time.Duration {
+	return r.firstAcksOf(func(f Failover) bool { return kind == "" || f.Kind == kind })
+}
+
+func (r *Result) firstAcksOf(keep func(Failover) bool) []time.Duration {
 	var out []time.Duration
 	for _, f := range r.Failovers {
-		if f.FirstAck > 0 && (how == "" || f.How == how) {
+		if f.FirstAck > 0 && keep(f) {
 			out = append(out, f.FirstAck)
+		}
+	}
+	return out
+}
+
+// FailoverBound is the longest a failover may take (issue 29: the first
+// acknowledged send within 3 s of the fault); the summary counts those
+// over it, and a run with Config.MaxFailover set fails on them.
+const FailoverBound = 3 * time.Second
+
+// Slow lists the failovers (numbered from 1) whose first acknowledged
+// send came later than bound after the fault.
+func (r *Result) Slow(bound time.Duration) []string {
+	var out []string
+	for i, f := range r.Failovers {
+		if f.FirstAck > bound {
+			out = append(out, fmt.Sprintf("#%d %s after %s", i+1, f.How, ms(f.FirstAck)))
 		}
 	}
 	return out
@@ -138,6 +172,13 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row(r.Ghosts(), "received but never sent", "must be 0")
 	row(t.Duplicates, "delivered again with nothing to explain it", "must be 0")
 	row(r.Vanished(), "received, then gone without a completion", "must be 0")
+	if r.Config.Groups > 0 {
+		o := r.Order
+		row(o.Checked, fmt.Sprintf("partitioned queue: acknowledged messages of %d partition keys checked for order", o.Keys), "")
+		row(o.OutOfOrder, "… stored out of order within their key", "must be 0")
+		row(o.SplitKeys, "… keys stored in more than one partition", "must be 0")
+		row(o.Misrouted, "delivered from the queue they were not sent to", "must be 0")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -155,11 +196,29 @@ func (r *Result) WriteTable(w io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(w, "\nfailover (the fault taking effect → the first send the new leader acknowledged):\n")
-		for _, how := range []string{"killed", "cut off", "froze (SIGSTOP)"} {
-			if ds := r.FirstAcks(how); len(ds) > 0 {
-				fmt.Fprintf(w, "  %-16s %s\n", how+":", spread(ds))
+		for _, kind := range []string{faultKill, faultCut, faultFreeze} {
+			if ds := r.FirstAcks(kind); len(ds) > 0 {
+				fmt.Fprintf(w, "  %-16s %s\n", kind+":", spread(ds))
+			}
+			if r.Config.Groups == 0 {
+				continue
+			}
+			for _, meta := range []bool{true, false} {
+				role := "    the meta leader:"
+				if !meta {
+					role = "    another node:"
+				}
+				if ds := r.firstAcksOf(func(f Failover) bool { return f.Kind == kind && f.Meta == meta }); len(ds) > 0 {
+					fmt.Fprintf(w, "  %-22s %s\n", role, spread(ds))
+				}
 			}
 		}
+		slow := r.Slow(FailoverBound)
+		fmt.Fprintf(w, "  within %s: %d of %d failovers", FailoverBound, len(r.Failovers)-len(slow), len(r.Failovers))
+		if len(slow) > 0 {
+			fmt.Fprintf(w, "; over it: %s", strings.Join(slow, "; "))
+		}
+		fmt.Fprintln(w)
 	}
 	verdict := "PASS"
 	if err := r.Err(); err != nil {

@@ -97,16 +97,19 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		if _, err := waitAllServed(ctx, nodes, c.Groups, c.ReadyTimeout); err != nil {
 			return nil, fmt.Errorf("the cluster's groups: %w", err)
 		}
+		if err := createPartitioned(ctx, nodes[0], key, c.ReadyTimeout); err != nil {
+			return nil, err
+		}
 	}
 	res.Startup = time.Since(started)
-	where := "loopback; cut-offs are SIGSTOPs (" + nw.why + ")"
+	where := "loopback: kills and freezes, no cut-offs (" + nw.why + ")"
 	if nw.netns {
 		where = "network namespaces on " + nw.subnet + ".0/24"
 	}
 	fmt.Fprintf(progress, "cluster soak: node %d leads after %s (%s; seed %d; data %s)\n",
 		leader.id, ms(res.Startup), where, res.Seed, res.Dir)
 
-	ld := &load{c: &c, ledger: bench.NewLedger(bench.NewRunID(), 1),
+	ld := &load{c: &c, ledger: bench.NewLedger(bench.NewRunID(), 1), order: newOrderBook(),
 		conn: "Endpoint=sb://localhost:" + portOf(lb.addr()) + ";SharedAccessKeyName=" + keyName +
 			";SharedAccessKey=" + key + ";UseDevelopmentEmulator=true;"}
 	if ld.trace, err = newTrace(filepath.Join(res.Dir, "deliveries.log")); err != nil {
@@ -173,11 +176,12 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	res.Reconnects = ld.reconnects.Load()
 	res.Elapsed = time.Since(started)
 	res.Tally = ld.ledger.Tally(runErr == nil)
+	res.Order = ld.order.tally()
 	return res, runErr
 }
 
-// failover deposes the serving node (SIGKILL, or cut off every other
-// failover in mixed mode), waits for another to serve and for the first
+// failover deposes the serving node (killed, cut off or frozen in turn
+// in mixed mode: faults.go), waits for another to serve and for the first
 // send it acknowledged (failtime.go), then brings the old one back.
 func failover(ctx context.Context, c *Config, k int, nodes []*node, nw *network, lb *balancer, ld *load) (Failover, error) {
 	// A loaded machine may be between two leaders just now: wait for one.
@@ -188,27 +192,13 @@ func failover(ctx context.Context, c *Config, k int, nodes []*node, nw *network,
 	if err != nil {
 		return Failover{}, fmt.Errorf("failover %d: no serving leader to depose", k)
 	}
-	f := Failover{Old: old.id, OldTerm: st.Term, How: "killed"}
-	cut := c.Mode == "mixed" && k%2 == 0
-	if cut {
-		f.How = "cut off"
-		if !nw.netns {
-			f.How = "froze (SIGSTOP)"
-		}
-	}
+	kind, _ := schedule(faultKinds(c.Mode, nw.netns), k)
+	f := Failover{Old: old.id, OldTerm: st.Term, How: kind, Kind: kind}
 	ld.failing.Add(1)
 	defer ld.failing.Add(-1)
 	f.completions, err = ld.completionsAt(func() error {
 		lb.setUp(old.id-1, false)
-		switch {
-		case !cut:
-			return old.kill()
-		case nw.netns:
-			old.cutOff = true
-			return nw.cut(old.id, true)
-		default:
-			return old.freeze(true)
-		}
+		return fault(kind, old, nw)
 	})
 	effect := time.Now() // the process is reaped, the link down, or the process stopped
 	ld.acked.start()
@@ -238,15 +228,7 @@ func failover(ctx context.Context, c *Config, k int, nodes []*node, nw *network,
 		pause(ctx, 2*time.Millisecond)
 	}
 	// Bring the old leader back: restarted, healed, or woken up.
-	switch {
-	case !cut:
-		err = old.start()
-	case nw.netns:
-		old.cutOff = false
-		err = nw.cut(old.id, false)
-	default:
-		err = old.freeze(false)
-	}
+	err = recoverFrom(kind, old, nw)
 	if err != nil {
 		return f, fmt.Errorf("failover %d: bringing node %d back: %w", k, old.id, err)
 	}

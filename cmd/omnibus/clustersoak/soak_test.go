@@ -11,18 +11,21 @@ import (
 
 // TestClusterSoakShort is the short failover soak CI runs: three omnibus
 // processes, the official SDK sending and receiving through a load
-// balancer, the leader killed, then cut off the network (or frozen, where
-// network namespaces cannot be made: the log says why), then killed
-// again, each time with the old leader brought back; then the full
-// accounting, which must be clean. make cluster-test runs the long one.
+// balancer, the leader killed, then cut off the network (where network
+// namespaces can be made: the log says why not), then frozen (SIGSTOP),
+// each time with the old leader brought back; then the full accounting,
+// which must be clean. make cluster-test runs the long one.
 func TestClusterSoakShort(t *testing.T) {
 	soakShort(t, 0)
 }
 
 // TestClusterSoakGroupsShort is the same with three data groups (omnibus
 // --groups 3): each node leads one, the failovers depose each node in
-// turn, the meta leader among them, and the clients' links are served
-// across nodes (clusterrpc). It caught completions confirmed to the client
+// turn (the meta leader killed, another node cut off or frozen, the meta
+// leader frozen: faults.go), and the clients' links are served across
+// nodes (clusterrpc). Half the load is on a partitioned queue spread over
+// the groups, sent with partition keys and checked for per-key order
+// (pkeys.go). It caught completions confirmed to the client
 // and delivered again, and receivers that stalled for good (DESIGN.md,
 // "Several Raft groups": what the AMQP clients are told); deliveries.log
 // in the run's directory holds every delivery and completion.
@@ -57,7 +60,11 @@ func soakShort(t *testing.T, groups int) {
 	if len(r.Failovers) != c.Failovers {
 		t.Fatalf("%d failovers, want %d", len(r.Failovers), c.Failovers)
 	}
+	kinds := faultKinds(c.Mode, r.Netns)
 	for i, f := range r.Failovers {
+		if kind, meta := schedule(kinds, i+1); f.Kind != kind || groups > 0 && f.Meta != meta {
+			t.Errorf("failover %d: %+v: want %s of the meta leader %v", i+1, f, kind, meta)
+		}
 		if groups > 0 {
 			// The victim may lead no group the queue is in, nor the
 			// meta group (whose terms these are): no new term needed.
@@ -75,5 +82,8 @@ func soakShort(t *testing.T, groups int) {
 	}
 	if r.Tally.Acked == 0 || r.Tally.Completed == 0 || r.Tally.Unique < r.Tally.Acked {
 		t.Fatalf("tally %+v: nothing acknowledged, nothing completed, or acknowledged messages missing", r.Tally)
+	}
+	if groups > 0 && (r.Order.Checked == 0 || r.Order.Keys < 2) {
+		t.Fatalf("order %+v: the partitioned queue's messages were not checked", r.Order)
 	}
 }

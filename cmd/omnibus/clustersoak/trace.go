@@ -73,7 +73,15 @@ func (ld *load) traceLeft(ctx context.Context) {
 		return
 	}
 	defer cl.Close(context.Background())
-	r, err := cl.NewReceiverForQueue(queueName, nil)
+	ld.traceLeftOf(ctx, cl, queueName)
+	if ld.c.Groups > 0 {
+		ld.traceLeftOf(ctx, cl, partitionedQueueName)
+	}
+}
+
+// traceLeftOf records what queue still holds.
+func (ld *load) traceLeftOf(ctx context.Context, cl *azservicebus.Client, queue string) {
+	r, err := cl.NewReceiverForQueue(queue, nil)
 	if err != nil {
 		ld.trace.line("left: %v", err)
 		return
@@ -92,7 +100,7 @@ func (ld *load) traceLeft(ctx context.Context) {
 		}
 		for _, m := range msgs {
 			_, seq, _, _ := bench.ReadStamp(m.ApplicationProperties)
-			ld.trace.line("left seq=%d bseq=%d count=%d", seq, *m.SequenceNumber, m.DeliveryCount)
+			ld.trace.line("left %s seq=%d bseq=%d count=%d key=%s", queue, seq, *m.SequenceNumber, m.DeliveryCount, keyOf(m))
 		}
 		n += len(msgs)
 	}
