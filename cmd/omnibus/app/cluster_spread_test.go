@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -966,5 +968,73 @@ func TestClusterGroupsSpreadReceiveFirstCall(t *testing.T) {
 	sr, err := cl3.AcceptNextSessionForQueue(rctx, "psq", nil)
 	if err != nil || sr.SessionID() != key {
 		t.Fatalf("accept next session through node 3: %v", err)
+	}
+}
+
+// TestClusterGroupsSpreadOverHTTP: the REST API serves a spread queue as
+// the AMQP front does: messages of keys in every group sent through one
+// node are received in peek-lock through another and completed by the
+// URL of their lock (the token's partition names the group).
+func TestClusterGroupsSpreadOverHTTP(t *testing.T) {
+	nodes := startSpreadCluster(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	adm := clusterAdmin(t, nodes[1])
+	whenNotBusy(t, func() error {
+		_, err := adm.CreateQueue(ctx, "pq", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{EnablePartitioning: to.Ptr(true)}})
+		return err
+	})
+	sp := mustSpread(ctx, t, nodes[1], "pq")
+	call := func(c *Cluster, method, url string, header map[string]string, body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", rootToken())
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	const keys = 12
+	base1 := "http://" + nodes[1].HTTPAddr().String() + "/pq/messages"
+	for k := range keys {
+		bp := fmt.Sprintf(`{"PartitionKey":"k%d"}`, k)
+		if resp := call(nodes[1], http.MethodPost, base1, map[string]string{"BrokerProperties": bp}, "x"); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("send k%d: %s", k, resp.Status)
+		}
+	}
+	groups := map[uint64]bool{}
+	base2 := "http://" + nodes[2].HTTPAddr().String() + "/pq/messages/head?timeout=5"
+	for range keys {
+		resp := call(nodes[2], http.MethodPost, base2, nil, "")
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("peek-lock: %s", resp.Status)
+		}
+		var bp struct{ SequenceNumber int64 }
+		if err := json.Unmarshal([]byte(resp.Header.Get("BrokerProperties")), &bp); err != nil {
+			t.Fatal(err)
+		}
+		groups[sp.Groups[core.PartitionOfSequence(bp.SequenceNumber)]] = true
+		loc, err := neturl.Parse(resp.Header.Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		loc.Host = nodes[3].HTTPAddr().String() // completed through a third node
+		if done := call(nodes[3], http.MethodDelete, loc.String(), nil, ""); done.StatusCode != http.StatusOK {
+			t.Fatalf("complete %s: %s", loc, done.Status)
+		}
+	}
+	if len(groups) != 3 {
+		t.Fatalf("received from groups %v", groups)
+	}
+	if rp, err := adm.GetQueueRuntimeProperties(ctx, "pq", nil); err != nil || rp.TotalMessageCount != 0 {
+		t.Fatalf("runtime properties at the end: %+v %v", rp, err)
 	}
 }
