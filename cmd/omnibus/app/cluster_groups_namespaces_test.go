@@ -122,6 +122,16 @@ func TestClusterGroupsNamespaces(t *testing.T) {
 		t.Errorf("the default namespace has sales' q0: %v %v", q, err)
 	}
 
+	// A forget of a queue of sales that exists (a delete's, racing a
+	// create) keeps its placement: the check asks sales' broker.
+	g1, err := nodes[1].routed.groupOf(ctx, qualify(id, "q1"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[1].routed.callMeta(ctx, metaRequest{Op: metaForget, Name: qualify(id, "q1"), Group: g1}); err != nil {
+		t.Fatal(err)
+	}
+
 	sender, receiver := clusterClientAs(t, nodes[3], "salesKey", salesKey), clusterClientAs(t, nodes[1], "salesKey", salesKey)
 	for i := range queues {
 		q := fmt.Sprint("q", i)

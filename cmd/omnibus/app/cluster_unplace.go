@@ -179,11 +179,12 @@ func (r *routed) forget(ctx context.Context, name string, g uint64) error {
 	if pg, err := placedGroup(sess, name); err != nil || pg != g {
 		return err // placed elsewhere since (or nowhere): not ours to remove
 	}
-	be, err := r.backend(g)
+	ns, entity := unqualify(name)
+	be, err := r.backendIn(g, ns, r.namespaceHome(ns))
 	if err != nil {
 		return err
 	}
-	switch _, err := be.GetEntity(name); {
+	switch _, err := be.GetEntity(entity); {
 	case err == nil:
 		return nil // created again in g meanwhile: it keeps its place
 	case !errors.Is(err, core.ErrNotFound):
