@@ -79,7 +79,7 @@ dist: ## cross-compile release binaries (linux, darwin, windows; amd64, arm64) i
 run: ## run the broker with its defaults (data in ./omnibus-data, AMQP :5672, HTTP :5300)
 	$(GO) run ./cmd/omnibus
 
-test: jsdeps pydeps javadeps imagedeps lint gotest allocs jstest javatest jmstest imagetest conformance conformance-cluster ## everything CI runs (installing what the JS, Python and Java SDK tests and the image test need first): lint, Go tests with -race, allocation counts, JS, Java SDK and JMS tests, the image, conformance
+test: jsdeps pydeps javadeps imagedeps lint gotest allocs jstest javatest jmstest jstest-cluster imagetest conformance conformance-cluster ## everything CI runs (installing what the JS, Python and Java SDK tests and the image test need first): lint, Go tests with -race, allocation counts, JS, Java SDK and JMS tests, the image, conformance
 	@echo "make test: all green"
 
 gotest: pydeps ## Go tests, with the race detector (TestPythonSDK and TestPythonSDKCurrent run the Python SDKs' tests in amqpserver/pytest, TestProtonTransactions Qpid Proton's in amqpserver/protontest)
@@ -104,6 +104,9 @@ short: ## Go tests without -race (quick)
 
 jstest: jsdeps ## official JavaScript SDK tests against a broker started by the tests
 	@for d in $(JSDIRS); do echo "== $$d"; (cd $$d && npm test) || exit 1; done
+
+jstest-cluster: jsdeps ## the JavaScript SDK's partitioned-entity tests against a 3-node cluster with 3 data groups (peer TLS from cluster init and join tokens; senders on node 2, receivers on node 3, admin on node 1)
+	cd amqpserver/jstest && OMNIBUS_JSTEST_CLUSTER=3 node --test partitions.test.mjs
 
 # npm ci runs when node_modules is missing or was installed from another
 # package-lock.json (a copy of the one installed from is kept beside it);
@@ -257,4 +260,4 @@ hotpath: ## broker CPU and instructions (valgrind) per send and per delivery + c
 
 check: test ## alias of test
 
-.PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jsdeps javatest javadeps jmstest browserdeps pydeps pyvenv lint fuzz conformance conformance-cluster soak cluster-test bench check
+.PHONY: help build image imagetest imagedeps dist run test gotest allocs short jstest jstest-cluster jsdeps javatest javadeps jmstest browserdeps pydeps pyvenv lint fuzz conformance conformance-cluster soak cluster-test bench check

@@ -353,6 +353,15 @@ export async function startOmnibus({ config = CONFIG, tls = false, flags = [] } 
       : ["--https-addr", "-", "--amqps-addr", "-"]),
     ...flags,
   ];
+  return launch(bin, args, dir, amqpPort, httpPort, tlsPorts);
+}
+
+/**
+ * Runs bin with args in dir, and returns the Omnibus once it logged
+ * "omnibus is ready" and its AMQP port accepts connections; stops it (and
+ * removes dir) if it does not get there.
+ */
+async function launch(bin, args, dir, amqpPort, httpPort, tlsPorts) {
   const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], cwd: dir });
   running.set(child, dir);
   const ob = new Omnibus(child, amqpPort, httpPort, dir, tlsPorts);
@@ -393,6 +402,138 @@ export async function startOmnibus({ config = CONFIG, tls = false, flags = [] } 
     throw err;
   }
   return ob;
+}
+
+// ---------------------------------------------------------------------------
+// A cluster of nodes with data groups.
+// ---------------------------------------------------------------------------
+
+/** How long a cluster may take until each data group is served by its preferred node. */
+const CLUSTER_READY_TIMEOUT_MS = 60_000;
+
+/**
+ * A running cluster: its nodes (each an Omnibus), and stop(). The
+ * connection strings of the Omnibus interface name node 3 (receivers)
+ * and node 1's HTTP gateway (management); senderConnectionString names
+ * node 2, so a message sent and received crosses nodes.
+ */
+export class OmnibusCluster {
+  constructor(nodes, dir) {
+    this.nodes = nodes;
+    this.dir = dir;
+  }
+
+  get connectionString() {
+    return this.nodes[this.nodes.length - 1].connectionString;
+  }
+
+  get senderConnectionString() {
+    return this.nodes[1 % this.nodes.length].connectionString;
+  }
+
+  get adminConnectionString() {
+    return this.nodes[0].adminConnectionString;
+  }
+
+  get httpPort() {
+    return this.nodes[0].httpPort;
+  }
+
+  tail(lines = 30) {
+    return this.nodes.map((n, i) => `-- node ${i + 1}:\n${n.tail(lines)}`).join("\n");
+  }
+
+  async stop() {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Builds (once) and starts a cluster of n nodes with groups data groups
+ * (omnibus --groups) on loopback, as an operator makes one: `omnibus
+ * cluster init` gives node 1 the peer CA and its certificate, and each
+ * other node starts with a join token from `omnibus cluster token` (mutual
+ * TLS on the peer ports). Returns once every data group g is served by
+ * its preferred node (node g: the balancer hands it there within seconds;
+ * a link to a group on the move is refused) and the meta group has a
+ * leader that serves, as `omnibus cluster status --json` reports.
+ */
+export async function startCluster({ config = CONFIG, nodes = 3, groups = 3 } = {}) {
+  const bin = await buildOmnibus();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "omnibus-jstest-cluster-"));
+  const configPath = path.join(dir, "Config.json");
+  fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
+  const peerPorts = [];
+  for (let i = 0; i < nodes; i++) peerPorts.push(await freePort());
+  const peers = peerPorts.map((p, i) => `${i + 1}=127.0.0.1:${p}`).join(",");
+  const run = promisify(execFile);
+  const started = [];
+  const cluster = new OmnibusCluster(started, dir);
+  try {
+    const data1 = path.join(dir, "1");
+    fs.mkdirSync(data1);
+    await run(bin, ["cluster", "init", "--node-id", "1", "--data", data1]);
+    for (let id = 1; id <= nodes; id++) {
+      const data = path.join(dir, String(id));
+      fs.mkdirSync(data, { recursive: true });
+      const amqpPort = await freePort();
+      const httpPort = await freePort();
+      const args = [
+        "serve",
+        "--node-id", String(id),
+        "--peers", peers,
+        "--groups", String(groups),
+        "--data", data,
+        "--config", configPath,
+        "--amqp-addr", `127.0.0.1:${amqpPort}`,
+        "--http-addr", `127.0.0.1:${httpPort}`,
+        "--https-addr", "-",
+        "--amqps-addr", "-",
+        "--key-name", KEY_NAME,
+        "--key", KEY,
+        "--metrics-addr", "127.0.0.1:0",
+      ];
+      if (id > 1) {
+        const { stdout } = await run(bin, [
+          "cluster", "token", "--addr", `127.0.0.1:${peerPorts[0]}`, "--node-id", String(id),
+          "--data", data1, "--key-name", KEY_NAME, "--key", KEY, "--timeout", "30s",
+        ]);
+        args.push("--join-token", stdout.trim());
+      }
+      started.push(await launch(bin, args, data, amqpPort, httpPort));
+    }
+    await waitGroupsServed(bin, data1, peers, nodes, groups, cluster);
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
+  return cluster;
+}
+
+async function waitGroupsServed(bin, data1, peers, nodes, groups, cluster) {
+  const deadline = Date.now() + CLUSTER_READY_TIMEOUT_MS;
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      const { stdout } = await promisify(execFile)(bin, ["cluster", "status", "--peers", peers, "--data", data1, "--json"]);
+      const statuses = JSON.parse(stdout);
+      const metaServed = statuses.some((s) => s.serving);
+      const unserved = [];
+      for (let g = 1; g <= groups; g++) {
+        const want = ((g - 1) % nodes) + 1;
+        const st = statuses.find((s) => s.id === want);
+        const gs = st?.groups?.find((x) => x.group === g);
+        if (!gs?.serving) unserved.push(g);
+      }
+      if (metaServed && unserved.length === 0) return;
+      last = `meta served: ${metaServed}, data groups not served by their preferred node: ${unserved}`;
+    } catch (err) {
+      last = err.stderr || err.message;
+    }
+    await sleep(200);
+  }
+  throw new Error(`the cluster's groups were not served within ${CLUSTER_READY_TIMEOUT_MS} ms: ${last}\n${cluster.tail()}`);
 }
 
 async function waitForPort(port, timeoutMs, ob) {

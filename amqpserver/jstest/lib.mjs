@@ -4,7 +4,7 @@
 
 import { after, before } from "node:test";
 import { ServiceBusAdministrationClient, ServiceBusClient } from "@azure/service-bus";
-import { startOmnibus } from "./harness.mjs";
+import { startCluster, startOmnibus } from "./harness.mjs";
 
 /** Per-test timeout: every test here finishes in a few seconds when the broker is right. */
 export const TEST_TIMEOUT_MS = 30_000;
@@ -16,13 +16,30 @@ export const TEST_TIMEOUT_MS = 30_000;
 export const RETRY = { maxRetries: 1, retryDelayInMs: 200, maxRetryDelayInMs: 500, timeoutInMs: 10_000 };
 
 /**
+ * The cluster a file's broker is, when OMNIBUS_JSTEST_CLUSTER is set
+ * ("3": three nodes with three data groups, "5/3": five nodes, three
+ * groups); undefined for a single broker.
+ */
+export function clusterFromEnv() {
+  const v = process.env.OMNIBUS_JSTEST_CLUSTER;
+  if (!v) return undefined;
+  const [nodes, groups = nodes] = v.split("/").map(Number);
+  if (!(nodes >= 1 && groups >= 1)) throw new Error(`OMNIBUS_JSTEST_CLUSTER=${v}: want NODES or NODES/GROUPS`);
+  return { nodes, groups };
+}
+
+/**
  * Starts a broker before the file's tests and stops it afterwards (with
  * tls, also its AMQPS and HTTPS listeners: see startOmnibus). Returns
- * an object whose fields (broker, client) are filled in by the before hook;
- * env.ready resolves once they are.
+ * an object whose fields (broker, client, senderClient) are filled in by
+ * the before hook; env.ready resolves once they are. With cluster
+ * ({ nodes, groups }; by default clusterFromEnv()), the broker is a
+ * cluster (startCluster): env.client is on its last node, env.senderClient
+ * on its second and the admin client on its first, so what a test sends
+ * and receives crosses nodes. Against one broker senderClient is client.
  */
-export function useBroker({ tls = false } = {}) {
-  const env = { broker: undefined, client: undefined, clients: [], ready: undefined };
+export function useBroker({ tls = false, cluster = clusterFromEnv() } = {}) {
+  const env = { broker: undefined, client: undefined, senderClient: undefined, clients: [], ready: undefined };
   // node 20 may run a file's top-level before hooks side by side: further
   // hooks that need the broker await env.ready.
   let resolveReady, rejectReady;
@@ -30,8 +47,9 @@ export function useBroker({ tls = false } = {}) {
   env.ready.catch(() => {});
   before(async () => {
     try {
-      env.broker = await startOmnibus({ tls });
+      env.broker = cluster ? await startCluster(cluster) : await startOmnibus({ tls });
       env.client = newClient(env);
+      env.senderClient = cluster ? newClient(env, {}, env.broker.senderConnectionString) : env.client;
       resolveReady(env);
     } catch (err) {
       rejectReady(err);
@@ -50,9 +68,9 @@ export function useBroker({ tls = false } = {}) {
   return env;
 }
 
-/** A further ServiceBusClient on env's broker, closed after the file. */
-export function newClient(env, options = {}) {
-  const c = new ServiceBusClient(env.broker.connectionString, { retryOptions: RETRY, ...options });
+/** A further ServiceBusClient on env's broker (or connectionString), closed after the file. */
+export function newClient(env, options = {}, connectionString = env.broker.connectionString) {
+  const c = new ServiceBusClient(connectionString, { retryOptions: RETRY, ...options });
   env.clients.push(c);
   return c;
 }

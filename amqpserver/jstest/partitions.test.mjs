@@ -3,6 +3,12 @@
 // and per session, sequence numbers carry the partition in their top 16
 // bits, partitionKey comes back on every message, and Service Bus's bad
 // partition keys are refused without losing anything.
+//
+// With OMNIBUS_JSTEST_CLUSTER=3 (make jstest-cluster) the broker is a
+// cluster of three nodes with three data groups: the senders connect to
+// node 2, the receivers to node 3 and the admin client to node 1, and a
+// partitioned entity's partitions lie in every group, so each message
+// crosses nodes and groups between its sender and its receiver.
 
 import { before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -35,7 +41,7 @@ test("the admin client sees enablePartitioning", opts(), async () => {
 });
 
 test("order per partition key, and partitionKey comes back", opts(), async () => {
-  const sender = env.client.createSender("part-q");
+  const sender = env.senderClient.createSender("part-q");
   const keys = ["red", "green", "blue", "cyan", "plum", "gold"];
   const msgs = [];
   for (let i = 0; i < 4; i++) {
@@ -64,7 +70,7 @@ test("order per partition key, and partitionKey comes back", opts(), async () =>
 });
 
 test("a batch with one partition key, deferral across partitions", opts(), async () => {
-  const sender = env.client.createSender("part-q");
+  const sender = env.senderClient.createSender("part-q");
   const batch = await sender.createMessageBatch();
   for (let i = 0; i < 5; i++) assert.ok(batch.tryAddMessage({ body: `b${i}`, partitionKey: "batch" }));
   await sender.sendMessages(batch);
@@ -87,7 +93,7 @@ test("a batch with one partition key, deferral across partitions", opts(), async
 });
 
 test("peek pages through every partition once", opts(), async () => {
-  const sender = env.client.createSender("part-q");
+  const sender = env.senderClient.createSender("part-q");
   const msgs = [];
   for (let i = 0; i < 12; i++) msgs.push({ body: `p${i}`, partitionKey: `k${i}` });
   await sender.sendMessages(msgs.slice(0, 6));
@@ -107,7 +113,7 @@ test("peek pages through every partition once", opts(), async () => {
 });
 
 test("sessions of a partitioned queue: acceptNextSession, FIFO and state", opts(), async () => {
-  const sender = env.client.createSender("part-sq");
+  const sender = env.senderClient.createSender("part-sq");
   const ids = ["s1", "s2", "s3", "s4"];
   for (let i = 0; i < 3; i++) {
     await sender.sendMessages(ids.map((id) => ({ body: `${id}.${i}`, sessionId: id })));
@@ -129,7 +135,7 @@ test("sessions of a partitioned queue: acceptNextSession, FIFO and state", opts(
 });
 
 test("a partitioned topic's subscription gets every message", opts(), async () => {
-  const sender = env.client.createSender("part-t");
+  const sender = env.senderClient.createSender("part-t");
   const msgs = [];
   for (let i = 0; i < 8; i++) msgs.push({ body: `t${i}`, partitionKey: `k${i}` });
   await sender.sendMessages(msgs.slice(0, 4));
@@ -142,7 +148,7 @@ test("a partitioned topic's subscription gets every message", opts(), async () =
 });
 
 test("a partition key over 128 characters, or one that is not the session id, is refused", opts(), async () => {
-  const sender = env.client.createSender("part-bad");
+  const sender = env.senderClient.createSender("part-bad");
   // The SDK checks both itself before sending; what reaches the broker is
   // checked there too (TestSDKPartitionKeyBadInput sends them past the Go
   // SDK, which does not).
