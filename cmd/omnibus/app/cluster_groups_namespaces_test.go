@@ -13,6 +13,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus/admin"
 
@@ -388,6 +389,8 @@ func TestClusterGroupsNamespaceLimits(t *testing.T) {
 	}
 	_, err := tight.CreateQueue(ctx, "c", nil)
 	wantQuota(t, "tight's third queue", err, "The maximum entity count of 2 has been reached or exceeded for namespace 'tight'")
+	_, err = tight.CreateQueue(ctx, "p", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{EnablePartitioning: to.Ptr(true)}})
+	wantQuota(t, "tight's third queue, partitioned (spread over the groups)", err, "The maximum entity count of 2 has been reached or exceeded for namespace 'tight'")
 	roomy := clusterAdminAs(t, nodes[2], DefaultKeyName+"@roomy", DefaultKey)
 	for _, q := range []string{"a", "b", "c"} {
 		if _, err := roomy.CreateQueue(ctx, q, nil); err != nil {

@@ -113,6 +113,9 @@ func (r *routed) placeSpread(name string, n int, dupKeys, create bool) (*core.Sp
 	if err := namespaceLive(sess, name); err != nil {
 		return nil, err
 	}
+	if err := r.checkEntityCount(sess, name); err != nil {
+		return nil, err
+	}
 	sp := dealPartitions(n, groups, r.leastPlaced(sess), dupKeys)
 	v, err := json.Marshal(sp)
 	if err != nil {
