@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -374,4 +375,43 @@ func TestMoverKilledMidMove(t *testing.T) {
 	})
 	t.Logf("group %d moved to %v", g, recs[g].Members)
 	c.checkKeys(g, []string{fmt.Sprint("before-", g), "after"})
+}
+
+// TestUnreachableMemberIsReplaced: a member out of the meta leader's
+// reach for longer than ReplaceAfter, though still a member, has its
+// replicas replaced on the others; when it comes back it drops the groups
+// it lost (their directories go) and receives its share again.
+func TestUnreachableMemberIsReplaced(t *testing.T) {
+	c := newTestCluster(t, 4, false, func(cfg *Config) { cfg.Groups = 3; cfg.ReplaceAfter = 2 * time.Second })
+	c.waitSettled(1, 3, nil)
+	c.stop(3)
+	recs := c.waitSettled(1, 3, func(recs map[uint64]placement) string {
+		for g, p := range recs {
+			if slices.Contains(p.Members, 3) {
+				return fmt.Sprintf("group %d still on %v", g, p.Members)
+			}
+		}
+		return ""
+	})
+	for g, p := range recs {
+		if !slices.Equal(p.Members, []uint64{1, 2, 4}) {
+			t.Fatalf("group %d on %v after node 3 went out of reach", g, p.Members)
+		}
+	}
+	n3 := c.start(3)
+	// Back, it holds no group until replicas move to it: 9 over 4 nodes
+	// is 2 or 3 each.
+	c.waitSettled(1, 3, func(recs map[uint64]placement) string {
+		if held := heldBy(recs); held[3] < 2 {
+			return fmt.Sprintf("node 3 holds %d", held[3])
+		}
+		return ""
+	})
+	for g := uint64(1); g <= 3; g++ {
+		if n3.GroupNode(g) == nil {
+			if _, err := os.Stat(groupDir(c.dirs[3], g)); err == nil {
+				t.Errorf("node 3 holds no group %d, yet keeps its directory", g)
+			}
+		}
+	}
 }
