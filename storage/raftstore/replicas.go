@@ -605,6 +605,24 @@ func assignLeaders(recs map[uint64]placement, live []uint64) {
 		}
 		recs[g] = p
 	}
+	// Then a group goes from its leader to a member leading two fewer,
+	// while there is one: each such step lowers the sum of the squared
+	// counts, so it ends.
+	for moved := true; moved; {
+		moved = false
+		for _, g := range slices.Sorted(maps.Keys(recs)) {
+			p := recs[g]
+			for _, c := range cands[g] {
+				if p.Leader != 0 && leads[c]+1 < leads[p.Leader] {
+					leads[p.Leader]--
+					leads[c]++
+					p.Leader, moved = c, true
+					recs[g] = p
+					break
+				}
+			}
+		}
+	}
 }
 
 func placementEqual(a, b placement) bool {

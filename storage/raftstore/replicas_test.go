@@ -415,3 +415,22 @@ func TestUnreachableMemberIsReplaced(t *testing.T) {
 		}
 	}
 }
+
+func TestAssignLeadersSpreadsEvenly(t *testing.T) {
+	// Four groups on four nodes, the fourth group's members leading one
+	// each already: a leader of two hands one to the node leading none.
+	recs := map[uint64]placement{
+		1: {Group: 1, Members: []uint64{1, 2, 4}, Leader: 1},
+		2: {Group: 2, Members: []uint64{2, 3, 4}, Leader: 2},
+		3: {Group: 3, Members: []uint64{1, 3, 4}, Leader: 3},
+		4: {Group: 4, Members: []uint64{1, 2, 3}, Leader: 1},
+	}
+	assignLeaders(recs, []uint64{1, 2, 3, 4})
+	leads := map[uint64]int{}
+	for _, p := range recs {
+		leads[p.Leader]++
+	}
+	if leads[1] != 1 || leads[2] != 1 || leads[3] != 1 || leads[4] != 1 {
+		t.Fatalf("leaders %v, want one group each: %+v", leads, recs)
+	}
+}
