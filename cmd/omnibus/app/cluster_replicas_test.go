@@ -37,9 +37,12 @@ func TestClusterGroupsReplicasMoveToAJoiningNode(t *testing.T) {
 	queueOf := map[uint64]string{} // a queue of each group
 	for i := 0; len(queueOf) < 4; i++ {
 		q := fmt.Sprint("q", i)
-		if _, err := b1.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: q}); err != nil {
-			t.Fatalf("create %s: %v", q, err)
-		}
+		// The meta group may still be electing its first leader: server
+		// busy, retried as the SDKs do.
+		waitForCond(t, "create "+q, func() error {
+			_, err := b1.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: q})
+			return err
+		})
 		g, err := nodes[1].routed.groupOf(ctx, q, false)
 		if err != nil || g == 0 {
 			t.Fatalf("%s is placed in group %d: %v", q, g, err)
