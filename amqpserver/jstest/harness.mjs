@@ -457,7 +457,8 @@ export class OmnibusCluster {
  * TLS on the peer ports). Returns once every data group g is served by
  * its preferred node (node g: the balancer hands it there within seconds;
  * a link to a group on the move is refused) and the meta group has a
- * leader that serves, as `omnibus cluster status --json` reports.
+ * leader that serves, as `omnibus cluster status --json` reports, and
+ * that leader logged "applied the config file".
  */
 export async function startCluster({ config = CONFIG, nodes = 3, groups = 3 } = {}) {
   const bin = await buildOmnibus();
@@ -526,8 +527,12 @@ async function waitGroupsServed(bin, data1, peers, nodes, groups, cluster) {
         const gs = st?.groups?.find((x) => x.group === g);
         if (!gs?.serving) unserved.push(g);
       }
-      if (metaServed && unserved.length === 0) return;
-      last = `meta served: ${metaServed}, data groups not served by their preferred node: ${unserved}`;
+      // The meta leader applies the config file's entities once elected,
+      // after the nodes said they are ready: until then a link to one is
+      // refused as not found.
+      const configApplied = cluster.nodes.some((n) => n.output.includes("applied the config file"));
+      if (metaServed && unserved.length === 0 && configApplied) return;
+      last = `meta served: ${metaServed}, data groups not served by their preferred node: ${unserved}, config file applied: ${configApplied}`;
     } catch (err) {
       last = err.stderr || err.message;
     }
