@@ -216,6 +216,12 @@ func TestClusterGroupsNamespaces(t *testing.T) {
 	}
 	waitPlacement(t, nodes, qualify(id, "q5"), false)
 
+	// A create placed before the deletion that reaches its group after.
+	stale, err := nodes[1].routed.routerFor("sales").(*nsRouter).PlaceIn(ctx, "late", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	if st, body := nsCallAt(t, nodes[3].HTTPAddr(), http.MethodDelete, "/$namespaces/sales", DefaultKeyName, DefaultKey, ""); st != http.StatusOK {
 		t.Fatalf("delete sales through node 3: %d %s", st, body)
 	}
@@ -230,6 +236,14 @@ func TestClusterGroupsNamespaces(t *testing.T) {
 		}
 		return nil
 	})
+	if _, err := stale.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "late"}); err == nil {
+		t.Error("a create placed before sales was deleted succeeded after")
+	}
+	for g := uint64(1); g <= 3; g++ {
+		if n := replicaCount(t, nodes, g, namespace.DataPrefix(id)); n != 0 {
+			t.Errorf("a create placed before sales was deleted left %d keys in group %d", n, g)
+		}
+	}
 	for id, c := range nodes {
 		waitForCond(t, fmt.Sprintf("node %d to forget sales", id), func() error {
 			if st, body := nsCallAt(t, c.HTTPAddr(), http.MethodGet, "/$namespaces/sales", DefaultKeyName, DefaultKey, ""); st != http.StatusNotFound {

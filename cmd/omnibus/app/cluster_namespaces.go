@@ -298,7 +298,7 @@ func (r *routed) groupBroker(lg *localGroup, g, ns uint64) (*core.Broker, error)
 		return nil, &core.Error{Code: core.CodeServerBusy, Msg: fmt.Sprintf("the entity's group (%d) is changing leaders; retry", g)}
 	}
 	name, ok := r.namespaceName(ns)
-	if !ok {
+	if !ok || lg.spaces.dropped[ns] {
 		return nil, &core.Error{Code: core.CodeNotFound, Msg: "The namespace of this entity does not exist (or not yet on this node)."}
 	}
 	o := r.cl.opts
@@ -718,6 +718,20 @@ func (r *routed) dropLocal(g, ns uint64) error {
 	b, stop := lg.spaces.by[ns], lg.spaces.stopPumps[ns]
 	delete(lg.spaces.by, ns)
 	delete(lg.spaces.stopPumps, ns)
+	if lg.spaces.dropped == nil {
+		lg.spaces.dropped = map[uint64]bool{}
+	}
+	// A call placed before the deletion that comes now, while this node's
+	// copy of the meta group may not show it yet, must not open the
+	// namespace again and write in the range just dropped. Once the copy
+	// shows it, namespaceName refuses it alone: the entry goes, so the
+	// set holds only deletions this node's copy has not caught up with.
+	for id := range lg.spaces.dropped {
+		if _, live := r.namespaceName(id); !live {
+			delete(lg.spaces.dropped, id)
+		}
+	}
+	lg.spaces.dropped[ns] = true
 	lg.spaces.Unlock()
 	if stop != nil {
 		stop() // a dropped namespace's pumps would poll its closed broker until the Session ends

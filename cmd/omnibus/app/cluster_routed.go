@@ -84,6 +84,7 @@ type localGroup struct {
 		sync.Mutex // guards the fields below
 		by         map[uint64]*core.Broker
 		stopPumps  map[uint64]context.CancelFunc // each one's outbox pumps
+		dropped    map[uint64]bool               // namespaces dropped, not to be opened again (dropLocal)
 		closed     bool
 	}
 }
