@@ -152,6 +152,9 @@ type host struct {
 	mu     sync.Mutex // guards the fields below
 	nodes  map[uint64]*Node
 	record groupsRecord
+	// firstStart: groupsFile was made by this start (the founders'
+	// groups may be bootstrapped).
+	firstStart bool
 	// changed is closed (and replaced) when a group is opened or closed
 	// at run time (replicas.go).
 	changed chan struct{}

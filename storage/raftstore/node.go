@@ -120,12 +120,13 @@ func Open(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftstore: %w: %v", storage.ErrUnavailable, err)
 	}
+	_, statErr := os.Stat(filepath.Join(cfg.Dir, groupsFile))
 	rec, err := loadGroups(cfg.Dir, cfg.Groups, cfg.Peers, cfg.Join)
 	if err != nil {
 		return nil, err
 	}
 	h := &host{id: cfg.ID, cfg: cfg, nodes: map[uint64]*Node{}, record: rec, changed: make(chan struct{}),
-		quit: make(chan struct{})}
+		quit: make(chan struct{}), firstStart: errors.Is(statErr, os.ErrNotExist)}
 	h.tr = cfg.transport
 	if h.tr == nil {
 		ht := newHTTPTransport(cfg.ID, cfg.ListenAddr, cfg.Listener, peerSecurity{creds: cfg.TLS, admin: cfg.Admin}, cfg.Logger.Named("transport"))

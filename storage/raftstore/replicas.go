@@ -649,9 +649,12 @@ func (h *host) preferredLeaders() map[uint64]uint64 {
 
 // groupsAtStart are the data groups this node opens when it starts: those
 // its replica of the meta group places on it, those the founding members'
-// spread does while no record says otherwise (bootstrapped at the
-// cluster's first start), and those it finds a directory of (a move's
-// leftover is dropped once the records say so).
+// spread does while no record says otherwise, and those it finds a
+// directory of (a move's leftover is dropped once the records say so).
+// Only at the node's first start does it bootstrap a group (from the
+// founders): later, a replica of the meta group that has not flushed its
+// records yet must not make it found again a group it has left, whose
+// directory it deleted.
 func (h *host) groupsAtStart(meta *Node) ([]Config, []uint64, error) {
 	recs, err := meta.state.placements()
 	if err != nil {
@@ -677,7 +680,7 @@ func (h *host) groupsAtStart(meta *Node) ([]Config, []uint64, error) {
 		if !slices.Contains(holders, h.id) && statErr != nil {
 			continue
 		}
-		join := placed || h.cfg.Join || !slices.Contains(holders, h.id)
+		join := placed || h.cfg.Join || !slices.Contains(holders, h.id) || !h.firstStart
 		cfgs = append(cfgs, h.dataConfig(g, peersOf(holders, addrs), join))
 		gs = append(gs, g)
 	}
