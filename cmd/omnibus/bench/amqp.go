@@ -27,14 +27,16 @@ func newAMQPTransport(ctx context.Context, c *Config, runID string) (*amqpTransp
 	if err != nil {
 		return nil, err
 	}
+	urls := c.urls()
 	for i := range c.Connections {
-		conn, err := dialAMQP(ctx, c.URL, &amqp.ConnOptions{
+		addr := urls[i%len(urls)]
+		conn, err := dialAMQP(ctx, addr, &amqp.ConnOptions{
 			SASLType:    amqp.SASLTypePlain(c.User, c.Password),
 			ContainerID: fmt.Sprintf("omnibus-bench-%s-%d", runID, i),
 		}, roots, c.DirectWrites)
 		if err != nil {
 			t.close(ctx)
-			return nil, fmt.Errorf("connecting to %s: %w", c.URL, err)
+			return nil, fmt.Errorf("connecting to %s: %w", addr, err)
 		}
 		t.conns = append(t.conns, conn)
 		for _, list := range []*[]*amqp.Session{&t.send, &t.recv} {
@@ -64,7 +66,7 @@ func (t *amqpTransport) sender(ctx context.Context, conn int) (sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attaching a sender to %s: %w", t.c.Queue, err)
 	}
-	as := &amqpSender{s: s, runID: t.runID, durable: t.c.Durable}
+	as := &amqpSender{s: s, runID: t.runID, durable: t.c.Durable, keys: t.c.PartitionKeys}
 	if t.c.DirectWrites {
 		return directSender{as}, nil
 	}
@@ -111,10 +113,15 @@ func (t *amqpTransport) receiver(ctx context.Context, conn, _ int, _ string) (re
 // sequence number.
 const annSequenceNumber amqp.Symbol = "x-opt-sequence-number"
 
+// annPartitionKey is the message annotation carrying Service Bus's
+// partition key.
+const annPartitionKey amqp.Symbol = "x-opt-partition-key"
+
 type amqpSender struct {
 	s       *amqp.Sender
 	runID   string
 	durable bool
+	keys    int // > 0: partition keys to take turns with (Config.PartitionKeys)
 }
 
 func (s *amqpSender) send(ctx context.Context, m outMsg, payload []byte) error {
@@ -149,6 +156,9 @@ func (s *amqpSender) message(m outMsg, payload []byte) *amqp.Message {
 	}
 	if m.session != "" {
 		msg.Properties = &amqp.MessageProperties{GroupID: &m.session}
+	}
+	if s.keys > 0 {
+		msg.Annotations = amqp.Annotations{annPartitionKey: partitionKey(m.seq, s.keys)}
 	}
 	return msg
 }
@@ -185,8 +195,9 @@ func amqpIn(msg *amqp.Message) inMsg {
 	if msg.Properties != nil && msg.Properties.GroupID != nil {
 		in.Session = *msg.Properties.GroupID
 	}
-	// Service Bus (and omnibus) annotate the broker's sequence number.
-	if n, ok := msg.Annotations[annSequenceNumber].(int64); ok {
+	// Service Bus (and omnibus) annotate the broker's sequence number;
+	// go-amqp decodes a symbol key as a string.
+	if n, ok := msg.Annotations[string(annSequenceNumber)].(int64); ok {
 		in.BrokerSeq = n
 	}
 	return in
@@ -212,3 +223,6 @@ func (r *amqpReceiver) close(ctx context.Context) { r.r.Close(ctx) }
 const amqpSettlers = 4
 
 func (r *amqpReceiver) settlers() int { return amqpSettlers }
+
+// partitionKey is the partition key of message seq among keys keys.
+func partitionKey(seq uint64, keys int) string { return fmt.Sprintf("k%d", seq%uint64(keys)) }

@@ -27,7 +27,10 @@ type Config struct {
 	Label    string // names the target in the output, e.g. "omnibus" or "rabbitmq-quorum"
 
 	// Endpoint. Plain AMQP uses URL, User and Password; the SDK uses
-	// ConnString; REST uses HTTPURL with KeyName and Key.
+	// ConnString; REST uses HTTPURL with KeyName and Key. For plain AMQP
+	// URL may list several endpoints, comma-separated (the nodes of a
+	// cluster): connection i dials the (i mod n)-th, as a load balancer
+	// would spread them.
 	URL        string
 	CAFile     string // PEM roots trusted for amqps:// and wss:// besides the system's
 	User       string
@@ -45,6 +48,10 @@ type Config struct {
 	Subscriptions []string
 	PipelineTo    string // pipeline: where results go (default Queue + "-out")
 	Txn           bool   // pipeline: complete and send in one transaction
+	// PartitionKeys > 0: plain AMQP sends annotate message seq with the
+	// partition key "k<seq mod PartitionKeys>" (x-opt-partition-key), for
+	// a partitioned entity; 0: no key (the broker picks any partition).
+	PartitionKeys int
 
 	// Load shape.
 	Size         int           // payload bytes
@@ -84,7 +91,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("omnibus-tools bench", flag.ContinueOnError)
 	fs.StringVar(&c.Scenario, "scenario", ScenarioSend, "send, receive, both, sessions, fanout, rest, drain or pipeline")
 	fs.StringVar(&c.Label, "label", "", "name of the target in the output")
-	fs.StringVar(&c.URL, "url", "amqp://127.0.0.1:5672", "AMQP 1.0 endpoint: amqp://, amqps:// (TLS), or ws:// or wss:// for AMQP over WebSockets\n(e.g. wss://127.0.0.1:5443/$servicebus/websocket)")
+	fs.StringVar(&c.URL, "url", "amqp://127.0.0.1:5672", "AMQP 1.0 endpoint: amqp://, amqps:// (TLS), or ws:// or wss:// for AMQP over WebSockets\n(e.g. wss://127.0.0.1:5443/$servicebus/websocket); plain AMQP takes a comma-separated list too\n(a cluster's nodes): connection i dials the (i mod n)-th")
 	fs.StringVar(&c.CAFile, "ca-file", "", "PEM file of certificates to trust for amqps:// and wss:// besides the system's (omnibus cert prints omnibus's)")
 	fs.StringVar(&c.User, "user", "RootManageSharedAccessKey", "SASL PLAIN user name")
 	fs.StringVar(&c.Password, "pass", "SAS_KEY_VALUE", "SASL PLAIN password")
@@ -100,6 +107,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 		return nil
 	})
 	fs.StringVar(&c.PipelineTo, "to", "", "pipeline: queue the results go to (default --queue with -out)")
+	fs.IntVar(&c.PartitionKeys, "partition-keys", 0, "plain AMQP: send message n with the partition key k<n mod this> (x-opt-partition-key), for a\npartitioned entity; 0: no key")
 	fs.BoolVar(&c.Txn, "txn", false, "pipeline: complete the input and send its result in one transaction")
 	fs.IntVar(&c.Size, "size", 1024, "payload size in bytes")
 	fs.IntVar(&c.Connections, "connections", 1, "connections")
@@ -185,11 +193,27 @@ func (c *Config) validate() error {
 	if c.Presettled && c.SDK {
 		return bad("--presettled needs plain AMQP (the SDK always waits for the broker)")
 	}
+	if c.PartitionKeys < 0 {
+		return bad("--partition-keys must not be negative")
+	}
+	plainAMQP := !c.SDK && c.Scenario != ScenarioREST && c.Scenario != ScenarioPipeline
+	if c.PartitionKeys > 0 && !plainAMQP {
+		return bad("--partition-keys needs plain AMQP (not --sdk, rest or pipeline)")
+	}
+	if len(c.urls()) > 1 && !plainAMQP {
+		return bad("several --url endpoints need plain AMQP (not --sdk, rest or pipeline)")
+	}
+	if len(c.urls()) == 0 {
+		return bad("--url is empty")
+	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 30 * time.Second
 	}
 	return nil
 }
+
+// urls is the list --url gives.
+func (c *Config) urls() []string { return splitList(c.URL) }
 
 // sends reports whether the scenario's timed phase sends.
 func (c *Config) sends() bool { return c.Scenario != ScenarioReceive && c.Scenario != ScenarioDrain }

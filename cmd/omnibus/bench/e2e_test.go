@@ -32,6 +32,7 @@ func startTestOmnibus(t testing.TB) *app.App {
 	for _, e := range []core.Entity{
 		{Kind: core.KindQueue, Name: "bench"},
 		{Kind: core.KindQueue, Name: "bench-sessions", RequiresSession: true},
+		{Kind: core.KindQueue, Name: "bench-partitioned", EnablePartitioning: true},
 		{Kind: core.KindTopic, Name: "bench-topic"},
 		{Kind: core.KindSubscription, Topic: "bench-topic", Name: "s1"},
 		{Kind: core.KindSubscription, Topic: "bench-topic", Name: "s2"},
@@ -137,6 +138,43 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 				t.Errorf("delivered %d (message, stream) pairs, want %d", r.Tally.Unique, want)
 			}
 		})
+	}
+}
+
+// TestPartitionKeysOverSeveralURLs sends with partition keys to a
+// partitioned queue over connections to two endpoints (the same broker
+// twice, as make cluster-scale's SCENARIO=partitioned names every node):
+// every message arrives once, and the result counts the deliveries by the
+// partition their broker sequence numbers name, more than one of them.
+func TestPartitionKeysOverSeveralURLs(t *testing.T) {
+	url, _ := newTestOmnibus(t)
+	c := Config{Scenario: ScenarioBoth, URL: url + "," + url, User: "RootManageSharedAccessKey", Password: "SAS_KEY_VALUE",
+		Queue: "bench-partitioned", Connections: 2, Links: 1, Inflight: 20, Credit: 50, Count: 800, PartitionKeys: 32,
+		DrainTimeout: time.Minute, Quiet: true}
+	r, err := Run(t.Context(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Err(); err != nil || r.Tally.Acked != 800 || r.Tally.Unique != 800 {
+		t.Fatalf("acked %d, delivered %d unique, err %v; want 800 each, no error", r.Tally.Acked, r.Tally.Unique, err)
+	}
+	var counted int64
+	for _, n := range r.Tally.Partitions {
+		counted += n
+	}
+	if len(r.Tally.Partitions) < 2 || counted != r.Tally.Deliveries {
+		t.Errorf("partitions %v (%d deliveries counted of %d): want several, every delivery counted", r.Tally.Partitions, counted, r.Tally.Deliveries)
+	}
+	for _, bad := range []Config{
+		{Scenario: ScenarioBoth, URL: url, PartitionKeys: -1},
+		{Scenario: ScenarioBoth, URL: url, PartitionKeys: 4, SDK: true},
+		{Scenario: ScenarioREST, URL: url + "," + url},
+		{Scenario: ScenarioBoth, URL: " , "},
+	} {
+		bad.Count, bad.Connections, bad.Links, bad.Inflight, bad.Credit = 1, 1, 1, 1, 1
+		if err := bad.validate(); !IsUsage(err) {
+			t.Errorf("%+v: validate says %v, want a usage error", bad, err)
+		}
 	}
 }
 

@@ -49,6 +49,10 @@ type Ledger struct {
 	foreign    int64
 	pending    int64 // acked (message, stream) pairs not delivered yet
 	examples   []string
+	// partitions counts deliveries by the partition their broker
+	// sequence number names (its top 16 bits, as Service Bus's
+	// partitioned entities number messages).
+	partitions map[int]int64
 
 	// Completion accounting (ledger_completion.go).
 	completedAgain  int64 // deliveries of a message whose completion the broker had confirmed
@@ -71,7 +75,7 @@ func NewLedger(runID string, streams int) *Ledger {
 	if streams < 1 {
 		streams = 1
 	}
-	return &Ledger{runID: runID, streams: streams, sessionIdx: map[string]int32{}}
+	return &Ledger{runID: runID, streams: streams, sessionIdx: map[string]int32{}, partitions: map[int]int64{}}
 }
 
 // RunID is the run id every message of this ledger carries.
@@ -173,6 +177,9 @@ func (l *Ledger) Delivered(stream int, d Delivery) (ours bool, nth uint32) {
 	i := int(seq-1)*l.streams + stream
 	l.recv[i]++
 	nth = l.recv[i]
+	if d.BrokerSeq > 0 {
+		l.partitions[partitionOf(d.BrokerSeq)]++
+	}
 	if l.recv[i] == 1 && l.state[seq-1]&stAcked != 0 {
 		l.pending--
 	}
@@ -200,6 +207,10 @@ func (l *Ledger) Delivered(stream int, d Delivery) (ours bool, nth uint32) {
 	}
 	return true, nth
 }
+
+// partitionOf is the partition a broker sequence number names: its top 16
+// bits (0 on an entity without partitions).
+func partitionOf(brokerSeq int64) int { return int(uint64(brokerSeq) >> 48) }
 
 // Released records that a delivery of seq on stream went back to the
 // broker by our doing (abandoned, released, or its lock expired or was

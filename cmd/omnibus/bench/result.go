@@ -182,6 +182,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	p("verified", "sent %d, acked %d, failed %d; delivered %d (unique %d, explained redeliveries %d); lost %s, duplicates %d, out of order %d, foreign %d",
 		t.Sent, t.Acked, t.SendFailed, t.Deliveries, t.Unique, t.Redelivered, loss, t.Duplicates, t.OutOfOrder, t.Foreign)
+	if len(t.Partitions) > 1 {
+		p("partitions", "%d delivered from (top 16 bits of the broker's sequence numbers)", len(t.Partitions))
+	}
 	status := "OK"
 	if err := r.Err(); err != nil {
 		status = "FAILED: " + err.Error()

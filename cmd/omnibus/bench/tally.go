@@ -2,27 +2,32 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 )
 
 // Tally is a [Ledger]'s account of a run. Counts of deliveries are summed
 // over all streams.
 type Tally struct {
-	Allocated   int64    `json:"allocated"`   // sequence numbers handed out
-	Sent        int64    `json:"sent"`        // handed to the transport
-	Acked       int64    `json:"acked"`       // accepted by the broker
-	SendFailed  int64    `json:"sendFailed"`  // rejected or failed (may still arrive)
-	Deliveries  int64    `json:"deliveries"`  // every delivery of this run's messages
-	Unique      int64    `json:"unique"`      // distinct (message, stream) pairs delivered
-	Redelivered int64    `json:"redelivered"` // extra deliveries explained by our releases
-	Duplicates  int64    `json:"duplicates"`  // extra deliveries nothing explains
-	Lost        int64    `json:"lost"`        // acked but never delivered (when checked)
-	OutOfOrder  int64    `json:"outOfOrder"`  // first deliveries out of order within a session
-	Misrouted   int64    `json:"misrouted"`   // delivered in another session than sent
-	Unknown     int64    `json:"unknown"`     // this run's id with a sequence never allocated
-	Foreign     int64    `json:"foreign"`     // messages of other runs (not an error)
-	LossChecked bool     `json:"lossChecked"` // whether Lost was computed
-	Examples    []string `json:"examples,omitempty"`
+	Allocated   int64 `json:"allocated"`   // sequence numbers handed out
+	Sent        int64 `json:"sent"`        // handed to the transport
+	Acked       int64 `json:"acked"`       // accepted by the broker
+	SendFailed  int64 `json:"sendFailed"`  // rejected or failed (may still arrive)
+	Deliveries  int64 `json:"deliveries"`  // every delivery of this run's messages
+	Unique      int64 `json:"unique"`      // distinct (message, stream) pairs delivered
+	Redelivered int64 `json:"redelivered"` // extra deliveries explained by our releases
+	Duplicates  int64 `json:"duplicates"`  // extra deliveries nothing explains
+	Lost        int64 `json:"lost"`        // acked but never delivered (when checked)
+	OutOfOrder  int64 `json:"outOfOrder"`  // first deliveries out of order within a session
+	Misrouted   int64 `json:"misrouted"`   // delivered in another session than sent
+	Unknown     int64 `json:"unknown"`     // this run's id with a sequence never allocated
+	Foreign     int64 `json:"foreign"`     // messages of other runs (not an error)
+	LossChecked bool  `json:"lossChecked"` // whether Lost was computed
+	// Partitions counts deliveries by the partition their broker
+	// sequence number names (top 16 bits; only 0 on an entity without
+	// partitions, none when deliveries carry no sequence number).
+	Partitions map[int]int64 `json:"partitions,omitempty"`
+	Examples   []string      `json:"examples,omitempty"`
 
 	// Completions confirmed by the broker and completions whose answer
 	// never came, counted once per (message, stream); deliveries after a
@@ -94,6 +99,7 @@ func (l *Ledger) Tally(checkLoss bool) Tally {
 		Unknown:     l.unknown,
 		Foreign:     l.foreign,
 		LossChecked: checkLoss,
+		Partitions:  maps.Clone(l.partitions),
 	}
 	l.completionTallyLocked(&t)
 	examples := append([]string(nil), l.examples...)
