@@ -23,6 +23,24 @@
 # node leading its queue's group instead: no call between nodes). The
 # generators run outside the nodes' cgroups, on whatever CPU is left.
 #
+# SCENARIO=partitioned measures one busy entity instead (issue 29's
+# partitioned entities): a single queue created with EnablePartitioning
+# (16 partitions), which a cluster with data groups spreads over all of
+# them and a one-group cluster keeps in its one leader. One `omnibus-tools
+# bench --scenario both` sends and receives + completes on it over
+# CLIENTS_PER_NODE connections per node (default: as many as there are
+# nodes, the default scenario's generators per node), connection i on node
+# (i mod n) + 1, as behind a load balancer; message j carries the
+# partition key k(j mod KEYS) (default KEYS=64; KEYS=0 sends without keys,
+# and the broker deals them over the partitions). One ledger over all
+# connections, so the bench's verification (every message acknowledged is
+# received, none twice) holds across the nodes. The run fails unless it
+# used every group: the deliveries' partitions (the top 16 bits of their
+# sequence numbers; the spread deals partition p to the group after
+# partition p-1's) must fall in every group, and every data group's Raft
+# log (`cluster status`, commit index before and after) must have taken at
+# least a quarter of its even share of the entries; both printed.
+#
 # Needs root (cgroups); skips, saying why, where /sys/fs/cgroup/cpu is not
 # a writable cgroup v1 hierarchy. Take the numbers when the machine is
 # quiet: the script prints `uptime` before each run.
@@ -33,6 +51,9 @@ NODES=${NODES:-"3 5"}
 CPU=${CPU:-0.2}
 DURATION=${DURATION:-20s}
 QUEUES_PER_NODE=${QUEUES_PER_NODE:-}
+SCENARIO=${SCENARIO:-queues}
+CLIENTS_PER_NODE=${CLIENTS_PER_NODE:-}
+KEYS=${KEYS:-64}
 SIZE=${SIZE:-1024}
 BIN=${BIN:-bin}
 CG_CPU=/sys/fs/cgroup/cpu
@@ -45,6 +66,7 @@ if [ "$(id -u)" != 0 ] || [ ! -w "$CG_CPU/cpu.cfs_quota_us" ] || [ ! -d "$CG_ACC
     "(cpu.cfs_quota_us holds each node to its CPU budget); this machine has neither" >&2
   exit 0
 fi
+case $SCENARIO in queues | partitioned) ;; *) echo "cluster-scale: SCENARIO is queues or partitioned, not $SCENARIO" >&2; exit 2 ;; esac
 [ -x "$BIN/omnibus" ] && [ -x "$BIN/omnibus-tools" ] || { echo "cluster-scale: build first (make build)" >&2; exit 2; }
 
 QUOTA=$(awk -v c="$CPU" 'BEGIN { printf "%d", c * 100000 }')
@@ -63,10 +85,73 @@ trap cleanup EXIT
 # 3, Go profiles 4: PROFILE=1 writes a CPU profile of every node).
 port() { echo $((17000 + $1 * 100 + $2)); }
 
+# create_partitioned DEADLINE AUTH: SCENARIO=partitioned's queue p, with
+# EnablePartitioning, created through node 1's HTTP gateway (retried while
+# the cluster is still electing), and there once node 1 shows it.
+create_partitioned() {
+  local deadline=$1 auth=$2 body
+  body='<entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">'
+  body+='<QueueDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">'
+  body+='<LockDuration>PT1M</LockDuration><MaxDeliveryCount>10</MaxDeliveryCount><EnablePartitioning>true</EnablePartitioning>'
+  body+='</QueueDescription></content></entry>'
+  until curl -s -H "$auth" "http://127.0.0.1:$(port 2 1)/p" | grep -q '<EnablePartitioning>true'; do
+    [ $SECONDS -lt "$deadline" ] || { echo "cluster-scale: the partitioned queue p was never created" >&2; KEEP=1; exit 1; }
+    curl -s -o /dev/null -X PUT -H "$auth" -H 'Content-Type: application/atom+xml' --data "$body" "http://127.0.0.1:$(port 2 1)/p" || true
+    sleep 0.5
+  done
+}
+
+# status_commits DIR: each data group's commit index (the highest any
+# member reports), one "group commit" a line.
+status_commits() {
+  "$BIN/omnibus" cluster status --data "$1/node1" --addr "127.0.0.1:$(port 0 1)" --json 2>/dev/null | python3 -c '
+import json, sys
+top = {}
+for m in json.load(sys.stdin):
+    for gs in m.get("groups") or []:
+        top[gs["group"]] = max(top.get(gs["group"], 0), gs["commit"])
+for g in sorted(top):
+    print(g, top[g])'
+}
+
+# check_spread DIR GROUPS: prints the deliveries by partition and, with
+# data groups, each group's Raft log entries written during the run; fails
+# unless the deliveries came from partitions of every group (the spread
+# deals partition p to the group after partition p-1's, so p mod GROUPS
+# tells groups apart) and every group's log took at least a quarter of its
+# even share.
+check_spread() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+d, g = sys.argv[1], int(sys.argv[2])
+parts = {int(p): n for p, n in (json.load(open(f"{d}/b0.json"))["tally"].get("partitions") or {}).items()}
+print("cluster-scale: deliveries by partition: " + ", ".join(f"{p}: {n}" for p, n in sorted(parts.items())), file=sys.stderr)
+if g == 0:
+    sys.exit(0)
+def commits(name):
+    return {int(a): int(b) for a, b in (line.split() for line in open(f"{d}/{name}") if line.strip())}
+before, after = commits("commits-before"), commits("commits-after")
+delta = {x: after.get(x, 0) - before.get(x, 0) for x in range(1, g + 1)}
+total = sum(delta.values())
+print("cluster-scale: Raft log entries during the run, group by group: " + ", ".join(f"{x}: {delta[x]}" for x in sorted(delta)), file=sys.stderr)
+ok = True
+used = len({p % g for p in parts})
+if used != g:
+    print(f"cluster-scale: the deliveries came from partitions of {used} of the {g} groups", file=sys.stderr)
+    ok = False
+for x, n in delta.items():
+    if total == 0 or n < total / g / 4:
+        print(f"cluster-scale: data group {x} took {n} of {total} log entries: the queue is not spread over it", file=sys.stderr)
+        ok = False
+sys.exit(0 if ok else 1)
+EOF
+}
+
 # run NODES GROUPS: one measurement; writes "rate cpu_per_msg_list" to
 # $WORK/result.
 run() {
   local n=$1 groups=$2 dir="$WORK/n$1-g$2" q=$(($1 * ${QUEUES_PER_NODE:-$1})) peers="" i
+  if [ "$SCENARIO" = partitioned ]; then q=0; fi
   mkdir -p "$dir"
   for i in $(seq 1 "$n"); do peers="$peers${peers:+,}$i=127.0.0.1:$(port 0 "$i")"; done
   {
@@ -104,6 +189,7 @@ run() {
       sleep 0.5
     done
   done
+  if [ "$SCENARIO" = partitioned ]; then create_partitioned "$deadline" "$auth"; fi
   # Every data group led by its preferred leader, node ((g-1) mod n) + 1
   # (one transfer a second per node): a transfer under load fails the
   # sends under way, and the load generator does not reconnect.
@@ -126,7 +212,17 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
   local before=() after=() b
   for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
   local bpids=()
+  if [ "$SCENARIO" = partitioned ]; then
+    status_commits "$dir" >"$dir/commits-before"
+    local urls=""
+    for i in $(seq 1 "$n"); do urls="$urls${urls:+,}amqp://127.0.0.1:$(port 1 "$i")"; done
+    "$BIN/omnibus-tools" bench --scenario both --queue p --url "$urls" --connections $((n * ${CLIENTS_PER_NODE:-$n})) \
+      --partition-keys "$KEYS" --size "$SIZE" --duration "$DURATION" --quiet --pass "$KEY" --json "$dir/b0.json" >"$dir/b0.out" 2>&1 &
+    bpids+=($!)
+    q=1
+  fi
   for i in $(seq 0 $((q - 1))); do
+    [ "$SCENARIO" = partitioned ] && break
     local node=$((((i + i / n) % n) + 1))
     if [ "${CLIENTS:-}" = leader ]; then node=$(((i % n) + 1)); fi
     "$BIN/omnibus-tools" bench --scenario both --queue "s$i" --url "amqp://127.0.0.1:$(port 1 "$node")" --size "$SIZE" \
@@ -147,6 +243,11 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
     KEEP=1
     exit 1
   fi
+  if [ "$SCENARIO" = partitioned ]; then
+    status_commits "$dir" >"$dir/commits-after"
+    grep -h "verified\|partitions" "$dir/b0.out" | sed "s/^/cluster-scale: n=$n groups=$groups: /" >&2
+    check_spread "$dir" "$groups" || { KEEP=1; exit 1; }
+  fi
   (python3 - "$dir" "$q" "${before[*]}" "${after[*]}" <<'EOF'
 import json, sys
 d, q = sys.argv[1], int(sys.argv[2])
@@ -166,8 +267,13 @@ EOF
   sleep 1
 }
 
-printf '%s\n' "cluster-scale: each node held to $CPU cores (cpu.cfs_quota_us $QUOTA per 100000), ${QUEUES_PER_NODE:-n} queues per node," \
-  "one bench --scenario both per queue, ${SIZE} B, $DURATION; $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+if [ "$SCENARIO" = partitioned ]; then
+  printf '%s\n' "cluster-scale: each node held to $CPU cores (cpu.cfs_quota_us $QUOTA per 100000), one partitioned queue (16 partitions)," \
+    "one bench --scenario both over ${CLIENTS_PER_NODE:-n} connections per node, partition keys $KEYS, ${SIZE} B, $DURATION; $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+else
+  printf '%s\n' "cluster-scale: each node held to $CPU cores (cpu.cfs_quota_us $QUOTA per 100000), ${QUEUES_PER_NODE:-n} queues per node," \
+    "one bench --scenario both per queue, ${SIZE} B, $DURATION; $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+fi
 printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' nodes groups "send+receive msg/s" "CPU µs per message, node by node" ratio
 printf '|%s|%s|%s|%s|%s|\n' -------- --------- ------------------------ ------------------------------------ --------
 for n in $NODES; do
