@@ -3,6 +3,7 @@ package clusterrpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -135,6 +136,9 @@ func (b *Backend) Receive(ctx context.Context, path string, opts core.ReceiveOpt
 	}
 	d, err := b.doOrphan(ctx, opReceive, e, opts.Mode == core.ReceiveAndDelete, orphan)
 	if err != nil {
+		if deadlineEndedWait(ctx, err) {
+			return nil, nil // as a local receive whose wait ran out
+		}
 		return nil, ctxCause(ctx, err)
 	}
 	msgs := d.messages()
@@ -149,6 +153,18 @@ func ctxCause(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// deadlineEndedWait reports whether err is the server's answer to a
+// blocking call this side cancelled because ctx's deadline passed: the
+// wait there then ends with "context canceled", which the deadline caused,
+// not a fault. Both sides wait for the same instant (the call carries
+// it), so which one sees it first is a race; a REST receive through
+// another node answered 500 instead of 204 when this side won it.
+func deadlineEndedWait(ctx context.Context, err error) bool {
+	var ce *core.Error
+	return errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.As(err, &ce) &&
+		ce.Code == core.CodeInternal && ce.Msg == context.Canceled.Error()
 }
 
 // Settle implements core.Backend.
@@ -281,6 +297,10 @@ func (b *Backend) AcceptSession(ctx context.Context, path, id string) (*core.Ses
 		}
 	})
 	if err != nil {
+		if deadlineEndedWait(ctx, err) {
+			// As a local accept whose wait ran out (core.Broker.AcceptSession).
+			return nil, &core.Error{Code: core.CodeTimeout, Msg: fmt.Sprintf("No session available to accept on '%s' within the timeout.", path)}
+		}
 		return nil, ctxCause(ctx, err)
 	}
 	sl := d.sessionLock()
