@@ -237,9 +237,10 @@ soak: build ## crash soak: SIGKILL the real binary under load KILLS times (18) a
 
 FAILOVERS ?= 12
 MAX_FAILOVER ?= 3s
-cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILLed, cut off (network namespaces as root) or SIGSTOPped in turn FAILOVERS times (12), every message accounted, each failover's first acknowledged send within MAX_FAILOVER (3s; 0 reports only); then the same with 3 data groups (--groups 3), every fault kind on the meta leader and on another node, half the load on a partitioned queue spread over the groups with per-key order checked (CLUSTER_FLAGS="--backlog 100000 --hold-receivers": every failover with 100k queued)
+SESSIONS ?= 8
+cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILLed, cut off (network namespaces as root) or SIGSTOPped in turn FAILOVERS times (12), every message accounted, each failover's first acknowledged send within MAX_FAILOVER (3s; 0 reports only); then the same with 3 data groups (--groups 3), every fault kind on the meta leader and on another node, half the load on a partitioned queue spread over the groups with per-key order checked, SESSIONS (8; 0 leaves them out) sessions on a partitioned queue with sessions (CLUSTER_FLAGS="--backlog 100000 --hold-receivers": every failover with 100k queued)
 	bin/omnibus-tools cluster-soak --binary bin/omnibus --failovers $(FAILOVERS) --max-failover $(MAX_FAILOVER) $(CLUSTER_FLAGS)
-	bin/omnibus-tools cluster-soak --binary bin/omnibus --groups 3 --failovers $(FAILOVERS) --max-failover $(MAX_FAILOVER) $(CLUSTER_FLAGS)
+	bin/omnibus-tools cluster-soak --binary bin/omnibus --groups 3 --sessions $(SESSIONS) --failovers $(FAILOVERS) --max-failover $(MAX_FAILOVER) $(CLUSTER_FLAGS)
 
 cluster-scale: build ## a cluster with data groups against one group, each node held to CPU=0.2 cores by cgroup v1 cpu.cfs_quota_us (root): send+receive rate and CPU per message per node, 3 and 5 nodes (NODES, CPU, DURATION, QUEUES_PER_NODE; SCENARIO=partitioned: one partitioned queue spread over the groups, clients on every node, CLIENTS_PER_NODE, KEYS)
 	bash cmd/omnibus/bench/cluster_scale.sh

@@ -137,7 +137,16 @@ func (ld *load) send(claim context.Context, senders int) {
 			if partitioned {
 				keys = fmt.Sprintf("s%d.%d.", i, j) // this loop's own keys
 			}
-			wg.Go(func() { ld.sendLoop(claim, sc, payload, keys) })
+			wg.Go(func() { ld.sendLoop(claim, sc, payload, keys, "") })
+		}
+	}
+	if ld.c.Groups > 0 && ld.c.Sessions > 0 {
+		sc := &client[*azservicebus.Sender]{ld: ld, open: func(cl *azservicebus.Client) (*azservicebus.Sender, error) {
+			return cl.NewSender(sessionQueueName, nil)
+		}}
+		clients = append(clients, sc)
+		for j := range ld.c.Sessions {
+			wg.Go(func() { ld.sendLoop(claim, sc, payload, "", sessionOf(j)) })
 		}
 	}
 	wg.Wait()
@@ -147,8 +156,9 @@ func (ld *load) send(claim context.Context, senders int) {
 }
 
 // sendLoop sends one message at a time; to the partitioned queue when
-// keys is not empty, each with a partition key keys+"0" … keys+"3" in turn.
-func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender], payload []byte, keys string) {
+// keys is not empty, each with a partition key keys+"0" … keys+"3" in
+// turn; to the session queue in session when that is not empty.
+func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender], payload []byte, keys, session string) {
 	runID := ld.ledger.RunID()
 	for n := 0; claim.Err() == nil; n++ {
 		s, gen, err := sc.get()
@@ -156,15 +166,19 @@ func (ld *load) sendLoop(claim context.Context, sc *client[*azservicebus.Sender]
 			pause(claim, 50*time.Millisecond)
 			continue
 		}
-		seq := ld.ledger.Next("")
+		seq := ld.ledger.Next(session)
 		started := time.Now()
 		msg := &azservicebus.Message{Body: payload, ApplicationProperties: bench.Stamp(runID, seq, started)}
-		key := ""
-		if keys != "" {
+		key, queue := "", queueFor(keys != "")
+		switch {
+		case keys != "":
 			key = fmt.Sprint(keys, n%keysPerLoop)
 			msg.PartitionKey = &key
+		case session != "":
+			key, queue = "session "+session, sessionQueueName
+			msg.SessionID = &session
 		}
-		ld.order.sending(seq, keys != "")
+		ld.order.sending(seq, queue)
 		ld.ledger.Sent(seq)
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		err = s.SendMessage(ctx, msg, nil)
@@ -198,6 +212,9 @@ func (ld *load) receive(ctx context.Context, receivers int) {
 			ld.receiveLoop(ctx, rc)
 		})
 	}
+	if ld.c.Groups > 0 && ld.c.Sessions > 0 {
+		wg.Go(func() { ld.sessionReceiveLoop(ctx, receivers+1) })
+	}
 	wg.Wait()
 }
 
@@ -219,23 +236,38 @@ func (ld *load) receiveLoop(ctx context.Context, rc *client[*azservicebus.Receiv
 			}
 			continue
 		}
-		ld.settleAll(rc, r, gen, msgs)
+		ld.settleAll(rcvRef{id: rc.id, gen: gen, queue: queueFor(rc.partitioned), broken: func() { rc.broken(gen) }}, r, msgs)
 	}
+}
+
+// rcvRef names a receiver for the accounting: its number and client
+// generation (the trace), its queue, and how to retire its client.
+type rcvRef struct {
+	id, gen int
+	queue   string
+	session string // the session it holds ("" for none)
+	broken  func()
+}
+
+// completer is a Receiver or a SessionReceiver.
+type completer interface {
+	CompleteMessage(context.Context, *azservicebus.ReceivedMessage, *azservicebus.CompleteMessageOptions) error
 }
 
 // settleAll completes a batch of deliveries at once and records what the
 // broker answered: confirmed; refused because the lock was lost (the
 // message goes back); or nothing useful (the completion may or may not
 // have been applied).
-func (ld *load) settleAll(rc *client[*azservicebus.Receiver], r *azservicebus.Receiver, gen int, msgs []*azservicebus.ReceivedMessage) {
+func (ld *load) settleAll(rc rcvRef, r completer, msgs []*azservicebus.ReceivedMessage) {
+	gen := rc.gen
 	var wg sync.WaitGroup
 	for _, m := range msgs {
 		runID, seq, _, _ := bench.ReadStamp(m.ApplicationProperties)
-		_, nth := ld.ledger.Delivered(0, bench.Delivery{RunID: runID, Seq: seq})
-		if runID == ld.ledger.RunID() && !ld.order.delivered(seq, rc.partitioned, seqOf(m)) {
-			ld.trace.line("misrouted rcv=%d.%d seq=%d from %s", rc.id, gen, seq, queueFor(rc.partitioned))
+		_, nth := ld.ledger.Delivered(0, bench.Delivery{RunID: runID, Seq: seq, Session: rc.session, BrokerSeq: seqOf(m)})
+		if runID == ld.ledger.RunID() && !ld.order.delivered(seq, rc.queue, seqOf(m)) {
+			ld.trace.line("misrouted rcv=%d.%d seq=%d from %s", rc.id, gen, seq, rc.queue)
 		}
-		ld.trace.line("deliver rcv=%d.%d seq=%d nth=%d bseq=%d count=%d key=%s lock=%x", rc.id, gen, seq, nth, seqOf(m), m.DeliveryCount, keyOf(m), m.LockToken)
+		ld.trace.line("deliver rcv=%d.%d seq=%d nth=%d bseq=%d count=%d key=%s session=%s lock=%x", rc.id, gen, seq, nth, seqOf(m), m.DeliveryCount, keyOf(m), rc.session, m.LockToken)
 		ld.lastRecv.Store(time.Now().UnixNano())
 		ld.inFlight.Add(1)
 		wg.Go(func() {
@@ -263,7 +295,7 @@ func (ld *load) settleAll(rc *client[*azservicebus.Receiver], r *azservicebus.Re
 				ld.ledger.Released(0, seq)
 			default:
 				ld.ledger.CompletionUnanswered(0, seq)
-				rc.broken(gen)
+				rc.broken()
 			}
 		})
 	}

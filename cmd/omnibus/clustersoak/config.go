@@ -50,6 +50,10 @@ type Config struct {
 	Tick          time.Duration
 	ElectionTicks int
 
+	// Sessions, with Groups, adds a partitioned queue that requires
+	// sessions, sent to in that many sessions (sessions.go).
+	Sessions int
+
 	// MaxFailover fails the run when a failover's first acknowledged
 	// send comes later than this after the fault (0: reported only).
 	MaxFailover time.Duration
@@ -92,6 +96,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.DurationVar(&c.Tick, "raft-tick", 0, "the nodes' --raft-tick (0: omnibus's default)")
 	fs.IntVar(&c.ElectionTicks, "raft-election-ticks", 0, "the nodes' --raft-election-ticks (0: omnibus's default)")
 	fs.DurationVar(&c.MaxFailover, "max-failover", 0, "fail the run when a failover's first acknowledged send comes later than this after the fault (0: the summary reports those over 3 s only)")
+	fs.IntVar(&c.Sessions, "sessions", 0, "with --groups: also send in this many sessions to a partitioned queue that requires sessions, received by one session receiver (0: none)")
 	fs.IntVar(&c.Groups, "groups", 0, "data groups (omnibus --groups): the nodes are deposed in turn, the meta leader among them (0: one group, its leader deposed)")
 	return fs
 }

@@ -41,21 +41,20 @@ type orderBook struct {
 	mu   sync.Mutex // guards the fields below
 	key  map[uint64]string
 	bseq map[uint64]int64
-	// sentTo is the queue each message was sent to: true for the
-	// partitioned one.
-	sentTo    map[uint64]bool
+	// sentTo is the queue each message was sent to.
+	sentTo    map[uint64]string
 	misrouted int64
 }
 
 func newOrderBook() *orderBook {
-	return &orderBook{key: map[uint64]string{}, bseq: map[uint64]int64{}, sentTo: map[uint64]bool{}}
+	return &orderBook{key: map[uint64]string{}, bseq: map[uint64]int64{}, sentTo: map[uint64]string{}}
 }
 
-// sending records that seq goes to the partitioned queue (or not).
-func (o *orderBook) sending(seq uint64, partitioned bool) {
+// sending records that seq goes to queue.
+func (o *orderBook) sending(seq uint64, queue string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.sentTo[seq] = partitioned
+	o.sentTo[seq] = queue
 }
 
 // acked records that seq, sent with key, was acknowledged.
@@ -65,17 +64,16 @@ func (o *orderBook) acked(seq uint64, key string) {
 	o.key[seq] = key
 }
 
-// delivered records a delivery of seq from the partitioned queue (or
-// not) with broker sequence number bseq; it reports false when seq was
-// sent to the other queue.
-func (o *orderBook) delivered(seq uint64, partitioned bool, bseq int64) bool {
+// delivered records a delivery of seq from queue with broker sequence
+// number bseq; it reports false when seq was sent to another queue.
+func (o *orderBook) delivered(seq uint64, queue string, bseq int64) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if to, ok := o.sentTo[seq]; ok && to != partitioned {
+	if to, ok := o.sentTo[seq]; ok && to != queue {
 		o.misrouted++
 		return false
 	}
-	if partitioned && bseq > 0 {
+	if queue != queueName && bseq > 0 {
 		o.bseq[seq] = bseq
 	}
 	return true
@@ -139,7 +137,7 @@ func partitionOf(bseq int64) int64 { return bseq >> 48 }
 // management (the emulator's config file has no EnablePartitioning),
 // retrying while the cluster answers server busy (the meta group
 // electing).
-func createPartitioned(ctx context.Context, n *node, key string, timeout time.Duration) error {
+func createPartitioned(ctx context.Context, n *node, key string, sessions bool, timeout time.Duration) error {
 	_, port, _ := net.SplitHostPort(n.http)
 	cs := "Endpoint=sb://localhost:" + port + "/;SharedAccessKeyName=" + keyName + ";SharedAccessKey=" + key
 	adm, err := admin.NewClientFromConnectionString(cs, &admin.ClientOptions{ClientOptions: azcore.ClientOptions{
@@ -149,16 +147,26 @@ func createPartitioned(ctx context.Context, n *node, key string, timeout time.Du
 	}
 	props := &admin.QueueProperties{EnablePartitioning: to.Ptr(true), MaxDeliveryCount: to.Ptr(int32(1000000)),
 		LockDuration: to.Ptr("PT1M")}
+	if err := createQueue(ctx, adm, partitionedQueueName, props, timeout); err != nil || !sessions {
+		return err
+	}
+	sp := *props
+	sp.RequiresSession = to.Ptr(true)
+	return createQueue(ctx, adm, sessionQueueName, &sp, timeout)
+}
+
+// createQueue creates queue, retrying while the cluster is busy.
+func createQueue(ctx context.Context, adm *admin.Client, queue string, props *admin.QueueProperties, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := adm.CreateQueue(cctx, partitionedQueueName, &admin.CreateQueueOptions{Properties: props})
+		_, err := adm.CreateQueue(cctx, queue, &admin.CreateQueueOptions{Properties: props})
 		cancel()
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("creating %s: %w", partitionedQueueName, err)
+			return fmt.Errorf("creating %s: %w", queue, err)
 		}
 		pause(ctx, 100*time.Millisecond)
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/omnibusmq/omnibus/cmd/omnibus/bench"
 )
 
 // TestOrderBookCatchesDisorderSplitsAndMisroutes: a key's acknowledged
@@ -14,11 +16,11 @@ func TestOrderBookCatchesDisorderSplitsAndMisroutes(t *testing.T) {
 	o := newOrderBook()
 	p := func(part, n int64) int64 { return part<<48 | n }
 	send := func(seq uint64, key string, bseq int64, acked bool) {
-		o.sending(seq, true)
+		o.sending(seq, partitionedQueueName)
 		if acked {
 			o.acked(seq, key)
 		}
-		if !o.delivered(seq, true, bseq) {
+		if !o.delivered(seq, partitionedQueueName, bseq) {
 			t.Fatalf("seq %d: misrouted", seq)
 		}
 	}
@@ -29,8 +31,8 @@ func TestOrderBookCatchesDisorderSplitsAndMisroutes(t *testing.T) {
 	send(5, "late", p(1, 5), true) // acknowledged after 4, stored before it
 	send(6, "split", p(1, 8), true)
 	send(7, "split", p(2, 9), true)
-	o.sending(8, false)
-	if o.delivered(8, true, p(0, 1)) {
+	o.sending(8, queueName)
+	if o.delivered(8, partitionedQueueName, p(0, 1)) {
 		t.Fatal("a message of the plain queue delivered from the partitioned one was not noticed")
 	}
 	got := o.tally()
@@ -66,6 +68,13 @@ func TestResultFailsOnOrderAndSlowFailovers(t *testing.T) {
 		r.Order = o
 		if r.Err() == nil {
 			t.Errorf("order tally %+v passes", o)
+		}
+	}
+	r.Order = OrderTally{}
+	for _, tl := range []bench.Tally{{OutOfOrder: 1}, {Misrouted: 1}} {
+		r.Tally = tl
+		if r.Err() == nil {
+			t.Errorf("a session's tally %+v passes", tl)
 		}
 	}
 }

@@ -76,9 +76,11 @@ func (r *Result) Err() error {
 	add(r.Ghosts(), "received but never sent")
 	add(r.Tally.Duplicates, "delivered again with nothing to explain it")
 	add(r.Vanished(), "received, then gone without a completion")
-	add(r.Order.OutOfOrder, "stored out of order within a partition key")
+	add(r.Order.OutOfOrder, "stored out of order within a partition key or session")
 	add(r.Order.SplitKeys, "partition keys stored in more than one partition")
 	add(r.Order.Misrouted, "delivered from the queue they were not sent to")
+	add(r.Tally.OutOfOrder, "first delivered out of order within a session")
+	add(r.Tally.Misrouted, "delivered in another session than sent")
 	if b := r.Config.MaxFailover; b > 0 {
 		if slow := r.Slow(b); len(slow) > 0 {
 			bad = append(bad, fmt.Sprintf("%d failovers over %s (%s)", len(slow), b, strings.Join(slow, "; ")))
@@ -174,10 +176,14 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row(r.Vanished(), "received, then gone without a completion", "must be 0")
 	if r.Config.Groups > 0 {
 		o := r.Order
-		row(o.Checked, fmt.Sprintf("partitioned queue: acknowledged messages of %d partition keys checked for order", o.Keys), "")
-		row(o.OutOfOrder, "… stored out of order within their key", "must be 0")
+		row(o.Checked, fmt.Sprintf("partitioned queues: acknowledged messages of %d partition keys and sessions checked for order", o.Keys), "")
+		row(o.OutOfOrder, "… stored out of order within their key or session", "must be 0")
 		row(o.SplitKeys, "… keys stored in more than one partition", "must be 0")
 		row(o.Misrouted, "delivered from the queue they were not sent to", "must be 0")
+	}
+	if r.Config.Groups > 0 && r.Config.Sessions > 0 {
+		row(t.OutOfOrder, "session queue: first delivered out of order within a session", "must be 0")
+		row(t.Misrouted, "… delivered in another session than sent", "must be 0")
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -97,7 +97,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		if _, err := waitAllServed(ctx, nodes, c.Groups, c.ReadyTimeout); err != nil {
 			return nil, fmt.Errorf("the cluster's groups: %w", err)
 		}
-		if err := createPartitioned(ctx, nodes[0], key, c.ReadyTimeout); err != nil {
+		if err := createPartitioned(ctx, nodes[0], key, c.Sessions > 0, c.ReadyTimeout); err != nil {
 			return nil, err
 		}
 	}

@@ -25,7 +25,9 @@ func TestClusterSoakShort(t *testing.T) {
 // leader frozen: faults.go), and the clients' links are served across
 // nodes (clusterrpc). Half the load is on a partitioned queue spread over
 // the groups, sent with partition keys and checked for per-key order
-// (pkeys.go). It caught completions confirmed to the client
+// (pkeys.go). Sessions (--sessions, sessions.go) are left out: on
+// 2026-11-29 every run with them found a session's messages handed out
+// out of order (storage/raftstore/README.md, "Tests and measurements"). It caught completions confirmed to the client
 // and delivered again, and receivers that stalled for good (DESIGN.md,
 // "Several Raft groups": what the AMQP clients are told); deliveries.log
 // in the run's directory holds every delivery and completion.

@@ -77,6 +77,9 @@ func (ld *load) traceLeft(ctx context.Context) {
 	if ld.c.Groups > 0 {
 		ld.traceLeftOf(ctx, cl, partitionedQueueName)
 	}
+	if ld.c.Groups > 0 && ld.c.Sessions > 0 {
+		ld.traceLeftOf(ctx, cl, sessionQueueName)
+	}
 }
 
 // traceLeftOf records what queue still holds.
