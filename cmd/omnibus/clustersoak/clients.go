@@ -34,6 +34,9 @@ type load struct {
 	// (failtime.go).
 	acked      ackTimes
 	reconnects atomic.Int64
+	// hung counts completions that got no answer at all within
+	// opTimeout (the SDK gave up): not a loss, but a client left waiting.
+	hung atomic.Int64
 	// failing counts the failovers under way (from just before the fault
 	// until the node is back): a completion refused as lock lost then
 	// may have been applied (its outcome was unknown to the broker).
@@ -279,6 +282,9 @@ func (ld *load) settleAll(rc rcvRef, r completer, msgs []*azservicebus.ReceivedM
 			err := r.CompleteMessage(ctx, m, nil)
 			cancel()
 			ld.settling.Add(-1)
+			if errors.Is(err, context.DeadlineExceeded) {
+				ld.hung.Add(1)
+			}
 			failing = failing || ld.failing.Load() > 0
 			var sbErr *azservicebus.Error
 			ld.trace.line("complete rcv=%d.%d seq=%d nth=%d bseq=%d lock=%x err=%v", rc.id, gen, seq, nth, seqOf(m), m.LockToken, err)

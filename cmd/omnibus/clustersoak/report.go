@@ -40,6 +40,9 @@ type Result struct {
 	Startup     time.Duration // to the first leader serving
 	Failovers   []Failover
 	Reconnects  int64
+	// HungCompletions got no answer within the SDK operation's timeout
+	// (20 s); each is also counted unanswered.
+	HungCompletions int64
 	// CompletionsAtFailovers bounds the completions a leader may have
 	// applied without its answer reaching the receiver.
 	CompletionsAtFailovers int64
@@ -169,6 +172,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row(t.OnlyUnanswered, "… of those never seen again (applied in silence)", fmt.Sprintf("≤ %d completions under way at the failovers", r.CompletionsAtFailovers))
 	row(t.Redelivered-t.UnansweredAgain, "redeliveries after a lost lock", "allowed")
 	row(r.Reconnects, "client reconnections", "")
+	row(r.HungCompletions, fmt.Sprintf("completions with no answer at all within %s (counted unanswered)", opTimeout), "")
 	row(t.Lost, "acknowledged but never received", "must be 0")
 	row(t.CompletedAgain, "completed then delivered again", "must be 0")
 	row(r.Ghosts(), "received but never sent", "must be 0")

@@ -174,6 +174,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	stopRecv()
 	receivers.Wait()
 	res.Reconnects = ld.reconnects.Load()
+	res.HungCompletions = ld.hung.Load()
 	res.Elapsed = time.Since(started)
 	res.Tally = ld.ledger.Tally(runErr == nil)
 	res.Order = ld.order.tally()
