@@ -147,12 +147,34 @@ func createPartitioned(ctx context.Context, n *node, key string, sessions bool, 
 	}
 	props := &admin.QueueProperties{EnablePartitioning: to.Ptr(true), MaxDeliveryCount: to.Ptr(int32(1000000)),
 		LockDuration: to.Ptr("PT1M")}
+	if err := waitQueue(ctx, adm, queueName, timeout); err != nil {
+		return err
+	}
 	if err := createQueue(ctx, adm, partitionedQueueName, props, timeout); err != nil || !sessions {
 		return err
 	}
 	sp := *props
 	sp.RequiresSession = to.Ptr(true)
 	return createQueue(ctx, adm, sessionQueueName, &sp, timeout)
+}
+
+// waitQueue waits until queue exists: the meta leader applies the
+// config file a moment after the groups are served, and the load would
+// otherwise start with sends refused as not found.
+func waitQueue(ctx context.Context, adm *admin.Client, queue string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		q, err := adm.GetQueue(cctx, queue, nil)
+		cancel()
+		if err == nil && q != nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s from the config file not there within %s: %v", queue, timeout, err)
+		}
+		pause(ctx, 50*time.Millisecond)
+	}
 }
 
 // createQueue creates queue, retrying while the cluster is busy.
