@@ -122,18 +122,21 @@ type AccessRules struct {
 // topic that path (an entity path as sas.NormalizePath leaves it, or any
 // request path below an entity: "q/messages/head",
 // "t/subscriptions/s/$deadletterqueue") lies in; none when that entity
-// has none or does not exist. It looks the path's prefixes up in memory,
-// without copying descriptions: the fronts call it for every token they
-// check.
+// has none or does not exist. Entities do not nest (a queue or topic
+// whose path lies below another's is refused), so the shortest prefix of
+// path that names one is the entity, and a rule of one never reaches
+// another. A broker looks the prefixes up in memory, without copying
+// descriptions: the fronts call it for every token they check. A routed
+// broker asks the entity's group (routedRulesOn).
 func (b *Broker) AuthorizationRulesOn(path string) AccessRules {
 	key := entityKey(strings.Trim(path, "/"))
+	if b.routed() {
+		return b.routedRulesOn(key)
+	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	for i := 0; i <= len(key); i++ {
-		if i < len(key) && key[i] != '/' {
-			continue
-		}
-		if e := b.mu.entities[key[:i]]; e != nil {
+	for p := range entityPrefixes(key) {
+		if e := b.mu.entities[p]; e != nil {
 			d := e.desc.Load()
 			if d.Kind == KindSubscription || len(d.AuthorizationRules) == 0 {
 				return AccessRules{}
@@ -144,20 +147,90 @@ func (b *Broker) AuthorizationRulesOn(path string) AccessRules {
 	return AccessRules{}
 }
 
+// entityPrefixes yields the prefixes of key that end on a segment
+// boundary, shortest first, key itself last.
+func entityPrefixes(key string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for i := 0; i <= len(key); i++ {
+			if i < len(key) && key[i] != '/' {
+				continue
+			}
+			if !yield(key[:i]) {
+				return
+			}
+		}
+	}
+}
+
+// routedRulesOn is AuthorizationRulesOn of a routed broker: the entity's
+// description comes from its group (the local group broker when this
+// node leads it, else the group's leader over the cluster's RPC). A
+// prefix placed nowhere is skipped; when a group cannot be asked now, no
+// entity rules are known and a token signed with one is refused as
+// unknown (the client may retry).
+func (b *Broker) routedRulesOn(key string) AccessRules {
+	for p := range entityPrefixes(key) {
+		be, err := b.route(p)
+		if err != nil {
+			if CodeOf(err) == CodeNotFound {
+				continue
+			}
+			return AccessRules{}
+		}
+		e, err := be.GetEntity(p)
+		if err != nil {
+			if CodeOf(err) == CodeNotFound {
+				continue
+			}
+			return AccessRules{}
+		}
+		if e.Kind == KindSubscription || len(e.AuthorizationRules) == 0 {
+			return AccessRules{}
+		}
+		return AccessRules{Path: e.Path(), Rules: e.AuthorizationRules}
+	}
+	return AccessRules{}
+}
+
 // EntityAuthorizationRules returns, for every queue and topic that has
 // authorization rules with the key name keyName, those rules with the
 // entity's path: what a SASL PLAIN login with that key name may be
 // checked against.
 func (b *Broker) EntityAuthorizationRules(keyName string) []AccessRules {
+	if b.routed() {
+		return b.routedEntityRules(keyName)
+	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	var out []AccessRules
 	for _, e := range b.mu.entities {
-		d := e.desc.Load()
-		for _, r := range d.AuthorizationRules {
-			if r.KeyName == keyName {
-				out = append(out, AccessRules{Path: d.Path(), Rules: []AuthorizationRule{r}})
-			}
+		out = appendKeyRules(out, e.desc.Load(), keyName)
+	}
+	return out
+}
+
+// appendKeyRules appends d's rule named keyName, if it has one.
+func appendKeyRules(out []AccessRules, d *Entity, keyName string) []AccessRules {
+	for _, r := range d.AuthorizationRules {
+		if r.KeyName == keyName {
+			out = append(out, AccessRules{Path: d.Path(), Rules: []AuthorizationRule{r}})
+		}
+	}
+	return out
+}
+
+// routedEntityRules is EntityAuthorizationRules of a routed broker: the
+// queues and topics of every group (a spread entity once). A group that
+// cannot be listed now contributes none.
+func (b *Broker) routedEntityRules(keyName string) []AccessRules {
+	var out []AccessRules
+	for _, kind := range []EntityKind{KindQueue, KindTopic} {
+		es, err := b.listRouted(kind, "")
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			out = appendKeyRules(out, e, keyName)
 		}
 	}
 	return out
