@@ -27,7 +27,12 @@ import (
 // All operations of a transaction go through one top-level entity (a
 // queue or a topic; a subscription's is its topic): the first one used.
 // A send names the entity its messages go through (via) and the one they
-// are stored in, which may differ (Service Bus's send-via).
+// are stored in, which may differ (Service Bus's send-via). In a cluster
+// with data groups the one they are stored in may be in another group
+// than via: the commit's write then puts them in this group's outbox
+// (transfer.go, txn_transfer.go), committed or discarded with the rest
+// of the transaction, and the pump hands them to their group after the
+// commit, each applied there once.
 //
 // A transaction times out Config.TxnTimeout (two minutes) after its first
 // operation: any later operation, and its commit, fail with
@@ -104,9 +109,11 @@ func NewRemoteTxn(b *Broker, r RemoteTxn) *Txn { return &Txn{b: b, remote: r} }
 
 // txnSend is messages to store at commit.
 type txnSend struct {
-	path string // the queue or topic they are stored in
-	msgs []*Message
-	key  string // a partitioned entity's: the transaction's partition key
+	path  string // the queue or topic they are stored in
+	via   string // the entity the send goes through (path itself when not a send-via)
+	group uint64 // path's data group when another than this broker's: they go by transfer
+	msgs  []*Message
+	key   string // a partitioned entity's: the transaction's partition key
 }
 
 // txnSettle is a settlement to apply at commit.
@@ -137,23 +144,38 @@ func (t *Txn) Send(path, via string, msgs []*Message) error {
 		return t.forwardSend(path, via, msgs)
 	}
 	e, err := t.b.sendTarget(path)
+	var group uint64 // the destination's data group, when not this broker's
 	if err != nil {
-		return err
-	}
-	d := e.desc.Load()
-	if d.Kind == KindSubscription {
-		return errf(CodeBadRequest, "cannot send to subscription '%s'", d.Path())
-	}
-	if d.Status == StatusDisabled || d.Status == StatusSendDisabled {
-		return errf(CodeEntityDisabled, "Messaging entity '%s' is currently disabled for sending.", d.Path())
-	}
-	var size int64
-	for _, m := range msgs {
-		ms := measure(m)
-		if err := checkSendable(d, m, ms); err != nil {
+		if via == "" || CodeOf(err) != CodeNotFound {
 			return err
 		}
-		size += int64(ms.size)
+		if group, err = t.b.txnTransferGroup(path, via, err); err != nil {
+			return err
+		}
+	}
+	var size int64
+	if e != nil {
+		d := e.desc.Load()
+		if d.Kind == KindSubscription {
+			return errf(CodeBadRequest, "cannot send to subscription '%s'", d.Path())
+		}
+		if d.Status == StatusDisabled || d.Status == StatusSendDisabled {
+			return errf(CodeEntityDisabled, "Messaging entity '%s' is currently disabled for sending.", d.Path())
+		}
+		for _, m := range msgs {
+			ms := measure(m)
+			if err := checkSendable(d, m, ms); err != nil {
+				return err
+			}
+			size += int64(ms.size)
+		}
+	} else {
+		// The destination's group checks the messages when it applies
+		// the transfer; what it refuses for good is dead-lettered in the
+		// via queue (transfer.go).
+		for _, m := range msgs {
+			size += int64(measure(m).size)
+		}
 	}
 	if via == "" {
 		via = path
@@ -176,7 +198,8 @@ func (t *Txn) Send(path, via string, msgs []*Message) error {
 		return err
 	}
 	var key string
-	if e.parts != nil {
+	if e != nil && e.parts != nil {
+		d := e.desc.Load()
 		// Service Bus: every message a transaction sends to a partitioned
 		// entity has a partition key (its SessionId, PartitionKey or
 		// MessageId), the same for all, so that one partition takes them.
@@ -200,7 +223,7 @@ func (t *Txn) Send(path, via string, msgs []*Message) error {
 		}
 		t.partKey = key
 	}
-	t.sends = append(t.sends, txnSend{path: path, msgs: msgs, key: key})
+	t.sends = append(t.sends, txnSend{path: path, via: via, group: group, msgs: msgs, key: key})
 	t.messages += len(msgs)
 	t.bytes += size
 	return nil

@@ -63,6 +63,13 @@ func (b *Broker) commitTxn(sends []txnSend, settles []txnSettle) error {
 
 	p := &sendPlan{b: b, now: now, owned: true}
 	for _, s := range sends {
+		if s.group != 0 {
+			if err := b.planTxnTransfer(p, s); err != nil {
+				p.finish(true)
+				return fail(err)
+			}
+			continue
+		}
 		e, err := b.sendTarget(s.path)
 		if err == nil {
 			if e.parts != nil && s.key != "" {
