@@ -43,7 +43,6 @@ var clusterExcluded = []struct{ prefix, why string }{
 	{"autodelete-deletes-idle", "takes minutes (--slow)"},
 	// Gaps of a cluster with data groups, found by this run; delete the
 	// entry once the cluster passes the scenario (--only runs it).
-	{"txn-send-via-crosses-entities", "gap: send-via to an entity of another data group than the transaction's first is refused with amqp:not-found"},
 }
 
 // clusterOnly is the --only of a cluster run that gives none: every
