@@ -25,15 +25,7 @@ import (
 func startSpreadCluster(t *testing.T) map[uint64]*Cluster {
 	t.Helper()
 	nodes := startTestClusterOf(t, 3, nil, func(co *ClusterOptions) { co.Groups = 3 })
-	waitForCond(t, "each node to serve its data group", func() error {
-		l := groupLeaders(nodes)
-		for g := uint64(1); g <= 3; g++ {
-			if l[g] != g {
-				return fmt.Errorf("leaders %v", l)
-			}
-		}
-		return nil
-	})
+	waitGroupsServing(t, nodes)
 	return nodes
 }
 

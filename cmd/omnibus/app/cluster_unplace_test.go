@@ -26,6 +26,17 @@ func startGroupCluster(t *testing.T, clk clock.Clock) map[uint64]*Cluster {
 			o.Clock = clk
 		}
 	}, func(co *ClusterOptions) { co.Groups = 3 })
+	waitGroupsServing(t, nodes)
+	return nodes
+}
+
+// waitGroupsServing waits until node g serves data group g (the
+// preferred leaders of a new cluster of three with three groups) and
+// every node knows the meta group's leader, which serves placements: a node that knows none
+// refuses what needs the meta leader (a placement, a spread) with server
+// busy, which the SDKs retry but a test's direct calls do not.
+func waitGroupsServing(t *testing.T, nodes map[uint64]*Cluster) {
+	t.Helper()
 	waitForCond(t, "each node to serve its data group", func() error {
 		l := groupLeaders(nodes)
 		for g := uint64(1); g <= 3; g++ {
@@ -38,9 +49,18 @@ func startGroupCluster(t *testing.T, clk clock.Clock) map[uint64]*Cluster {
 				return fmt.Errorf("node %d knows no meta leader", id)
 			}
 		}
+		lead := nodes[nodes[1].Node().Leader()]
+		if lead == nil || lead.routed == nil {
+			return errors.New("the meta leader is not one of the nodes")
+		}
+		lead.routed.mu.Lock()
+		serving := lead.routed.metaSess != nil
+		lead.routed.mu.Unlock()
+		if !serving {
+			return errors.New("the meta leader serves no placements yet")
+		}
 		return nil
 	})
-	return nodes
 }
 
 // waitPlacement waits until every node's copy of the meta group says
