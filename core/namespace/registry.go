@@ -90,6 +90,8 @@ type Registry struct {
 	manage sync.Mutex
 	nextID uint64 // guarded by manage
 
+	catchUps catchUps // catchup.go
+
 	mu struct {
 		sync.RWMutex // guards the fields below
 		byName       map[string]*Namespace
@@ -411,7 +413,8 @@ func (r *Registry) Close() error {
 // of them named one; the default namespace and false when none does.
 // Names that disagree are refused with a sas.ErrInvalidAudience error,
 // and a key name "rule@ns" for a namespace that does not exist with a
-// sas.ErrUnknownKey one (both *sas.Error).
+// sas.ErrUnknownKey one (both *sas.Error): on a shared registry, only
+// after catching up (catchup.go), up to CatchUpTimeout.
 func (r *Registry) Resolve(host, keyName, tokenHost string) (*Namespace, bool, error) {
 	var picked *Namespace
 	var by string
@@ -429,7 +432,12 @@ func (r *Registry) Resolve(host, keyName, tokenHost string) (*Namespace, bool, e
 		picked, by = n, "its host '"+host+"'"
 	}
 	if keyName != "" {
-		if n, ok := r.ForKeyName(keyName); ok {
+		n, ok := r.ForKeyName(keyName)
+		if !ok && r.cfg.Shared != nil && strings.Contains(keyName, "@") {
+			r.catchUp() // created through another process a moment ago?
+			n, ok = r.ForKeyName(keyName)
+		}
+		if ok {
 			if err := pick(n, "its key name '"+keyName+"'"); err != nil {
 				return nil, false, err
 			}

@@ -29,6 +29,11 @@ type Shared interface {
 	// Delete removes a namespace's record and, in time, everything in it.
 	// When it returns, a Sync no longer loads it.
 	Delete(ctx context.Context, rec Record) error
+	// CatchUp returns once this registry holds every change acknowledged
+	// anywhere before the call (it has Synced them), or ctx ends. Resolve
+	// calls it, bounded and rate-limited (catchup.go), before refusing a
+	// namespace it does not know.
+	CatchUp(ctx context.Context) error
 }
 
 // Snapshot is what a [Shared] holds: the default namespace's record

@@ -438,3 +438,42 @@ func TestClusterGroupsNamespaceLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterGroupsNamespaceKnownAtOnce: a namespace created through one
+// node is served at once through another whose registry has not taken
+// it yet (its sync loop held): the request naming it makes that node
+// catch up with the meta leader before refusing it, over HTTP and AMQP.
+// A name no node knows is still refused (401).
+func TestClusterGroupsNamespaceKnownAtOnce(t *testing.T) {
+	nodes := startGroupCluster(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for _, id := range []uint64{2, 3} {
+		nodes[id].routed.holdSync.Store(true)
+	}
+	for _, name := range []string{"fresh", "fresh2"} {
+		if st, body := nsCallAt(t, nodes[1].HTTPAddr(), http.MethodPut, "/$namespaces/"+name, DefaultKeyName, DefaultKey, ""); st != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", name, st, body)
+		}
+	}
+	if _, err := nodes[2].routed.namespaces().Get("fresh"); err == nil {
+		t.Fatal("node 2's registry took the namespace with its sync loop held")
+	}
+	if _, err := clusterAdminAs(t, nodes[2], DefaultKeyName+"@fresh", DefaultKey).CreateQueue(ctx, "q", nil); err != nil {
+		t.Fatalf("fresh's queue through node 2: %v", err)
+	}
+	if _, err := clusterAdminAs(t, nodes[1], DefaultKeyName+"@fresh2", DefaultKey).CreateQueue(ctx, "q", nil); err != nil {
+		t.Fatalf("fresh2's queue through node 1: %v", err)
+	}
+	s, err := clusterClientAs(t, nodes[3], DefaultKeyName+"@fresh2", DefaultKey).NewSender("q", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(ctx)
+	if err := s.SendMessage(ctx, &azservicebus.Message{Body: []byte("x")}, nil); err != nil {
+		t.Fatalf("a send to fresh2's queue through node 3: %v", err)
+	}
+	if st, body := nsCallAt(t, nodes[2].HTTPAddr(), http.MethodGet, "/q", DefaultKeyName+"@nosuch", DefaultKey, ""); st != http.StatusUnauthorized {
+		t.Fatalf("a key of a namespace no node knows: %d %s, want 401", st, body)
+	}
+}

@@ -412,6 +412,9 @@ func (r *routed) syncNamespacesLoop(reg *namespace.Registry) {
 			return
 		case <-t.C:
 		}
+		if r.holdSync.Load() {
+			continue
+		}
 		if now := r.meta.Applied(); now != last {
 			last = now
 			r.syncNamespaces(reg)

@@ -57,6 +57,10 @@ type routed struct {
 	log  *zap.Logger
 	srv  *clusterrpc.Server
 
+	// holdSync, set by tests, stops syncNamespacesLoop taking the meta
+	// group's changes, so that this node's registry lags for certain.
+	holdSync atomic.Bool
+
 	mu       sync.Mutex                    // guards the fields below
 	local    map[uint64]*localGroup        // the data groups this node serves now
 	clients  map[uint64]*clusterrpc.Client // by node id

@@ -42,7 +42,8 @@ import (
 const (
 	metaForget  = "forget"
 	metaConfirm = "confirm"
-	metaSpread  = "spread" // cluster_spread.go
+	metaSpread  = "spread"  // cluster_spread.go
+	metaApplied = "applied" // cluster_nscatchup.go
 )
 
 // metaRequest is a request to the meta leader (or, ns-drop, to a data
@@ -70,6 +71,8 @@ type metaAnswer struct {
 	// Spread answers metaSpread: nil when the name is not spread.
 	Spread *core.Spread      `json:",omitempty"`
 	Record *namespace.Record `json:",omitempty"` // ns-create: the record made
+	// Applied answers metaApplied: how far the meta leader has applied.
+	Applied uint64 `json:",omitempty"`
 }
 
 // unplaceTimeout bounds the forgetting of a deleted entity's placement
@@ -136,6 +139,8 @@ func (r *routed) metaRequest(ctx context.Context, req metaRequest) (metaAnswer, 
 		return metaAnswer{Spread: sp}, err
 	case metaNSCreate, metaNSUpdate, metaNSDelete, metaNSDrop:
 		return r.namespaceRequest(ctx, req)
+	case metaApplied:
+		return r.answerApplied()
 	}
 	return metaAnswer{}, &core.Error{Code: core.CodeBadRequest, Msg: "an unknown request to the meta leader: " + req.Op}
 }
