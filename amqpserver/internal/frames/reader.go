@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -17,7 +18,7 @@ import (
 // connection's reader goroutine owns them), but [Reader.SetMaxFrameSize] and
 // [Reader.MaxFrameSize] may be called from any goroutine.
 type Reader struct {
-	r   *readBuffer
+	r   *bufio.Reader
 	max atomic.Uint32 // largest acceptable frame size, header included
 	hdr [HeaderSize]byte
 	// body is the read cursor over the frame being decoded, reused from
@@ -31,7 +32,7 @@ type Reader struct {
 // maxFrameSize bytes. A maxFrameSize below [MinMaxFrameSize] is raised to
 // it: every peer may send frames up to that size before open is exchanged.
 func NewReader(r io.Reader, maxFrameSize uint32) *Reader {
-	rd := &Reader{r: newReadBuffer(r)}
+	rd := &Reader{r: bufio.NewReaderSize(r, 4096)}
 	rd.SetMaxFrameSize(maxFrameSize)
 	return rd
 }
@@ -100,7 +101,8 @@ func (r *Reader) FrameBuffered() bool {
 	if n < HeaderSize {
 		return false
 	}
-	size := binary.BigEndian.Uint32(r.r.peek())
+	p, _ := r.r.Peek(HeaderSize)
+	size := binary.BigEndian.Uint32(p)
 	return size < HeaderSize || size > r.max.Load() || int64(size) <= int64(n)
 }
 
