@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -47,15 +46,7 @@ func TestClusterGroupsForwarding(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes := startTestClusterOf(t, 3, func(o *Options) { o.ConfigPath = cfg }, func(co *ClusterOptions) { co.Groups = 3 })
-	waitForCond(t, "each node to serve its data group", func() error {
-		l := groupLeaders(nodes)
-		for g := uint64(1); g <= 3; g++ {
-			if l[g] != g {
-				return fmt.Errorf("leaders %v", l)
-			}
-		}
-		return nil
-	})
+	waitGroupsServing(t, nodes)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	r := nodes[3].routed

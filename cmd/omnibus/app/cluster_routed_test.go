@@ -63,15 +63,7 @@ func TestClusterGroupsServeEveryEntityFromEveryNode(t *testing.T) {
 	nodes := startTestClusterOf(t, 3, nil, func(co *ClusterOptions) { co.Groups = 3 })
 	// Node g serves data group g (its preferred leader): until then the
 	// balancer may hand a group over under the test's writes.
-	waitForCond(t, "each node to serve its data group", func() error {
-		l := groupLeaders(nodes)
-		for g := uint64(1); g <= 3; g++ {
-			if l[g] != g {
-				return fmt.Errorf("leaders %v", l)
-			}
-		}
-		return nil
-	})
+	waitGroupsServing(t, nodes)
 	// The config file's queue, placed by the meta leader.
 	waitForCond(t, "the config file's queue", func() error {
 		_, err := routedBroker(t, nodes[2]).GetEntity("orders")

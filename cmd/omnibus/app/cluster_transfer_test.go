@@ -28,15 +28,7 @@ type transferCluster struct {
 
 func startTransferCluster(t *testing.T, edit func(*Options)) *transferCluster {
 	nodes := startTestClusterOf(t, 3, edit, func(co *ClusterOptions) { co.Groups = 3 })
-	waitForCond(t, "each node to serve its data group", func() error {
-		l := groupLeaders(nodes)
-		for g := uint64(1); g <= 3; g++ {
-			if l[g] != g {
-				return fmt.Errorf("leaders %v", l)
-			}
-		}
-		return nil
-	})
+	waitGroupsServing(t, nodes)
 	// The config file's queue, placed by the meta leader: placements
 	// (creates) are served.
 	waitForCond(t, "the config file's queue", func() error {
