@@ -40,6 +40,10 @@ type waiter struct {
 	max      int
 	maxBytes int      // see ReceiveOptions.MaxBytes
 	sess     *session // nil: any message of the queue
+	// sessLock is the session lock the waiter receives under: once the
+	// session's lock is another (closed, expired, accepted again by
+	// another receiver) the waiter takes nothing more (sessionLockGone).
+	sessLock LockToken
 	ch       chan []taken
 	// claim is set for a waiter that waits on several queues at once (a
 	// partitioned entity's, receive_any.go): whoever sets it first serves
@@ -124,6 +128,10 @@ func (q *queue) receiveOnce(ctx context.Context, opts ReceiveOptions, sess *sess
 		q.mu.Unlock()
 		return nil, false, entityNotFound(q.path)
 	}
+	if sess != nil && sess.lock != opts.Session.Token {
+		q.mu.Unlock()
+		return nil, false, errSessionLockLost()
+	}
 	got := q.takeLocked(now, opts.Mode, opts.Max, opts.MaxBytes, sess)
 	if len(got) > 0 {
 		// When the backlog reaches past the hand-over cache, have the
@@ -138,6 +146,9 @@ func (q *queue) receiveOnce(ctx context.Context, opts ReceiveOptions, sess *sess
 		return out, err == nil && len(out) == 0, err
 	}
 	w := &waiter{mode: opts.Mode, max: opts.Max, maxBytes: opts.MaxBytes, sess: sess, ch: make(chan []taken, 1)}
+	if sess != nil {
+		w.sessLock = opts.Session.Token
+	}
 	q.mu.waiters = append(q.mu.waiters, w)
 	q.mu.Unlock()
 	q.kickExpiry()
@@ -169,6 +180,38 @@ func (q *queue) receiveOnce(ctx context.Context, opts ReceiveOptions, sess *sess
 		return nil, false, nil
 	}
 	return nil, false, ctx.Err()
+}
+
+// sessionLockGone reports whether w receives under a session lock that
+// has ended: its session was closed or its lock expired, and maybe
+// accepted since by another receiver. Such a waiter must take nothing: a
+// message it took would go to a link that gives it back, after the
+// session's new holder has been handed the messages behind it (FIFO in
+// the session broken). Called with the queue mutex held.
+func (w *waiter) sessionLockGone() bool {
+	return w.sess != nil && w.sess.lock != w.sessLock
+}
+
+// wakeEmpty serves w nothing: its receive looks again and reports what
+// it finds (the session lock lost), or returns if its context is done.
+func (w *waiter) wakeEmpty() {
+	w.ch <- nil
+	close(w.ch)
+}
+
+// dropSessionWaitersLocked wakes, with nothing, the waiters that receive
+// under a session lock that has just ended (see sessionLockGone).
+func (q *queue) dropSessionWaitersLocked(s *session) {
+	ws := q.mu.waiters[:0]
+	for _, w := range q.mu.waiters {
+		if w.sess == s && w.sessionLockGone() {
+			w.wakeEmpty()
+			continue
+		}
+		ws = append(ws, w)
+	}
+	clear(q.mu.waiters[len(ws):])
+	q.mu.waiters = ws
 }
 
 func (q *queue) removeWaiterLocked(w *waiter) bool {
@@ -253,6 +296,11 @@ func (q *queue) serveWaitersLocked(now int64) {
 				q.mu.waiters = append(q.mu.waiters[:i], q.mu.waiters[i+1:]...)
 				continue
 			}
+		}
+		if w.sessionLockGone() {
+			q.mu.waiters = append(q.mu.waiters[:i], q.mu.waiters[i+1:]...)
+			w.wakeEmpty()
+			continue
 		}
 		got := q.takeLocked(now, w.mode, w.max, w.maxBytes, w.sess)
 		if len(got) == 0 && w.claim == nil {

@@ -245,7 +245,11 @@ func (q *queue) lockSessionLocked(s *session, now int64) *SessionLock {
 	if s.lock == (LockToken{}) {
 		q.noteSessionLocked()
 	}
+	stale := s.lock != (LockToken{})
 	s.lock = NewUUID()
+	if stale {
+		q.dropSessionWaitersLocked(s) // receives under the replaced lock
+	}
 	s.lockedUntil = now + int64(q.lockDuration())
 	if s.locked == nil {
 		s.locked = make(map[LockToken]*msgRec)
@@ -272,6 +276,10 @@ func (q *queue) serveAcceptersLocked(now int64) {
 	}
 }
 
+func errSessionLockLost() error {
+	return errf(CodeSessionLockLost, "The session lock has expired on the MessageSession. Accept a new MessageSession.")
+}
+
 // heldSession checks that sl is the live lock of its session.
 func (q *queue) heldSession(sl *SessionLock) (*session, error) {
 	now := q.b.Now()
@@ -279,7 +287,7 @@ func (q *queue) heldSession(sl *SessionLock) (*session, error) {
 	defer q.mu.Unlock()
 	s := q.mu.sessions.byID[sl.SessionID]
 	if s == nil || s.lock != sl.Token || (s.lockedUntil <= now && !q.b.cfg.Faults.IgnoreLockExpiry) {
-		return nil, errf(CodeSessionLockLost, "The session lock has expired on the MessageSession. Accept a new MessageSession.")
+		return nil, errSessionLockLost()
 	}
 	return s, nil
 }
@@ -394,6 +402,7 @@ func (q *queue) unlockSessionLocked(s *session, expired bool, now int64) []*msgR
 	}
 	s.lock = LockToken{}
 	s.lockedUntil = 0
+	q.dropSessionWaitersLocked(s)
 	q.mu.sessions.changed(s)
 	q.serveAcceptersLocked(now)
 	q.pruneSessionLocked(s)
