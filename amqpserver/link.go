@@ -291,14 +291,26 @@ func (l *link) refuse(a *frames.Attach, e *frames.Error) {
 
 // detach closes the link from our side with e (nil for a clean close).
 // Its state is dropped at once; its handle stays in use until the
-// client's detach answers ours.
+// client's detach answers ours. The detach goes out after the answers
+// the client is owed for what it sent before (owed.go), acknowledgements
+// queued for the pass's end included: a settlement of
+// the link under way when a pull fails is carried out all the same, and
+// a client that saw the detach first takes it for failed (the Go SDK
+// then settles again through $management, which finds no lock: lock
+// lost for a message that is gone, never delivered again).
 func (l *link) detach(e *frames.Error) {
 	if l.detached {
 		return
 	}
 	l.release()
 	l.s.forgetLink(l.handle)
-	l.s.c.write(l.s.ch, &frames.Detach{Handle: l.handle, Closed: true, Error: e})
+	s, h := l.s, l.handle
+	s.c.afterOwed(func() {
+		if s.live() {
+			s.writeAcks() // the settlements' queued answers go first
+			s.c.write(s.ch, &frames.Detach{Handle: h, Closed: true, Error: e})
+		}
+	})
 }
 
 // handleDetach answers the client's detach and forgets the link.

@@ -3,6 +3,7 @@ package amqpserver
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -132,5 +133,106 @@ func TestRoutedCompletionRefusedIsLockLost(t *testing.T) {
 	}
 	if c := ts.MustCounts(t, "q"); c.Active != 1 {
 		t.Fatalf("counts %+v after a refused completion: the message must still be there", c)
+	}
+}
+
+// gatedBackend is a refusingBackend whose completions wait at a gate,
+// as a completion on another node waits for its group's commit.
+type gatedBackend struct {
+	*refusingBackend
+	entered chan struct{} // a completion reached the broker
+	open    chan struct{} // lets it go on
+	refused chan struct{} // a receive was refused
+}
+
+func (b *gatedBackend) wait() {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-b.open
+}
+
+func (b *gatedBackend) Settle(ctx context.Context, path string, tok core.LockToken, o core.Outcome) error {
+	b.wait()
+	return b.Backend.Settle(ctx, path, tok, o)
+}
+
+func (b *gatedBackend) CompleteMany(path string, toks []core.LockToken, durable bool) []error {
+	b.wait()
+	return b.Backend.CompleteMany(path, toks, durable)
+}
+
+func (b *gatedBackend) Receive(ctx context.Context, path string, opts core.ReceiveOptions) ([]*core.Message, error) {
+	msgs, err := b.refusingBackend.Receive(ctx, path, opts)
+	if err != nil {
+		select {
+		case b.refused <- struct{}{}:
+		default:
+		}
+	}
+	return msgs, err
+}
+
+// TestRoutedDetachAfterSettlementUnderWay: a receive link detached
+// because its pull was refused (the entity's group changing leaders)
+// while a completion of the link was under way answers that completion
+// first. Detached first, the client took the completion for failed, the
+// Go SDK settled again through $management and was told the lock was
+// lost, yet the completion took effect: a message the client expects
+// again never came (TestClusterGroupsSpreadFailover's "never received").
+func TestRoutedDetachAfterSettlementUnderWay(t *testing.T) {
+	gb := &gatedBackend{refusingBackend: &refusingBackend{}, entered: make(chan struct{}, 1), open: make(chan struct{}), refused: make(chan struct{}, 1)}
+	ts := newTestServer(t, func(c *Config) {
+		gb.Backend = c.Broker
+		routed, err := core.New(core.Config{Router: oneBackend{gb}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { routed.Close() })
+		c.Broker = routed
+	})
+	ts.MustSend(t, "q", coretest.Text("x"))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	r, err := ts.session(t).NewReceiver(ctx, "q", &amqp.ReceiverOptions{SettlementMode: amqp.ReceiverSettleModeSecond.Ptr(), Credit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.IssueCredit(1); err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.Receive(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan error, 1)
+	go func() { accepted <- r.AcceptMessage(ctx, m) }()
+	<-gb.entered
+	var opened sync.Once
+	openGate := func() { opened.Do(func() { close(gb.open) }) }
+	defer openGate()
+	// The completion waits at the gate; the next pull is refused.
+	gb.refuse.Store(true)
+	if err := r.IssueCredit(1); err != nil {
+		t.Fatal(err)
+	}
+	<-gb.refused
+	select {
+	case err := <-accepted:
+		t.Fatalf("the completion was answered (%v) before it was carried out: the link was detached under it", err)
+	case <-time.After(time.Second): // the detach had its time to overtake the completion
+	}
+	openGate()
+	if err := <-accepted; err != nil {
+		t.Fatalf("a completion carried out was reported failed: %v", err)
+	}
+	if c := ts.MustCounts(t, "q"); c.Active != 0 {
+		t.Fatalf("counts %+v after the completion", c)
+	}
+	_, err = r.Receive(ctx, nil)
+	var le *amqp.LinkError
+	if !errors.As(err, &le) || le.RemoteErr == nil || le.RemoteErr.Condition != amqp.ErrCondDetachForced {
+		t.Fatalf("after the completion: %v, want the link detached with %s", err, amqp.ErrCondDetachForced)
 	}
 }
