@@ -241,6 +241,7 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	b.mu.closed = true
+	deleted := b.mu.deleted
 	ents := make([]*entity, 0, len(b.mu.entities))
 	for _, e := range b.mu.entities {
 		ents = append(ents, e)
@@ -250,7 +251,7 @@ func (b *Broker) Close() error {
 	b.idle.close()
 	for _, e := range ents {
 		for _, q := range e.allQueues() {
-			q.close(false)
+			q.close(deleted)
 		}
 	}
 	b.wg.Wait()

@@ -125,8 +125,9 @@ func (q *queue) receiveOnce(ctx context.Context, opts ReceiveOptions, sess *sess
 	now := q.b.Now()
 	q.mu.Lock()
 	if q.mu.closed {
+		err := q.closedErrLocked()
 		q.mu.Unlock()
-		return nil, false, entityNotFound(q.path)
+		return nil, false, err
 	}
 	if sess != nil && sess.lock != opts.Session.Token {
 		q.mu.Unlock()
@@ -156,7 +157,7 @@ func (q *queue) receiveOnce(ctx context.Context, opts ReceiveOptions, sess *sess
 	select {
 	case got, ok := <-w.ch:
 		if !ok {
-			return nil, false, entityNotFound(q.path)
+			return nil, false, q.closedErr()
 		}
 		out, err = q.finish(got, opts.Mode)
 		return out, err == nil && len(out) == 0 && ctx.Err() == nil, err
@@ -489,6 +490,26 @@ func (q *queue) close(deleted bool) {
 	// A deleted queue's timers must not keep it (and its records) alive
 	// until its furthest scheduled message falls due.
 	q.b.timer.forget(q)
+}
+
+// closedErrLocked is what an operation finds on q once it is closed: its
+// entity not found when it was deleted; server busy, retryable, when its
+// broker was closed (a cluster node that stops leading the entity's group,
+// or stops): the entity exists, and is served elsewhere or again soon. A
+// receiver that waited on a group's leader as it stopped was told the
+// entity did not exist (TestClusterGroupsSpreadFailover's "not found").
+func (q *queue) closedErrLocked() error {
+	if q.mu.deleted {
+		return entityNotFound(q.path)
+	}
+	return &Error{Code: CodeServerBusy, Msg: fmt.Sprintf("The messaging entity '%s' is not served here now (its broker closed); retry", q.path)}
+}
+
+// closedErr is closedErrLocked for a caller not holding q.mu.
+func (q *queue) closedErr() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closedErrLocked()
 }
 
 // reportTTL makes a delivered message's TimeToLive the one in force. The

@@ -45,8 +45,9 @@ func (e *entity) receiveAnyOnce(ctx context.Context, qs []*queue, opts ReceiveOp
 		q := qs[(start+i)%n]
 		q.mu.Lock()
 		if q.mu.closed {
+			err := q.closedErrLocked()
 			q.mu.Unlock()
-			return finishGrabs(grabs, opts.Mode, entityNotFound(q.path))
+			return finishGrabs(grabs, opts.Mode, err)
 		}
 		got := q.takeLocked(now, opts.Mode, left, opts.MaxBytes, nil)
 		q.mu.Unlock()
@@ -80,10 +81,11 @@ func (e *entity) receiveAnyOnce(ctx context.Context, qs []*queue, opts ReceiveOp
 		q := qs[(start+i)%n]
 		q.mu.Lock()
 		if q.mu.closed {
+			err := q.closedErrLocked()
 			q.mu.Unlock()
 			if w.claim.CompareAndSwap(false, true) {
 				dropWaiter(w, on)
-				return nil, false, entityNotFound(q.path)
+				return nil, false, err
 			}
 			break // served meanwhile: take what it got below
 		}
@@ -111,7 +113,7 @@ func (e *entity) receiveAnyOnce(ctx context.Context, qs []*queue, opts ReceiveOp
 	case got, ok := <-w.ch:
 		dropWaiter(w, on)
 		if !ok {
-			return nil, false, entityNotFound(qs[0].path)
+			return nil, false, closedErrOf(qs)
 		}
 		if len(got) == 0 {
 			return nil, ctx.Err() == nil, nil
@@ -182,10 +184,11 @@ func (e *entity) acceptAny(ctx context.Context, qs []*queue) (*SessionLock, erro
 		q := qs[(start+i)%n]
 		q.mu.Lock()
 		if q.mu.closed {
+			err := q.closedErrLocked()
 			q.mu.Unlock()
 			if w.claim.CompareAndSwap(false, true) {
 				dropAccepter(w, on)
-				return nil, entityNotFound(q.path)
+				return nil, err
 			}
 			break
 		}
@@ -208,7 +211,7 @@ func (e *entity) acceptAny(ctx context.Context, qs []*queue) (*SessionLock, erro
 	case s := <-w.ch:
 		dropAccepter(w, on)
 		if s == nil {
-			return nil, entityNotFound(qs[0].path)
+			return nil, closedErrOf(qs)
 		}
 		w.from.mu.Lock()
 		defer w.from.mu.Unlock()
@@ -240,4 +243,22 @@ func dropAccepter(w *acceptWaiter, on []*queue) {
 		}
 		q.mu.Unlock()
 	}
+}
+
+// closedErrOf is closedErr of the partition whose closing woke a wait on
+// qs (the first closed one: a deletion closes them all, deleted).
+func closedErrOf(qs []*queue) error {
+	for _, q := range qs {
+		q.mu.Lock()
+		closed := q.mu.closed
+		var err error
+		if closed {
+			err = q.closedErrLocked()
+		}
+		q.mu.Unlock()
+		if closed {
+			return err
+		}
+	}
+	return entityNotFound(qs[0].path)
 }

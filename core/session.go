@@ -219,7 +219,7 @@ func (b *Broker) AcceptSession(ctx context.Context, path, id string) (*SessionLo
 	select {
 	case s := <-w.ch:
 		if s == nil {
-			return nil, entityNotFound(q.path)
+			return nil, q.closedErr()
 		}
 		q.mu.Lock()
 		defer q.mu.Unlock()
