@@ -100,28 +100,46 @@ func (c *Client) Status(ctx context.Context, addr string) (Status, error) {
 // ChangeMembers asks the group to make change ch, through its leader: it
 // asks the member at addr for the leader, then the leader, and returns
 // once the change is applied there (an added member has caught up and
-// votes) or ctx ends.
+// votes) or ctx ends. While the member knows no leader (an election, as
+// when the member being removed led and has just stopped), it asks
+// again every leaderPoll until ctx ends.
 func (c *Client) ChangeMembers(ctx context.Context, addr string, ch MemberChange) error {
-	st, err := c.Status(ctx, addr)
+	st, leaderAddr, err := c.leaderOf(ctx, addr)
 	if err != nil {
 		return err
-	}
-	leaderAddr := ""
-	if st.Leader == st.ID {
-		leaderAddr = addr
-	}
-	for _, m := range st.Members {
-		if m.ID == st.Leader && leaderAddr == "" {
-			leaderAddr = m.Addr
-		}
-	}
-	if leaderAddr == "" {
-		return fmt.Errorf("member %d at %s knows no leader (or not its address)", st.ID, addr)
 	}
 	if _, err := c.do(ctx, http.MethodPost, leaderAddr, pathMembers, ch, nil, true); err != nil {
 		return fmt.Errorf("leader %d at %w", st.Leader, err)
 	}
 	return nil
+}
+
+// leaderPoll is how often ChangeMembers asks again for a leader.
+const leaderPoll = 100 * time.Millisecond
+
+// leaderOf asks the member at addr for its status until it names a leader
+// whose address it knows, and returns that status and address; the error
+// of the last try once ctx ends.
+func (c *Client) leaderOf(ctx context.Context, addr string) (Status, string, error) {
+	for {
+		st, err := c.Status(ctx, addr)
+		if err != nil {
+			return st, "", err
+		}
+		if st.Leader == st.ID {
+			return st, addr, nil
+		}
+		for _, m := range st.Members {
+			if m.ID == st.Leader && st.Leader != 0 {
+				return st, m.Addr, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return st, "", fmt.Errorf("member %d at %s knows no leader (or not its address): %w", st.ID, addr, ctx.Err())
+		case <-time.After(leaderPoll):
+		}
+	}
 }
 
 // JoinToken asks the member at addr for a join token for node, good for
