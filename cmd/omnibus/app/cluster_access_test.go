@@ -29,6 +29,7 @@ func TestClusterEntityRulesFromAnyNode(t *testing.T) {
 		}
 		return nil
 	})
+	waitMetaServing(t, nodes)
 	via := nodes[leader%3+1] // not the group's leader
 	key := core.NewAccessKey()
 	b := routedBroker(t, via)

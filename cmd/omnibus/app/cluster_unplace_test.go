@@ -44,6 +44,18 @@ func waitGroupsServing(t *testing.T, nodes map[uint64]*Cluster) {
 				return fmt.Errorf("leaders %v", l)
 			}
 		}
+		return nil
+	})
+	waitMetaServing(t, nodes)
+}
+
+// waitMetaServing waits until every node knows the meta leader and that
+// leader serves placements, so a create through any node is placed at
+// once rather than refused as server busy (which the tests' direct
+// broker calls do not retry).
+func waitMetaServing(t *testing.T, nodes map[uint64]*Cluster) {
+	t.Helper()
+	waitForCond(t, "the meta leader to serve placements", func() error {
 		for id, c := range nodes {
 			if c.Node().Leader() == 0 {
 				return fmt.Errorf("node %d knows no meta leader", id)
