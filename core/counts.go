@@ -14,6 +14,18 @@ type Counts struct {
 	Subscriptions int
 }
 
+// addMessages adds o's message counts and sizes to c (not Subscriptions:
+// the parts of one entity each count the same subscriptions).
+func (c *Counts) addMessages(o Counts) {
+	c.Active += o.Active
+	c.DeadLetter += o.DeadLetter
+	c.Scheduled += o.Scheduled
+	c.Deferred += o.Deferred
+	c.Transfer += o.Transfer
+	c.Total += o.Total
+	c.SizeBytes += o.SizeBytes
+}
+
 // Counts returns the runtime counts of a queue, topic or subscription.
 // A topic's size is the sum of its subscriptions'.
 func (b *Broker) Counts(path string) (Counts, error) {
@@ -45,13 +57,7 @@ func (e *entity) counts() Counts {
 		return c
 	}
 	for _, u := range e.units() {
-		uc := u.q.counts()
-		c.Active += uc.Active
-		c.DeadLetter += uc.DeadLetter
-		c.Scheduled += uc.Scheduled
-		c.Deferred += uc.Deferred
-		c.Total += uc.Total
-		c.SizeBytes += uc.SizeBytes
+		c.addMessages(u.q.counts())
 	}
 	return c
 }

@@ -201,13 +201,7 @@ func (s *spreadBackend) Counts(path string) (Counts, error) {
 		if err != nil {
 			return err
 		}
-		sum.Active += c.Active
-		sum.DeadLetter += c.DeadLetter
-		sum.Scheduled += c.Scheduled
-		sum.Deferred += c.Deferred
-		sum.Transfer += c.Transfer
-		sum.Total += c.Total
-		sum.SizeBytes += c.SizeBytes
+		sum.addMessages(c)
 		sum.Subscriptions = max(sum.Subscriptions, c.Subscriptions)
 		return nil
 	})
@@ -228,16 +222,7 @@ func (s *spreadBackend) EntityStats(path string) (EntityStats, error) {
 			sum, first = st, false
 			return nil
 		}
-		sum.Incoming += st.Incoming
-		sum.Outgoing += st.Outgoing
-		sum.Completed += st.Completed
-		sum.Abandoned += st.Abandoned
-		sum.DeadLettered += st.DeadLettered
-		sum.Expired += st.Expired
-		sum.Deferred += st.Deferred
-		sum.LockExpiries += st.LockExpiries
-		sum.SessionLockExpiries += st.SessionLockExpiries
-		sum.SessionsHeld += st.SessionsHeld
+		sum.addCounters(st)
 		return nil
 	})
 	return sum, err
@@ -304,25 +289,8 @@ func mergeSnapshots(bs []Backend, fn func(*EntitySnapshot)) {
 				m.Stats.SendLatency = s.Stats.SendLatency.clone()
 				m.Stats.EndToEnd = s.Stats.EndToEnd.clone()
 			}
-			c := &m.Counts
-			c.Active += s.Counts.Active
-			c.DeadLetter += s.Counts.DeadLetter
-			c.Scheduled += s.Counts.Scheduled
-			c.Deferred += s.Counts.Deferred
-			c.Transfer += s.Counts.Transfer
-			c.Total += s.Counts.Total
-			c.SizeBytes += s.Counts.SizeBytes
-			st := &m.Stats
-			st.Incoming += s.Stats.Incoming
-			st.Outgoing += s.Stats.Outgoing
-			st.Completed += s.Stats.Completed
-			st.Abandoned += s.Stats.Abandoned
-			st.DeadLettered += s.Stats.DeadLettered
-			st.Expired += s.Stats.Expired
-			st.Deferred += s.Stats.Deferred
-			st.LockExpiries += s.Stats.LockExpiries
-			st.SessionLockExpiries += s.Stats.SessionLockExpiries
-			st.SessionsHeld += s.Stats.SessionsHeld
+			m.Counts.addMessages(s.Counts)
+			m.Stats.addCounters(s.Stats)
 		})
 	}
 	keys := make([]string, 0, len(byPath))

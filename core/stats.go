@@ -62,6 +62,21 @@ type EntityStats struct {
 	SendLatency, EndToEnd Histogram
 }
 
+// addCounters adds o's counters and the SessionsHeld gauge to s (not the
+// latency histograms): the parts of one entity held in several places.
+func (s *EntityStats) addCounters(o EntityStats) {
+	s.Incoming += o.Incoming
+	s.Outgoing += o.Outgoing
+	s.Completed += o.Completed
+	s.Abandoned += o.Abandoned
+	s.DeadLettered += o.DeadLettered
+	s.Expired += o.Expired
+	s.Deferred += o.Deferred
+	s.LockExpiries += o.LockExpiries
+	s.SessionLockExpiries += o.SessionLockExpiries
+	s.SessionsHeld += o.SessionsHeld
+}
+
 // Histogram is a snapshot of a latency histogram. Counts[i] is how many
 // observations were at most Bounds[i] (and above Bounds[i-1]);
 // Counts[len(Bounds)] those beyond the last bound. Sum is their total.
