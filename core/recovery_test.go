@@ -256,16 +256,7 @@ func TestCrashKeepsAcknowledgedWork(t *testing.T) {
 	b.Close()
 	st.Close()
 
-	st2, err := pebblestore.Open("db", pebblestore.Options{FS: crashed})
-	if err != nil {
-		t.Fatalf("reopen after crash: %v", err)
-	}
-	defer st2.Close()
-	b2, err := core.New(core.Config{Store: st2, Clock: clk})
-	if err != nil {
-		t.Fatalf("recover after crash: %v", err)
-	}
-	defer b2.Close()
+	_, b2 := recoverCrashed(t, crashed, clk)
 	msgs, err := b2.Peek(ctx, "q", core.PeekOptions{Max: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
@@ -293,4 +284,22 @@ func TestCrashKeepsAcknowledgedWork(t *testing.T) {
 			t.Fatalf("sequence number %d reused after the crash (%s had %d)", seqs[0], body, seq)
 		}
 	}
+}
+
+// recoverCrashed opens the store "db" on crashed (a CrashClone of the file
+// system a broker ran on) and recovers a broker from it, both closed when
+// the test ends.
+func recoverCrashed(t *testing.T, crashed vfs.FS, clk clock.Clock) (*pebblestore.Store, *core.Broker) {
+	t.Helper()
+	st, err := pebblestore.Open("db", pebblestore.Options{FS: crashed})
+	if err != nil {
+		t.Fatalf("reopen after the crash: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b, err := core.New(core.Config{Store: st, Clock: clk})
+	if err != nil {
+		t.Fatalf("recover after the crash: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return st, b
 }

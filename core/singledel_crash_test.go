@@ -103,16 +103,7 @@ func TestSettledMessagesStayGoneAcrossFlushesAndCrash(t *testing.T) {
 	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 	b.Close()
 	st.Close()
-	st2, err := pebblestore.Open("db", pebblestore.Options{FS: crashed})
-	if err != nil {
-		t.Fatalf("reopen after the crash: %v", err)
-	}
-	defer st2.Close()
-	b2, err := core.New(core.Config{Store: st2, Clock: clk})
-	if err != nil {
-		t.Fatalf("recover after the crash: %v", err)
-	}
-	defer b2.Close()
+	st2, b2 := recoverCrashed(t, crashed, clk)
 	check := func(when string) {
 		t.Helper()
 		if err := b2.Check(); err != nil {

@@ -103,16 +103,7 @@ func txnCrash(t *testing.T, seed uint64) {
 	b.Close()
 	st.Close()
 
-	st2, err := pebblestore.Open("db", pebblestore.Options{FS: crashed})
-	if err != nil {
-		t.Fatalf("reopen after crash: %v", err)
-	}
-	defer st2.Close()
-	b2, err := core.New(core.Config{Store: st2, Clock: clk})
-	if err != nil {
-		t.Fatalf("recover after crash: %v", err)
-	}
-	defer b2.Close()
+	_, b2 := recoverCrashed(t, crashed, clk)
 	if err := b2.Check(); err != nil {
 		t.Fatalf("consistency after crash: %v", err)
 	}
