@@ -73,25 +73,22 @@ func testDeleteOnceSetAgain(t *testing.T, s storage.Store) {
 // A key rewritten as Delete then Set holds one value set once: DeleteOnce
 // removes it and no older value comes back.
 func testDeleteOnceAfterRewriteDelete(t *testing.T, s storage.Store) {
-	mustSet(t, s, kv{"k", "old"})
-	for _, v := range []string{"new", "newer"} {
-		b := &storage.Batch{Sync: true}
-		b.Delete([]byte("k"))
-		b.Set([]byte("k"), []byte(v))
-		mustApply(t, s, b)
-		checkGet(t, s, "k", v)
-	}
-	mustApply(t, s, deleteOnce("k"))
-	checkContents(t, s)
+	deleteOnceAfterRewrite(t, s, (*storage.Batch).Delete)
 }
 
 // The same with the rewrite's deletion a DeleteOnce (the key held one
 // value set once).
 func testDeleteOnceAfterRewriteDeleteOnce(t *testing.T, s storage.Store) {
+	deleteOnceAfterRewrite(t, s, (*storage.Batch).DeleteOnce)
+}
+
+// deleteOnceAfterRewrite rewrites a key twice, each time deleting it with
+// del then setting it in one batch, and deletes it once at the end.
+func deleteOnceAfterRewrite(t *testing.T, s storage.Store, del func(*storage.Batch, []byte)) {
 	mustSet(t, s, kv{"k", "old"})
 	for _, v := range []string{"new", "newer"} {
 		b := &storage.Batch{Sync: true}
-		b.DeleteOnce([]byte("k"))
+		del(b, []byte("k"))
 		b.Set([]byte("k"), []byte(v))
 		mustApply(t, s, b)
 		checkGet(t, s, "k", v)
