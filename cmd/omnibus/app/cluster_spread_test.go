@@ -58,6 +58,17 @@ func sbClient(t *testing.T, c *Cluster) *azservicebus.Client {
 	return cl
 }
 
+// createSpreadQueue creates partitioned queue name through adm (again
+// while the meta group elects) and returns its spread as node c reads it.
+func createSpreadQueue(ctx context.Context, t *testing.T, adm *admin.Client, c *Cluster, name string) *core.Spread {
+	t.Helper()
+	whenNotBusy(t, func() error {
+		_, err := adm.CreateQueue(ctx, name, &admin.CreateQueueOptions{Properties: &admin.QueueProperties{EnablePartitioning: to.Ptr(true)}})
+		return err
+	})
+	return mustSpread(ctx, t, c, name)
+}
+
 // mustSpread returns name's spread, which must cover all three groups.
 func mustSpread(ctx context.Context, t *testing.T, c *Cluster, name string) *core.Spread {
 	t.Helper()
@@ -162,11 +173,7 @@ func TestClusterGroupsSpreadPartitionedQueue(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	adm := clusterAdmin(t, nodes[1])
-	whenNotBusy(t, func() error {
-		_, err := adm.CreateQueue(ctx, "pq", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{EnablePartitioning: to.Ptr(true)}})
-		return err
-	})
-	sp := mustSpread(ctx, t, nodes[3], "pq")
+	sp := createSpreadQueue(ctx, t, adm, nodes[3], "pq")
 	for g, cn := range groupCounts(t, nodes, "pq") {
 		if cn.Total != 0 {
 			t.Fatalf("group %d: %+v", g, cn)
@@ -522,11 +529,7 @@ func TestClusterGroupsSpreadFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	adm := clusterAdmin(t, nodes[1])
-	whenNotBusy(t, func() error {
-		_, err := adm.CreateQueue(ctx, "pq", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{EnablePartitioning: to.Ptr(true)}})
-		return err
-	})
-	sp := mustSpread(ctx, t, nodes[1], "pq")
+	sp := createSpreadQueue(ctx, t, adm, nodes[1], "pq")
 	const keys = 12
 	snd, err := sbClient(t, nodes[1]).NewSender("pq", nil)
 	if err != nil {
@@ -671,11 +674,7 @@ func TestClusterGroupsSpreadBadInputAndTransactions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	adm := clusterAdmin(t, nodes[1])
-	whenNotBusy(t, func() error {
-		_, err := adm.CreateQueue(ctx, "pq", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{EnablePartitioning: to.Ptr(true)}})
-		return err
-	})
-	sp := mustSpread(ctx, t, nodes[1], "pq")
+	sp := createSpreadQueue(ctx, t, adm, nodes[1], "pq")
 	b := routedBroker(t, nodes[2])
 	total := func() int64 {
 		t.Helper()
@@ -1013,11 +1012,7 @@ func TestClusterGroupsSpreadOverHTTP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	adm := clusterAdmin(t, nodes[1])
-	whenNotBusy(t, func() error {
-		_, err := adm.CreateQueue(ctx, "pq", &admin.CreateQueueOptions{Properties: &admin.QueueProperties{EnablePartitioning: to.Ptr(true)}})
-		return err
-	})
-	sp := mustSpread(ctx, t, nodes[1], "pq")
+	sp := createSpreadQueue(ctx, t, adm, nodes[1], "pq")
 	call := func(c *Cluster, method, url string, header map[string]string, body string) *http.Response {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
