@@ -1,10 +1,12 @@
 package amqpserver
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/namespace"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
@@ -44,8 +46,9 @@ func (l *link) putToken(p *partial) {
 
 // cbsPutToken validates a put-token request and returns the status code
 // and description of the reply: 202 with the grant recorded, 400 for a
-// malformed request, 401 when the token does not verify, and 404 when it
-// does but the audience names no entity. The first grant lifts the
+// malformed request, 401 when the token does not verify, 404 when it
+// does but the audience names no entity, and 503 when it cannot be
+// checked now (cbsRefusal). The first grant lifts the
 // connection's pre-authentication limits; each re-arms the check of its
 // links' grants (lifetime.go).
 func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
@@ -71,7 +74,7 @@ func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
 	}
 	ns, _, err := c.credentialNamespace(t.KeyName, t.Host())
 	if err != nil {
-		return 401, description(err)
+		return cbsRefusal(err)
 	}
 	if byName, ok := c.srv.reg.ForHost(namespace.HostOf(name)); ok && byName != ns {
 		return 401, description(&sas.Error{Err: sas.ErrInvalidAudience,
@@ -83,7 +86,7 @@ func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
 	}
 	rights, err := ns.Validate(token, path, 0)
 	if err != nil {
-		return 401, description(err)
+		return cbsRefusal(err)
 	}
 	expires := t.ExpiresAt().Add(ns.ClockSkew())
 	if err := c.bindNamespace(ns, "the token"); err != nil {
@@ -104,13 +107,32 @@ func (c *conn) cbsPutToken(req *frames.Message) (int32, string) {
 	return cbsStatusOK, "Accepted"
 }
 
+// cbsRefusal is the status of a token that was not accepted: 401 when it
+// does not verify; 503 (server busy) when it could not be checked
+// because what holds the rules is out of reach now (a cluster's group or
+// meta group without a reachable leader). The Azure SDKs treat a $cbs
+// 401 or 404 as final and a 503 (or 500) as transient: azservicebus's
+// GetRecoveryKind retries an RPCError of 408, 500 or 503; the JS SDK's
+// core-amqp maps 503 to ServerBusyError, which it retries. 503 is what
+// Service Bus answers when it is too busy to serve.
+func cbsRefusal(err error) (int32, string) {
+	if errors.Is(err, core.ErrServerBusy) {
+		return 503, description(err)
+	}
+	return 401, description(err)
+}
+
 // cbsCheckEntity answers a put-token whose audience names an entity that
-// does not exist with 404.
+// does not exist with 404, and one whose entity cannot be looked up now
+// (server busy: its cluster group has no reachable leader) with 503.
 func (c *conn) cbsCheckEntity(entity string) (int32, string) {
 	if entity != "" {
 		if e := c.checkEntity(entity); e != nil {
-			if e.Condition == frames.CondNotFound {
+			switch e.Condition {
+			case frames.CondNotFound:
 				return 404, e.Description
+			case condServerBusy:
+				return 503, e.Description
 			}
 			return 500, e.Description
 		}

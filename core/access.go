@@ -127,8 +127,10 @@ type AccessRules struct {
 // path that names one is the entity, and a rule of one never reaches
 // another. A broker looks the prefixes up in memory, without copying
 // descriptions: the fronts call it for every token they check. A routed
-// broker asks the entity's group (routedRulesOn).
-func (b *Broker) AuthorizationRulesOn(path string) AccessRules {
+// broker asks the entity's group (routedRulesOn), and returns an
+// [ErrServerBusy] when that group cannot be asked now: whether the
+// entity has rules is then unknown, not "none".
+func (b *Broker) AuthorizationRulesOn(path string) (AccessRules, error) {
 	key := entityKey(strings.Trim(path, "/"))
 	if b.routed() {
 		return b.routedRulesOn(key)
@@ -139,12 +141,12 @@ func (b *Broker) AuthorizationRulesOn(path string) AccessRules {
 		if e := b.mu.entities[p]; e != nil {
 			d := e.desc.Load()
 			if d.Kind == KindSubscription || len(d.AuthorizationRules) == 0 {
-				return AccessRules{}
+				return AccessRules{}, nil
 			}
-			return AccessRules{Path: d.Path(), Rules: d.AuthorizationRules}
+			return AccessRules{Path: d.Path(), Rules: d.AuthorizationRules}, nil
 		}
 	}
-	return AccessRules{}
+	return AccessRules{}, nil
 }
 
 // entityPrefixes yields the prefixes of key that end on a segment
@@ -165,38 +167,46 @@ func entityPrefixes(key string) func(yield func(string) bool) {
 // routedRulesOn is AuthorizationRulesOn of a routed broker: the entity's
 // description comes from its group (the local group broker when this
 // node leads it, else the group's leader over the cluster's RPC). A
-// prefix placed nowhere is skipped; when a group cannot be asked now, no
-// entity rules are known and a token signed with one is refused as
-// unknown (the client may retry).
-func (b *Broker) routedRulesOn(key string) AccessRules {
+// prefix placed nowhere is skipped; when a group (or the placement)
+// cannot be asked now, the rules are unknown: a server-busy error
+// (rulesUnknown), so that a token signed with one of them is answered
+// "retry" rather than refused for good.
+func (b *Broker) routedRulesOn(key string) (AccessRules, error) {
 	for p := range entityPrefixes(key) {
 		be, err := b.route(p)
 		if err != nil {
 			if CodeOf(err) == CodeNotFound {
 				continue
 			}
-			return AccessRules{}
+			return AccessRules{}, rulesUnknown(p, err)
 		}
 		e, err := be.GetEntity(p)
 		if err != nil {
 			if CodeOf(err) == CodeNotFound {
 				continue
 			}
-			return AccessRules{}
+			return AccessRules{}, rulesUnknown(p, err)
 		}
 		if e.Kind == KindSubscription || len(e.AuthorizationRules) == 0 {
-			return AccessRules{}
+			return AccessRules{}, nil
 		}
-		return AccessRules{Path: e.Path(), Rules: e.AuthorizationRules}
+		return AccessRules{Path: e.Path(), Rules: e.AuthorizationRules}, nil
 	}
-	return AccessRules{}
+	return AccessRules{}, nil
+}
+
+// rulesUnknown is the server-busy error of an entity whose authorization
+// rules cannot be read now (its group has no reachable leader).
+func rulesUnknown(path string, err error) error {
+	return errf(CodeServerBusy, "The authorization rules of '%s' cannot be read now (%v); retry shortly.", path, err)
 }
 
 // EntityAuthorizationRules returns, for every queue and topic that has
 // authorization rules with the key name keyName, those rules with the
 // entity's path: what a SASL PLAIN login with that key name may be
-// checked against.
-func (b *Broker) EntityAuthorizationRules(keyName string) []AccessRules {
+// checked against. A routed broker also returns an [ErrServerBusy] when
+// a group could not be listed (the rules found are still returned).
+func (b *Broker) EntityAuthorizationRules(keyName string) ([]AccessRules, error) {
 	if b.routed() {
 		return b.routedEntityRules(keyName)
 	}
@@ -206,7 +216,7 @@ func (b *Broker) EntityAuthorizationRules(keyName string) []AccessRules {
 	for _, e := range b.mu.entities {
 		out = appendKeyRules(out, e.desc.Load(), keyName)
 	}
-	return out
+	return out, nil
 }
 
 // appendKeyRules appends d's rule named keyName, if it has one.
@@ -220,18 +230,21 @@ func appendKeyRules(out []AccessRules, d *Entity, keyName string) []AccessRules 
 }
 
 // routedEntityRules is EntityAuthorizationRules of a routed broker: the
-// queues and topics of every group (a spread entity once). A group that
-// cannot be listed now contributes none.
-func (b *Broker) routedEntityRules(keyName string) []AccessRules {
+// queues and topics of every group (a spread entity once). When a group
+// cannot be listed now, the rules found elsewhere come with a
+// server-busy error.
+func (b *Broker) routedEntityRules(keyName string) ([]AccessRules, error) {
 	var out []AccessRules
+	var unknown error
 	for _, kind := range []EntityKind{KindQueue, KindTopic} {
 		es, err := b.listRouted(kind, "")
 		if err != nil {
+			unknown = rulesUnknown("the "+kind.String()+"s", err)
 			continue
 		}
 		for _, e := range es {
 			out = appendKeyRules(out, e, keyName)
 		}
 	}
-	return out
+	return out, unknown
 }

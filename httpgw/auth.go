@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -54,7 +55,14 @@ func requestToken(r *http.Request) string {
 
 // unauthorized writes the 401 body Service Bus sends (rest.md §3.3):
 // "{Reason}: {detail}", e.g. "ExpiredToken: The token is expired. …".
+// A token that could not be checked now (a cluster's group or meta group
+// holding the rules has no reachable leader: core.ErrServerBusy) gets
+// 503 instead, which the SDKs retry; a 401 they take as final.
 func (g *Gateway) unauthorized(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, core.ErrServerBusy) {
+		g.writeCoreError(w, r, runtimeAPI, err)
+		return
+	}
 	var se *sas.Error
 	if !errors.As(err, &se) {
 		g.writeError(w, r, http.StatusUnauthorized, "Unauthorized: "+err.Error())

@@ -66,7 +66,20 @@ func (n *Namespace) Validate(token, path string, need sas.Rights) (sas.Rights, e
 		return n.fixed.Validate(token, path, need)
 	}
 	v := n.auth.Load()
-	if ar := n.broker.AuthorizationRulesOn(sas.NormalizePath(path)); len(ar.Rules) > 0 {
+	ar, unknown := n.broker.AuthorizationRulesOn(sas.NormalizePath(path))
+	if unknown != nil {
+		// The entity's rules cannot be read now (its group has no
+		// reachable leader): a token of the namespace's rules is checked
+		// as ever; one whose key is not among them may be the entity's,
+		// so it is answered "retry" (server busy), never "unauthorized",
+		// which the SDKs take as final.
+		rights, err := v.Validate(token, path, need)
+		if err != nil && errors.Is(err, sas.ErrUnknownKey) {
+			return 0, unknown
+		}
+		return rights, err
+	}
+	if len(ar.Rules) > 0 {
 		ev, err := n.withEntityRules(ar)
 		if err != nil {
 			return 0, err
@@ -102,7 +115,13 @@ func (n *Namespace) Authenticate(keyName, key string) (sas.Rule, error) {
 		return rule, err
 	}
 	name := strings.TrimSuffix(keyName, "@"+n.name)
-	for _, ar := range n.broker.EntityAuthorizationRules(name) {
+	found, unknown := n.broker.EntityAuthorizationRules(name)
+	if unknown != nil {
+		// A group could not be listed: the key may be one of its
+		// entities' (retry), unless a rule found elsewhere takes it.
+		err = unknown
+	}
+	for _, ar := range found {
 		v, verr := n.withEntityRules(ar)
 		if verr != nil {
 			return sas.Rule{}, verr

@@ -36,11 +36,13 @@ type catchUps struct {
 	asked    uint64        // rounds whose request has started
 	finished uint64        // rounds ended (rounds run one at a time)
 	last     time.Time     // when the last round ended
+	err      error         // what the last round ended with (nil: caught up)
 }
 
-// catchUp returns once a catch-up that started after the call has ended
-// (whatever it answered), or CatchUpTimeout passed.
-func (r *Registry) catchUp() {
+// catchUp returns once a catch-up that started after the call has ended,
+// with what it answered (nil: the registry is up to date), or once
+// CatchUpTimeout passed, with that error.
+func (r *Registry) catchUp() error {
 	ctx, cancel := context.WithTimeout(context.Background(), CatchUpTimeout)
 	defer cancel()
 	c := &r.catchUps
@@ -53,7 +55,7 @@ func (r *Registry) catchUp() {
 			select {
 			case <-done:
 			case <-ctx.Done():
-				return
+				return ctx.Err()
 			}
 			c.mu.Lock()
 			continue
@@ -78,8 +80,10 @@ func (r *Registry) catchUp() {
 			r.log.Debug("catching up with the shared namespace registry", zap.Error(err))
 		}
 		c.mu.Lock()
-		c.finished, c.last, c.running = round, time.Now(), false
+		c.finished, c.last, c.running, c.err = round, time.Now(), false, err
 		close(c.done)
 	}
+	err := c.err
 	c.mu.Unlock()
+	return err
 }

@@ -414,7 +414,9 @@ func (r *Registry) Close() error {
 // Names that disagree are refused with a sas.ErrInvalidAudience error,
 // and a key name "rule@ns" for a namespace that does not exist with a
 // sas.ErrUnknownKey one (both *sas.Error): on a shared registry, only
-// after catching up (catchup.go), up to CatchUpTimeout.
+// after catching up (catchup.go), up to CatchUpTimeout; when the
+// catch-up fails (what keeps the records has no reachable leader), with
+// a core.ErrServerBusy instead, since the namespace may well exist.
 func (r *Registry) Resolve(host, keyName, tokenHost string) (*Namespace, bool, error) {
 	var picked *Namespace
 	var by string
@@ -433,14 +435,20 @@ func (r *Registry) Resolve(host, keyName, tokenHost string) (*Namespace, bool, e
 	}
 	if keyName != "" {
 		n, ok := r.ForKeyName(keyName)
+		var behind error
 		if !ok && r.cfg.Shared != nil && strings.Contains(keyName, "@") {
-			r.catchUp() // created through another process a moment ago?
+			behind = r.catchUp() // created through another process a moment ago?
 			n, ok = r.ForKeyName(keyName)
 		}
 		if ok {
 			if err := pick(n, "its key name '"+keyName+"'"); err != nil {
 				return nil, false, err
 			}
+		} else if behind != nil {
+			// The records could not be asked (no leader of what keeps
+			// them): the namespace may exist. Retry, not unauthorized.
+			return nil, false, &core.Error{Code: core.CodeServerBusy,
+				Msg: "Key name '" + keyName + "' names a namespace this node cannot look up now (" + behind.Error() + "); retry shortly."}
 		} else if strings.Contains(keyName, "@") {
 			return nil, false, &sas.Error{Err: sas.ErrUnknownKey,
 				Detail: "The token has an invalid signature. Key name '" + keyName + "' names no namespace of this server."}
