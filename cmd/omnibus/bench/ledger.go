@@ -43,12 +43,17 @@ type Ledger struct {
 	sessions   []string
 	sessionIdx map[string]int32
 	lastFirst  []int64 // per session and stream: highest order key first delivered
-	outOfOrder int64
-	misrouted  int64
-	unknown    int64
-	foreign    int64
-	pending    int64 // acked (message, stream) pairs not delivered yet
-	examples   []string
+	// unseen is, per session and stream, how many deliveries the client
+	// gave back without its application seeing them (ReleasedUnseen)
+	// and no out-of-order first delivery has been put down to yet.
+	unseen         []int64
+	outOfOrder     int64
+	orderExplained int64
+	misrouted      int64
+	unknown        int64
+	foreign        int64
+	pending        int64 // acked (message, stream) pairs not delivered yet
+	examples       []string
 	// partitions counts deliveries by the partition their broker
 	// sequence number names (its top 16 bits, as Service Bus's
 	// partitioned entities number messages).
@@ -94,6 +99,7 @@ func (l *Ledger) Next(session string) uint64 {
 		l.sessionIdx[session] = idx
 		for range l.streams {
 			l.lastFirst = append(l.lastFirst, 0)
+			l.unseen = append(l.unseen, 0)
 		}
 	}
 	l.state = append(l.state, 0)
@@ -198,7 +204,14 @@ func (l *Ledger) Delivered(stream int, d Delivery) (ours bool, nth uint32) {
 		key, what = d.BrokerSeq, "broker seq"
 	}
 	last := &l.lastFirst[int(sidx)*l.streams+stream]
-	if session != "" && key < *last {
+	switch unseen := &l.unseen[int(sidx)*l.streams+stream]; {
+	case session == "" || key >= *last:
+	case *unseen > 0:
+		// The client gave back, unseen, a delivery of this session:
+		// this may be it, redelivered behind later ones.
+		*unseen--
+		l.orderExplained++
+	default:
 		l.outOfOrder++
 		l.exampleLocked("session %q stream %d: %s %d after %d", session, stream, what, key, *last)
 	}
@@ -206,6 +219,27 @@ func (l *Ledger) Delivered(stream int, d Delivery) (ours bool, nth uint32) {
 		*last = key
 	}
 	return true, nth
+}
+
+// ReleasedUnseen records that a client gave back n deliveries of session
+// on stream that its application never saw. The Go SDK's receiver does
+// this between two ReceiveMessages calls: what arrives for the credit it
+// left open is released by its "releaser" (azservicebus receiver.go,
+// newReleaserFunc), which logs how many. A released message goes back to
+// the head of its session, as Service Bus redelivers it, but behind the
+// messages already transferred to the link: while the releaser gives
+// back 5, the broker may have sent 6, which the SDK keeps and hands over
+// before 5 comes again. So up to n first deliveries of the session that
+// come after later ones are explained (Tally.OrderExplained), not
+// violations.
+func (l *Ledger) ReleasedUnseen(stream int, session string, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	idx, ok := l.sessionIdx[session]
+	if !ok || session == "" || stream < 0 || stream >= l.streams || n <= 0 {
+		return
+	}
+	l.unseen[int(idx)*l.streams+stream] += n
 }
 
 // partitionOf is the partition a broker sequence number names: its top 16

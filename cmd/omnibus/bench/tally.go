@@ -19,10 +19,14 @@ type Tally struct {
 	Duplicates  int64 `json:"duplicates"`  // extra deliveries nothing explains
 	Lost        int64 `json:"lost"`        // acked but never delivered (when checked)
 	OutOfOrder  int64 `json:"outOfOrder"`  // first deliveries out of order within a session
-	Misrouted   int64 `json:"misrouted"`   // delivered in another session than sent
-	Unknown     int64 `json:"unknown"`     // this run's id with a sequence never allocated
-	Foreign     int64 `json:"foreign"`     // messages of other runs (not an error)
-	LossChecked bool  `json:"lossChecked"` // whether Lost was computed
+	// OrderExplained counts first deliveries out of order within a
+	// session that deliveries the client gave back unseen explain
+	// ([Ledger.ReleasedUnseen]); not a violation.
+	OrderExplained int64 `json:"orderExplained,omitempty"`
+	Misrouted      int64 `json:"misrouted"`   // delivered in another session than sent
+	Unknown        int64 `json:"unknown"`     // this run's id with a sequence never allocated
+	Foreign        int64 `json:"foreign"`     // messages of other runs (not an error)
+	LossChecked    bool  `json:"lossChecked"` // whether Lost was computed
 	// Partitions counts deliveries by the partition their broker
 	// sequence number names (top 16 bits; only 0 on an entity without
 	// partitions, none when deliveries carry no sequence number).
@@ -93,13 +97,14 @@ func (l *Ledger) Tally(checkLoss bool) Tally {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := Tally{
-		Allocated:   int64(len(l.state)),
-		OutOfOrder:  l.outOfOrder,
-		Misrouted:   l.misrouted,
-		Unknown:     l.unknown,
-		Foreign:     l.foreign,
-		LossChecked: checkLoss,
-		Partitions:  maps.Clone(l.partitions),
+		Allocated:      int64(len(l.state)),
+		OutOfOrder:     l.outOfOrder,
+		OrderExplained: l.orderExplained,
+		Misrouted:      l.misrouted,
+		Unknown:        l.unknown,
+		Foreign:        l.foreign,
+		LossChecked:    checkLoss,
+		Partitions:     maps.Clone(l.partitions),
 	}
 	l.completionTallyLocked(&t)
 	examples := append([]string(nil), l.examples...)
