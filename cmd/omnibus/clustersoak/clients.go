@@ -44,6 +44,11 @@ type load struct {
 	trace   *trace // every delivery and completion outcome (nil: none)
 	// order checks the partitioned queue's per-key order (pkeys.go).
 	order *orderBook
+	// releases counts what the SDK's receivers gave back unseen, and
+	// sdkReleased how much of it the session receiver put down
+	// (sdkrelease.go).
+	releases    *sdkReleases
+	sdkReleased atomic.Int64
 }
 
 // partitioned says whether client i (sender or receiver) uses the

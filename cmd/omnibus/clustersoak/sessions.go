@@ -16,7 +16,8 @@ import (
 // one more receiver accepts the next session, takes what it holds (a few
 // batches at most, so every session gets its turn) and moves on. The
 // ledger checks a session's first deliveries come in the broker's order
-// (its sequence numbers rise), the order book that the acknowledged
+// (its sequence numbers rise; but for messages the SDK gave back unseen,
+// sdkrelease.go), the order book that the acknowledged
 // messages were stored in send order in one partition, and both that
 // every message came in the session and from the queue it was sent to.
 
@@ -66,6 +67,16 @@ func (ld *load) sessionReceiveLoop(ctx context.Context, id int) {
 		}
 		var broken atomic.Bool
 		ref := rcvRef{id: id, gen: gen, queue: sessionQueueName, session: sr.SessionID(), broken: func() { broken.Store(true) }}
+		// What the SDK gave back unseen is put down before the
+		// deliveries it may have put out of order (sdkrelease.go).
+		var hold holdReleases
+		unseen := func(msgs []*azservicebus.ReceivedMessage) {
+			if n := hold.account(ld.releases, linkNames(msgs)...); n > 0 {
+				ld.ledger.ReleasedUnseen(0, ref.session, n)
+				ld.sdkReleased.Add(n)
+				ld.trace.line("sdk-released rcv=%d.%d session=%s count=%d", id, gen, ref.session, n)
+			}
+		}
 		for range batchesPerSession {
 			rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 			msgs, err := sr.ReceiveMessages(rctx, ld.c.Prefetch, nil)
@@ -80,6 +91,7 @@ func (ld *load) sessionReceiveLoop(ctx context.Context, id int) {
 			if len(msgs) == 0 {
 				break
 			}
+			unseen(msgs)
 			ld.settleAll(ref, sr, msgs)
 			if broken.Load() {
 				break
@@ -88,6 +100,7 @@ func (ld *load) sessionReceiveLoop(ctx context.Context, id int) {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = sr.Close(cctx)
 		cancel()
+		unseen(nil) // released after the last receive: the next holder gets them
 		if broken.Load() {
 			go cl.Close(context.Background())
 			cl = nil

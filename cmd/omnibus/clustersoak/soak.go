@@ -116,6 +116,11 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		return nil, err
 	}
 	defer ld.trace.close()
+	if c.Groups > 0 && c.Sessions > 0 {
+		var stop func()
+		ld.releases, stop = listenSDKReleases()
+		defer stop()
+	}
 	claim, stopClaim := context.WithCancel(ctx)
 	defer stopClaim()
 	recvCtx, stopRecv := context.WithCancel(context.Background())
@@ -177,6 +182,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	res.HungCompletions = ld.hung.Load()
 	res.Elapsed = time.Since(started)
 	res.Tally = ld.ledger.Tally(runErr == nil)
+	res.SDKReleased = ld.sdkReleased.Load()
 	res.Order = ld.order.tally()
 	return res, runErr
 }
