@@ -203,6 +203,21 @@ func serve(args []string) error {
 		defer d.Shutdown(context.Background())
 		fields = append(fields, zap.Stringer("debug", d.Addr()))
 	}
+	if w, ok := a.(interface{ ConfigApplied() <-chan struct{} }); ok {
+		// A cluster with data groups serves the config file's entities
+		// once its meta leader applied the file: ready only then.
+		select {
+		case <-w.ConfigApplied():
+		default:
+			log.Info("waiting for the cluster's meta leader to apply the config file before saying ready (it needs a majority of the nodes up)")
+			select {
+			case <-w.ConfigApplied():
+			case got := <-sig:
+				log.Info("shutting down", zap.Stringer("signal", got))
+				return shutdown(a, sig, log)
+			}
+		}
+	}
 	log.Info("omnibus is ready", fields...)
 	log.Info(emulatorReadyLine) // what tools that start Microsoft's emulator wait for
 	if a.AMQPAddr() != nil {

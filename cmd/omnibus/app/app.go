@@ -471,11 +471,13 @@ func applyConfig(b *core.Broker, entities []core.Entity) error {
 	return nil
 }
 
-// applyEntity creates e, or updates an existing entity of that path.
+// applyEntity creates e, or updates an existing entity of that path. (In
+// a cluster with data groups, an entity of the file not created yet is
+// "pending" to everyone but this: cluster_configready.go.)
 func applyEntity(ctx context.Context, b *core.Broker, e core.Entity) error {
 	_, err := b.GetEntity(e.Path())
 	switch {
-	case errors.Is(err, core.ErrNotFound):
+	case errors.Is(err, core.ErrNotFound), errors.Is(err, errConfigPendingKind):
 		if _, err := b.CreateEntity(ctx, e); err != nil {
 			return fmt.Errorf("config: creating %s %q: %w", e.Kind, e.Path(), err)
 		}

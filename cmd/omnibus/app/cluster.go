@@ -54,6 +54,10 @@ type ClusterOptions struct {
 	// ReplaceAfter is how long a member may be out of reach before its
 	// data group replicas move to other nodes (raftstore.Config.ReplaceAfter).
 	ReplaceAfter time.Duration
+
+	// configGate, set by tests, holds the meta leader's application of
+	// the config file until it is closed (cluster_configready.go).
+	configGate <-chan struct{}
 }
 
 // DefaultMaxProxied is the default of ClusterOptions.MaxProxied.

@@ -185,9 +185,13 @@ func (n *nsRouter) Route(name string) (core.Backend, error) {
 		return nil, err
 	}
 	if g == 0 {
+		if n.r.configPending(name) {
+			return nil, errConfigPending(name)
+		}
 		return nil, &core.Error{Code: core.CodeNotFound, Msg: fmt.Sprintf("The messaging entity '%s' could not be found.", name)}
 	}
-	return n.r.backendIn(g, n.ns, n.home())
+	be, err := n.r.backendIn(g, n.ns, n.home())
+	return n.r.pendingIfConfig(be, err, name)
 }
 
 // Place implements core.Router.

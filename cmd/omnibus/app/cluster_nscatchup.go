@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/omnibusmq/omnibus/core"
@@ -31,6 +32,11 @@ func (s sharedRegistry) CatchUp(ctx context.Context) error {
 	}
 	if reg := s.r.namespaces(); reg != nil {
 		s.r.syncNamespaces(reg)
+	}
+	if !s.r.configApplied() {
+		// The config file's namespaces may be created yet: a name not
+		// known now is to be retried, not refused (cluster_configready.go).
+		return errors.New("the cluster is still applying its config file")
 	}
 	return nil
 }

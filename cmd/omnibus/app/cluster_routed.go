@@ -71,6 +71,12 @@ type routed struct {
 
 	placeMu sync.Mutex // serializes placements on the meta leader
 
+	// cfgState is the config file's digest and names, set by start before
+	// anything is served; configDone is closed once the meta group says
+	// the file is applied (cluster_configready.go).
+	cfgState   configState
+	configDone chan struct{}
+
 	// loseTransferAnswers (tests only) makes this node's pumps act as if
 	// every answer to a transfer they sent was lost: the target applied
 	// it, the outbox keeps it (cluster_transfer.go).
@@ -94,7 +100,8 @@ type localGroup struct {
 }
 
 func newRouted(cl *Cluster) *routed {
-	r := &routed{cl: cl, log: cl.log.Named("routed"), local: map[uint64]*localGroup{}, clients: map[uint64]*clusterrpc.Client{}}
+	r := &routed{cl: cl, log: cl.log.Named("routed"), local: map[uint64]*localGroup{}, clients: map[uint64]*clusterrpc.Client{},
+		configDone: make(chan struct{})}
 	r.srv = clusterrpc.NewServer(r.lookup, r.log)
 	r.srv.Place = r.place
 	r.srv.Meta = r.answerMeta
@@ -134,9 +141,13 @@ func (r *routed) start() error {
 		if err != nil {
 			return err
 		}
+		if r.cfgState, err = loadConfigState(o.ConfigPath, cfg); err != nil {
+			return err
+		}
 		o.namespace, r.config = cfg.Namespace, cfg
 		o.ConfigPath = ""
 	}
+	go r.watchConfigApplied()
 	o.router = r.routerFor
 	o.metricsSink = cl.metrics.sink()
 	local := map[string]*chanListener{}
@@ -310,6 +321,13 @@ func (r *routed) applyConfigLoop(sess *raftstore.Session) {
 	home := r.home
 	r.mu.Unlock()
 	entities := r.config.Namespaces[0].Entities
+	if gate := r.cl.copts.configGate; gate != nil {
+		select {
+		case <-gate:
+		case <-sess.Done():
+			return
+		}
+	}
 	warned := ""
 	for {
 		err := r.placeForwardingTogether(r.cl.ctx, entities)
@@ -318,6 +336,9 @@ func (r *routed) applyConfigLoop(sess *raftstore.Session) {
 		}
 		if err == nil {
 			err = r.applyConfigNamespaces(r.cl.ctx) // cluster_nsconfig.go
+		}
+		if err == nil {
+			err = r.markConfigApplied(sess) // cluster_configready.go
 		}
 		if err == nil {
 			r.log.Info("applied the config file")
@@ -531,9 +552,13 @@ func (r *routed) Route(name string) (core.Backend, error) {
 		return nil, err
 	}
 	if g == 0 {
+		if r.configPending(name) {
+			return nil, errConfigPending(name)
+		}
 		return nil, &core.Error{Code: core.CodeNotFound, Msg: fmt.Sprintf("The messaging entity '%s' could not be found.", name)}
 	}
-	return r.backend(g)
+	be, err := r.backend(g)
+	return r.pendingIfConfig(be, err, name)
 }
 
 // Place implements core.Router.
