@@ -77,6 +77,9 @@ type routed struct {
 	cfgState   configState
 	configDone chan struct{}
 
+	peers      peerLeaders  // the leaders of the groups this node does not hold
+	peerStatus atomic.Int64 // status calls peerGroups made on other members
+
 	// loseTransferAnswers (tests only) makes this node's pumps act as if
 	// every answer to a transfer they sent was lost: the target applied
 	// it, the outbox keeps it (cluster_transfer.go).
@@ -511,12 +514,7 @@ func (r *routed) leaderOf(g uint64) uint64 {
 	if gn := r.meta.GroupNode(g); gn != nil {
 		return gn.Leader()
 	}
-	for _, gs := range r.peerGroups() {
-		if gs.Group == g {
-			return gs.Leader
-		}
-	}
-	return 0
+	return r.peerLeader(g) // cluster_peerleaders.go
 }
 
 // peerGroups is what the members say of the data groups this node does
@@ -530,6 +528,7 @@ func (r *routed) peerGroups() []raftstore.GroupSummary {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(r.cl.ctx, time.Second)
+		r.peerStatus.Add(1)
 		pst, err := r.meta.PeerClient().Status(ctx, m.Addr)
 		cancel()
 		if err != nil {
