@@ -129,8 +129,9 @@ type Broker struct {
 	wg    sync.WaitGroup // background goroutines and tasks (see run)
 	tasks *gopool.Pool   // goroutines for them
 
-	quotas quotas    // the limits SetQuotas changes (limits.go)
-	xfer   transfers // the outbox and the applied transfer ids (transfer.go)
+	quotas quotas         // the limits SetQuotas changes (limits.go)
+	xfer   transfers      // the outbox and the applied transfer ids (transfer.go)
+	spread spreadCounters // what spread receives cost (route_spread_stats.go)
 
 	mu struct {
 		sync.RWMutex // guards the fields below

@@ -48,6 +48,13 @@ func (s *spreadBackend) Receive(ctx context.Context, path string, opts ReceiveOp
 	if opts.Max < 1 {
 		opts.Max = 1
 	}
+	s.b.spread.receives.Add(1)
+	out, err := s.receive(ctx, path, opts)
+	s.b.spread.delivered.Add(int64(len(out)))
+	return out, err
+}
+
+func (s *spreadBackend) receive(ctx context.Context, path string, opts ReceiveOptions) ([]*Message, error) {
 	gs := s.sp.Distinct()
 	start := rand.IntN(len(gs))
 	now := doneCtx(ctx)
@@ -60,6 +67,7 @@ func (s *spreadBackend) Receive(ctx context.Context, path string, opts ReceiveOp
 		if err == nil {
 			o := opts
 			o.Max = opts.Max - len(out)
+			s.b.spread.groupReceives.Add(1)
 			msgs, err = be.Receive(now, path, o)
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -114,6 +122,7 @@ func (s *spreadBackend) receiveWait(ctx context.Context, path string, opts Recei
 			be, err := s.be(g)
 			var msgs []*Message
 			if err == nil {
+				s.b.spread.groupReceives.Add(1)
 				msgs, err = be.Receive(wctx, path, o)
 			}
 			ch <- groupAnswer[[]*Message]{be, msgs, err}
@@ -128,7 +137,7 @@ func (s *spreadBackend) receiveWait(ctx context.Context, path string, opts Recei
 			win = &a
 			cancel()
 		case len(a.got) > 0:
-			release(a.be, path, a.got)
+			s.release(a.be, path, a.got)
 		case a.err != nil && wctx.Err() == nil:
 			refused = a.err
 			cancel()
@@ -137,7 +146,7 @@ func (s *spreadBackend) receiveWait(ctx context.Context, path string, opts Recei
 	switch {
 	case refused != nil:
 		if win != nil {
-			release(win.be, path, win.got)
+			s.release(win.be, path, win.got)
 		}
 		return nil, refused
 	case win == nil:
@@ -149,7 +158,8 @@ func (s *spreadBackend) receiveWait(ctx context.Context, path string, opts Recei
 }
 
 // release gives back messages be handed out under peek-lock.
-func release(be Backend, path string, msgs []*Message) {
+func (s *spreadBackend) release(be Backend, path string, msgs []*Message) {
+	s.b.spread.released.Add(int64(len(msgs)))
 	for _, m := range msgs {
 		_ = be.Settle(context.Background(), path, m.LockToken, Outcome{Kind: Release})
 	}
@@ -364,7 +374,7 @@ func (s *spreadBackend) ReceiveDeferred(ctx context.Context, path string, mode R
 	var got []took
 	undo := func() {
 		for _, t := range got {
-			release(t.be, path, t.msgs)
+			s.release(t.be, path, t.msgs)
 		}
 	}
 	for j, g := range gs {

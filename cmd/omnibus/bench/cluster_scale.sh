@@ -147,6 +147,21 @@ sys.exit(0 if ok else 1)
 EOF
 }
 
+# spread_costs NODES: each node's spread receive counts (metrics
+# omnibus_spread_*: receives, the receives they asked of single groups,
+# messages delivered, messages a group handed out that the receive
+# released), and group receives and releases per delivered message: what
+# a receive from the spread queue cost, whatever the machine's load.
+spread_costs() {
+  local i
+  for i in $(seq 1 "$1"); do
+    curl -s "http://127.0.0.1:$(port 3 "$i")/metrics" | awk -v node="$i" '
+      /^omnibus_spread_receives_total/ { r += $2 } /^omnibus_spread_group_receives_total/ { g += $2 }
+      /^omnibus_spread_delivered_total/ { d += $2 } /^omnibus_spread_released_total/ { x += $2 }
+      END { printf "cluster-scale: node %s: spread receives %d, group receives %d, delivered %d, released %d; per delivered message: %.2f group receives, %.3f released\n", node, r, g, d, x, g / (d ? d : 1), x / (d ? d : 1) }' >&2
+  done
+}
+
 # run NODES GROUPS: one measurement; writes "rate cpu_per_msg_list" to
 # $WORK/result.
 run() {
@@ -247,6 +262,7 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
     status_commits "$dir" >"$dir/commits-after"
     grep -h "verified\|partitions" "$dir/b0.out" | sed "s/^/cluster-scale: n=$n groups=$groups: /" >&2
     check_spread "$dir" "$groups" || { KEEP=1; exit 1; }
+    [ "$groups" -gt 0 ] && spread_costs "$n"
   fi
   (python3 - "$dir" "$q" "${before[*]}" "${after[*]}" <<'EOF'
 import json, sys

@@ -89,13 +89,14 @@ type collector struct {
 	fronts frontDescs
 	store  storeDescs
 	limits limitDescs
+	spread spreadDescs
 
 	mu     sync.Mutex // guards labels; held for a whole Collect
 	labels *entityLabels
 }
 
 func newCollector(cfg Config) *collector {
-	return &collector{cfg: cfg, fronts: newFrontDescs(), store: newStoreDescs(), limits: newLimitDescs(), labels: newEntityLabels(cfg.MaxEntities)}
+	return &collector{cfg: cfg, fronts: newFrontDescs(), store: newStoreDescs(), limits: newLimitDescs(), spread: newSpreadDescs(), labels: newEntityLabels(cfg.MaxEntities)}
 }
 
 // Describe implements prometheus.Collector.
@@ -113,6 +114,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	c.fronts.describe(ch)
 	c.store.describe(ch)
 	c.limits.describe(ch)
+	c.spread.describe(ch)
 }
 
 // otherSum accumulates the folded entities of one kind in a scrape.
@@ -140,6 +142,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		others := map[core.EntityKind]*otherSum{}
 		kinds := map[core.EntityKind]int{}
 		all = append(all, nsSums{ns.Name, others, kinds})
+		c.spread.collect(ch, ns.Name, ns.Broker)
 		ns.Broker.EachEntity(func(s *core.EntitySnapshot) {
 			kinds[s.Kind]++
 			label := c.labels.label(ns.Name, s, seen)

@@ -1,0 +1,30 @@
+package core
+
+import "sync/atomic"
+
+// SpreadReceiveStats count what the receives from spread entities
+// (route_spread_recv.go) cost a routed broker, in numbers that do not
+// depend on the machine's load: how many group receives (a call on
+// another node for every group this node does not lead) and how many
+// messages handed out and given back each delivered message took. A
+// receive that wastes nothing asks each group at most once per wait and
+// releases nothing.
+type SpreadReceiveStats struct {
+	Receives      int64 // receives from spread entities (a session's, in its group, not counted)
+	GroupReceives int64 // receives asked of one group on their behalf
+	Delivered     int64 // messages they returned
+	Released      int64 // messages a group handed out that the receive gave back (released, no delivery counted)
+}
+
+// spreadCounters are a routed broker's [SpreadReceiveStats], bumped as
+// the receives go.
+type spreadCounters struct {
+	receives, groupReceives, delivered, released atomic.Int64
+}
+
+// SpreadReceiveStats returns the broker's counts since it started.
+func (b *Broker) SpreadReceiveStats() SpreadReceiveStats {
+	c := &b.spread
+	return SpreadReceiveStats{Receives: c.receives.Load(), GroupReceives: c.groupReceives.Load(),
+		Delivered: c.delivered.Load(), Released: c.released.Load()}
+}
