@@ -10,21 +10,35 @@ import (
 )
 
 // Receiving from a spread entity: from whichever group has messages, as
-// receiveAny does from whichever partition has.
+// receiveAny does from whichever partition has, taking from a group only
+// what the receive hands out.
 //
 // A receive first takes what the groups have now, one after the other
 // from a different one each time, each asked with a done context (which
-// takes only what is there). When none has anything it waits on every
-// group at once, in peek-lock mode whatever the receive's: the first
-// group to answer with messages serves the receive, the others' waits
-// are cancelled, and messages another group handed out meanwhile are
-// released (given back without counting a delivery). A receive-and-delete
-// receive then completes what it got: a message whose completion fails
-// is not handed out, and is delivered again once its lock ends, rather
-// than lost. A group that refuses while the receive waits (it is
-// changing leaders, or out of reach) fails the whole receive with its
-// retryable error, so that the front detaches the link and the client
-// comes back; nothing taken is kept. A refusal of the first pass is not
+// takes only what is there), until its batch is full (one group only when
+// the batch is bounded in bytes, as a front's is). When none has anything
+// it waits on every group at once, in peek-lock mode whatever the
+// receive's, with its own context. For a Max of at least the number of
+// groups, each group is asked for a share of Max (and of MaxBytes): the
+// first answer with messages cancels the others' waits, and whatever they
+// handed out before the cancellation reached them is kept too, since the
+// shares add up to Max; a group that filled its share may hold more and
+// is asked again, without waiting, for what is left of Max. For a smaller
+// Max each group is asked for all of it, and of the answers that come
+// together the first Max messages are kept and the rest released (given
+// back without counting a delivery): the only messages a receive takes
+// and does not hand out. (Every group asked for the whole Max, with the
+// losers' messages released, was how every wait went before; under a
+// steady load the waits are rare next to the first pass's takes, so it
+// cost little: [SpreadReceiveStats] count both.)
+//
+// A receive-and-delete receive then completes what it got: a message
+// whose completion fails is not handed out, and is delivered again once
+// its lock ends, rather than lost. A group that refuses while the receive
+// waits (it is changing leaders, or out of reach) ends the wait; the
+// receive returns what the other groups handed out, or the retryable
+// refusal when they handed out nothing, so that the front detaches the
+// link and the client comes back. A refusal of the first pass is not
 // final: its done context cannot even open a connection to a node this
 // one has not called yet, so the wait asks again.
 
@@ -49,19 +63,20 @@ func (s *spreadBackend) Receive(ctx context.Context, path string, opts ReceiveOp
 		opts.Max = 1
 	}
 	s.b.spread.receives.Add(1)
-	out, err := s.receive(ctx, path, opts)
+	gs := s.sp.Distinct()
+	start := rand.IntN(len(gs))
+	gs = append(gs[start:], gs[:start]...)
+	out, err := s.receive(ctx, path, opts, gs)
 	s.b.spread.delivered.Add(int64(len(out)))
 	return out, err
 }
 
-func (s *spreadBackend) receive(ctx context.Context, path string, opts ReceiveOptions) ([]*Message, error) {
-	gs := s.sp.Distinct()
-	start := rand.IntN(len(gs))
+// receive is Receive over the groups gs, in the order to ask them.
+func (s *spreadBackend) receive(ctx context.Context, path string, opts ReceiveOptions, gs []uint64) ([]*Message, error) {
 	now := doneCtx(ctx)
 	var out []*Message
 	var refused error
-	for i := range gs {
-		g := gs[(start+i)%len(gs)]
+	for _, g := range gs {
 		be, err := s.be(g)
 		var msgs []*Message
 		if err == nil {
@@ -91,7 +106,57 @@ func (s *spreadBackend) receive(ctx context.Context, path string, opts ReceiveOp
 	}
 	// A refusal of the first pass is asked again with the receive's own
 	// context: a done one cannot even connect to a node not called yet.
-	return s.receiveWait(ctx, path, opts, gs)
+	asks := make([]groupAsk, len(gs))
+	for i, g := range gs {
+		asks[i] = groupAsk{g: g, max: opts.Max, maxBytes: opts.MaxBytes}
+		if opts.Max >= len(gs) {
+			asks[i].max = opts.Max / len(gs)
+			if i < opts.Max%len(gs) {
+				asks[i].max++
+			}
+			if opts.MaxBytes > 0 {
+				asks[i].maxBytes = max(1, opts.MaxBytes/len(gs))
+			}
+		}
+	}
+	took, err := s.receiveWait(ctx, path, opts.Max, asks)
+	if err != nil || len(took) == 0 {
+		return nil, err
+	}
+	s.topUp(ctx, path, opts, took)
+	return s.handOut(path, opts.Mode, took), nil
+}
+
+// topUp adds to took, without waiting, from the groups that filled their
+// share of a wait: they may hold more. It stops at opts.Max (and
+// opts.MaxBytes).
+func (s *spreadBackend) topUp(ctx context.Context, path string, opts ReceiveOptions, took []groupTook) {
+	n, size := 0, 0
+	for _, t := range took {
+		n += len(t.msgs)
+		for _, m := range t.msgs {
+			size += m.Size()
+		}
+	}
+	for i := 0; i < len(took) && n < opts.Max && (opts.MaxBytes == 0 || size < opts.MaxBytes); i++ {
+		t := &took[i]
+		if len(t.msgs) < t.ask.max {
+			continue
+		}
+		o := ReceiveOptions{Mode: PeekLock, Max: opts.Max - n}
+		if opts.MaxBytes > 0 {
+			o.MaxBytes = opts.MaxBytes - size
+		}
+		s.b.spread.groupReceives.Add(1)
+		more, err := t.be.Receive(doneCtx(ctx), path, o)
+		if err == nil || errors.Is(err, context.Canceled) {
+			t.msgs = append(t.msgs, more...)
+			n += len(more)
+			for _, m := range more {
+				size += m.Size()
+			}
+		}
+	}
 }
 
 // ctxEnd is what a receive whose ctx ended returns: nil for a deadline
@@ -110,51 +175,86 @@ type groupAnswer[T any] struct {
 	err error
 }
 
-// receiveWait waits on every group of gs for messages.
-func (s *spreadBackend) receiveWait(ctx context.Context, path string, opts ReceiveOptions, gs []uint64) ([]*Message, error) {
+// groupAsk is what a receive asks of one group: g, for up to max messages
+// of up to maxBytes.
+type groupAsk struct {
+	g             uint64
+	max, maxBytes int
+}
+
+// groupTook is what one group handed out to a receive, locked.
+type groupTook struct {
+	ask  groupAsk
+	be   Backend
+	msgs []*Message
+}
+
+// receiveWait asks every group of asks at once, in peek-lock mode, and
+// waits until one hands out messages or refuses, then cancels the others
+// and gathers their answers: up to max messages are kept, in the order
+// the answers came, the rest released. With nothing kept it returns a
+// group's refusal, or what the end of ctx means.
+func (s *spreadBackend) receiveWait(ctx context.Context, path string, max int, asks []groupAsk) ([]groupTook, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	o := opts
-	o.Mode = PeekLock
-	ch := make(chan groupAnswer[[]*Message], len(gs))
-	for _, g := range gs {
+	type answer struct {
+		groupTook
+		err error
+	}
+	ch := make(chan answer, len(asks))
+	for _, a := range asks {
 		go func() {
-			be, err := s.be(g)
+			be, err := s.be(a.g)
 			var msgs []*Message
 			if err == nil {
 				s.b.spread.groupReceives.Add(1)
-				msgs, err = be.Receive(wctx, path, o)
+				msgs, err = be.Receive(wctx, path, ReceiveOptions{Mode: PeekLock, Max: a.max, MaxBytes: a.maxBytes})
 			}
-			ch <- groupAnswer[[]*Message]{be, msgs, err}
+			ch <- answer{groupTook{a, be, msgs}, err}
 		}()
 	}
-	var win *groupAnswer[[]*Message]
+	var took []groupTook
 	var refused error
-	for range gs {
+	n := 0
+	for range asks {
 		a := <-ch
 		switch {
-		case len(a.got) > 0 && win == nil && refused == nil:
-			win = &a
+		case len(a.msgs) > 0:
 			cancel()
-		case len(a.got) > 0:
-			s.release(a.be, path, a.got)
+			keep := min(len(a.msgs), max-n)
+			if keep < len(a.msgs) {
+				s.release(a.be, path, a.msgs[keep:])
+			}
+			if keep > 0 {
+				took = append(took, groupTook{a.ask, a.be, a.msgs[:keep]})
+				n += keep
+			}
 		case a.err != nil && wctx.Err() == nil:
 			refused = a.err
 			cancel()
 		}
 	}
 	switch {
+	case len(took) > 0:
+		return took, nil
 	case refused != nil:
-		if win != nil {
-			s.release(win.be, path, win.got)
-		}
 		return nil, refused
-	case win == nil:
-		return nil, ctxEnd(ctx)
-	case opts.Mode == ReceiveAndDelete:
-		return completeTaken(win.be, path, win.got), nil
 	}
-	return win.got, nil
+	return nil, ctxEnd(ctx)
+}
+
+// handOut returns the messages of took for a receive in mode: as they
+// are for peek-lock, completed for receive-and-delete (completeTaken).
+func (s *spreadBackend) handOut(path string, mode ReceiveMode, took []groupTook) []*Message {
+	var out []*Message
+	for _, t := range took {
+		if mode == ReceiveAndDelete {
+			out = append(out, completeTaken(t.be, path, t.msgs)...)
+		} else {
+			out = append(out, t.msgs...)
+		}
+	}
+	return out
 }
 
 // release gives back messages be handed out under peek-lock.
