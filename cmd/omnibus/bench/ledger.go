@@ -43,10 +43,10 @@ type Ledger struct {
 	sessions   []string
 	sessionIdx map[string]int32
 	lastFirst  []int64 // per session and stream: highest order key first delivered
-	// unseen is, per session and stream, how many deliveries the client
+	// unseen holds, per session and stream, the deliveries the client
 	// gave back without its application seeing them (ReleasedUnseen)
-	// and no out-of-order first delivery has been put down to yet.
-	unseen         []int64
+	// that no out-of-order first delivery has been put down to yet.
+	unseen         [][]unseenRelease
 	outOfOrder     int64
 	orderExplained int64
 	misrouted      int64
@@ -99,7 +99,7 @@ func (l *Ledger) Next(session string) uint64 {
 		l.sessionIdx[session] = idx
 		for range l.streams {
 			l.lastFirst = append(l.lastFirst, 0)
-			l.unseen = append(l.unseen, 0)
+			l.unseen = append(l.unseen, nil)
 		}
 	}
 	l.state = append(l.state, 0)
@@ -204,12 +204,9 @@ func (l *Ledger) Delivered(stream int, d Delivery) (ours bool, nth uint32) {
 		key, what = d.BrokerSeq, "broker seq"
 	}
 	last := &l.lastFirst[int(sidx)*l.streams+stream]
-	switch unseen := &l.unseen[int(sidx)*l.streams+stream]; {
+	switch {
 	case session == "" || key >= *last:
-	case *unseen > 0:
-		// The client gave back, unseen, a delivery of this session:
-		// this may be it, redelivered behind later ones.
-		*unseen--
+	case l.explainLocked(&l.unseen[int(sidx)*l.streams+stream], key, seq):
 		l.orderExplained++
 	default:
 		l.outOfOrder++
@@ -219,6 +216,15 @@ func (l *Ledger) Delivered(stream int, d Delivery) (ours bool, nth uint32) {
 		*last = key
 	}
 	return true, nth
+}
+
+// unseenRelease is n deliveries of a session a client gave back unseen:
+// each was of a message allocated by then (ledger number up to upTo) and
+// not yet seen by the application (order key above above).
+type unseenRelease struct {
+	above int64
+	upTo  uint64
+	n     int64
 }
 
 // ReleasedUnseen records that a client gave back n deliveries of session
@@ -231,7 +237,10 @@ func (l *Ledger) Delivered(stream int, d Delivery) (ours bool, nth uint32) {
 // back 5, the broker may have sent 6, which the SDK keeps and hands over
 // before 5 comes again. So up to n first deliveries of the session that
 // come after later ones are explained (Tally.OrderExplained), not
-// violations.
+// violations: each of a message that existed when the release was
+// recorded and that the application had not seen by then (above the
+// highest first delivered). Record a release before the deliveries
+// received after it.
 func (l *Ledger) ReleasedUnseen(stream int, session string, n int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -239,7 +248,23 @@ func (l *Ledger) ReleasedUnseen(stream int, session string, n int64) {
 	if !ok || session == "" || stream < 0 || stream >= l.streams || n <= 0 {
 		return
 	}
-	l.unseen[int(idx)*l.streams+stream] += n
+	i := int(idx)*l.streams + stream
+	l.unseen[i] = append(l.unseen[i], unseenRelease{above: l.lastFirst[i], upTo: uint64(len(l.state)), n: n})
+}
+
+// explainLocked reports whether one of the releases rs explains a first
+// delivery of message seq (order key key) out of order, and uses it up.
+func (l *Ledger) explainLocked(rs *[]unseenRelease, key int64, seq uint64) bool {
+	for i := range *rs {
+		r := &(*rs)[i]
+		if key > r.above && seq <= r.upTo {
+			if r.n--; r.n == 0 {
+				*rs = append((*rs)[:i], (*rs)[i+1:]...)
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // partitionOf is the partition a broker sequence number names: its top 16
