@@ -26,7 +26,8 @@ import (
 // in storage/raftstore/README.md). So the session check must not count
 // such a swap: the SDK reports in its log how many messages each releaser
 // gave back, and the session receiver hands those to the ledger
-// (Ledger.ReleasedUnseen), which excuses as many swaps in the session.
+// (Ledger.ReleasedUnseen), which excuses as many swaps in the session,
+// each of a message sent and not yet seen when the release was reported.
 
 // sdkReleases counts, per receive link, the messages the SDK's releaser
 // gave back, from the SDK's log. Its log names a link by the first six
