@@ -273,6 +273,15 @@ func (b *Broker) TransfersAdded(g uint64) <-chan struct{} {
 	return b.xfer.wakeLocked(g)
 }
 
+// OutboxDepth is how many transfers b's outbox holds now (those of
+// sends still being written included): what [TransferConfig.MaxOutbox]
+// bounds.
+func (b *Broker) OutboxDepth() int {
+	b.xfer.mu.Lock()
+	defer b.xfer.mu.Unlock()
+	return b.xfer.count
+}
+
 // PendingTransfers returns, in order, up to max transfers (and about
 // maxBytes of messages) waiting in the outbox for group g, stopping
 // before the first whose write has not committed yet, so that a later

@@ -169,6 +169,9 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 	if cl.metrics, err = cl.startClusterMetrics(); err != nil {
 		return nil, err
 	}
+	if cl.metrics != nil && cl.node.DataGroups() > 0 {
+		cl.metrics.m.SetTransfers(cl.routed.transferMetrics)
+	}
 	cl.node.SetClientInfo(cl.advertised())
 	cl.admin = startAdmin(o.DataDir, c.Dir, cl.backup, cl.log)
 	cl.proxy = newProxier(cl)

@@ -80,6 +80,10 @@ type routed struct {
 	peers      peerLeaders  // the leaders of the groups this node does not hold
 	peerStatus atomic.Int64 // status calls peerGroups made on other members
 
+	// xferCounts counts the transfers this node handed over, for the
+	// metrics (cluster_transfer_metrics.go).
+	xferCounts transferCounts
+
 	// loseTransferAnswers (tests only) makes this node's pumps act as if
 	// every answer to a transfer they sent was lost: the target applied
 	// it, the outbox keeps it (cluster_transfer.go).

@@ -104,7 +104,7 @@ func (r *routed) pump(ctx context.Context, g, tg, ns uint64, b *core.Broker, val
 			ts, err = b.PendingTransfers(tg, transferRoundCount, transferRoundBytes)
 		}
 		if err == nil && len(ts) > 0 {
-			err = r.sendTransfers(ctx, b, tg, ns, ts)
+			err = r.sendTransfers(ctx, b, g, tg, ns, ts)
 		}
 		wait := transferPoll
 		switch {
@@ -128,24 +128,29 @@ func (r *routed) pump(ctx context.Context, g, tg, ns uint64, b *core.Broker, val
 }
 
 // sendTransfers hands ts to group tg's broker and settles the outcome in
-// b's outbox: what tg applied is deleted, what it refused for good is
-// dead-lettered in its source.
-func (r *routed) sendTransfers(ctx context.Context, b *core.Broker, tg, ns uint64, ts []*core.Transfer) error {
+// b's outbox (group g's): what tg applied is deleted, what it refused for
+// good is dead-lettered in its source. Each outcome is counted for the
+// metrics.
+func (r *routed) sendTransfers(ctx context.Context, b *core.Broker, g, tg, ns uint64, ts []*core.Transfer) error {
 	home := r.namespaceHome(ns)
 	if ns == 0 {
 		r.mu.Lock()
 		home = r.home
 		r.mu.Unlock()
 	}
+	counts := &r.xferCounts
 	be, err := r.backendIn(tg, ns, home)
 	if err != nil {
+		counts.add(&counts.failed, g, tg, len(ts))
 		return err
 	}
 	ap, ok := be.(transferApplier)
 	if !ok {
+		counts.add(&counts.failed, g, tg, len(ts))
 		return &core.Error{Code: core.CodeInternal, Msg: "the target group's backend takes no transfers"}
 	}
 	n, aerr := ap.ApplyTransfers(ctx, ts)
+	counts.add(&counts.sent, g, tg, n)
 	if r.loseTransferAnswers.Load() {
 		return &core.Error{Code: core.CodeOutcomeUnknown, Msg: "the answer to a transfer was lost (a test's fault)"}
 	}
@@ -153,8 +158,10 @@ func (r *routed) sendTransfers(ctx context.Context, b *core.Broker, tg, ns uint6
 		return err
 	}
 	if aerr == nil || core.TransferRetryable(aerr) {
+		counts.add(&counts.failed, g, tg, len(ts)-n)
 		return aerr
 	}
+	counts.add(&counts.refused, g, tg, 1)
 	r.log.Info("a transfer's target refused it; dead-lettered in its source", zap.String("target", ts[n].Target), zap.Error(aerr))
 	return b.TransferRefused(ts[n], aerr)
 }

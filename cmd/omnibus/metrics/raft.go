@@ -30,8 +30,9 @@ type Node struct {
 	reg *prometheus.Registry
 	log *zap.Logger
 
-	mu     sync.Mutex // guards broker
-	broker *Metrics
+	mu        sync.Mutex // guards broker and transfers
+	broker    *Metrics
+	transfers func() Transfers // a cluster with data groups' (transfers.go)
 }
 
 // NewNode returns the metrics of the Raft node rn.
@@ -40,7 +41,7 @@ func NewNode(rn RaftNode, log *zap.Logger) (*Node, error) {
 		log = zap.NewNop()
 	}
 	m := &Node{reg: prometheus.NewRegistry(), log: log}
-	for _, c := range []prometheus.Collector{&raftCollector{rn: rn, d: newRaftDescs()}, collectors.NewGoCollector(),
+	for _, c := range []prometheus.Collector{&raftCollector{rn: rn, d: newRaftDescs()}, newTransferCollector(m), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := m.reg.Register(c); err != nil {
 			return nil, err
