@@ -469,14 +469,22 @@ func (c *conn) submitPending() {
 // writeLoop.
 func (c *conn) flush() {
 	c.submitPending()
-	for _, s := range c.ackers {
-		s.writeAcks()
-	}
-	c.ackers = c.ackers[:0]
+	c.writeQueuedAcks()
 	if c.pending.Len() == 0 {
 		return
 	}
 	c.handOff()
+}
+
+// writeQueuedAcks writes the acknowledgements queued so far. They wait
+// for the end of the pass, to go out as ranges, unless a frame that must
+// follow them is written first: the answer to a detach, end or close, or
+// our close at a drain (owed.go).
+func (c *conn) writeQueuedAcks() {
+	for _, s := range c.ackers {
+		s.writeAcks()
+	}
+	c.ackers = c.ackers[:0]
 }
 
 // writeNow writes one frame synchronously (handshake phase, before the

@@ -51,12 +51,9 @@ func (c *conn) finishDrain(frc <-chan frames.Frame) error {
 		if c.closed {
 			return
 		}
-		// Acknowledgements queued in this pass go before the close, or
-		// the peer, which stops reading at the close, would miss them.
-		for _, s := range c.ackers {
-			s.writeAcks()
-		}
-		c.ackers = c.ackers[:0]
+		// Acknowledgements queued in this pass go before the close
+		// (afterOwed wrote them), or the peer, which stops reading at
+		// the close, would miss them.
 		c.write(0, &frames.Close{Error: errorf(frames.CondConnectionForced, "The server is shutting down.")})
 		c.closed = true
 	})

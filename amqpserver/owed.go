@@ -9,6 +9,11 @@ package amqpserver
 // and what a detach, end or close does to the broker and its answer wait
 // until every ticket issued before it is paid (afterOwed).
 
+// The answers a wait is held back for may have been queued as
+// acknowledgements in the same pass (queueAck), to be written at its end:
+// they are written before the wait runs, so that a client reads them
+// before the detach, end or close that follows them.
+
 // owedWait is work waiting for the tickets below upTo.
 type owedWait struct {
 	upTo uint64
@@ -48,6 +53,7 @@ func (c *conn) paid(t uint64) {
 		}
 		c.waits[0] = owedWait{}
 		c.waits = c.waits[1:]
+		c.writeQueuedAcks()
 		w.f()
 	}
 }
@@ -56,6 +62,7 @@ func (c *conn) paid(t uint64) {
 // none is outstanding. Functions run in the order they were given.
 func (c *conn) afterOwed(f func()) {
 	if len(c.owed) == 0 && len(c.waits) == 0 {
+		c.writeQueuedAcks()
 		f()
 		return
 	}
@@ -71,6 +78,7 @@ func (c *conn) afterOwed(f func()) {
 func (c *conn) oweInTurn(f func(t uint64)) {
 	t := c.owe()
 	if len(c.owed) == 1 && len(c.waits) == 0 {
+		c.writeQueuedAcks()
 		f(t)
 		return
 	}
