@@ -335,7 +335,7 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 			c.flush()
 			return err
 		}
-		c.flush()
+		c.endPass()
 		if c.closed {
 			return io.EOF
 		}
@@ -453,15 +453,38 @@ func (c *conn) handOff() {
 }
 
 // submitPending hands the deliveries and settlements queued in this pass
-// to the broker.
+// to the broker, the deliveries of a link whose previous send is in
+// flight too (see link.hold).
 func (c *conn) submitPending() {
+	c.submitQueued(false)
+}
+
+// submitQueued hands the deliveries and settlements queued in this pass
+// to the broker; with holding, the deliveries of a link whose previous
+// send is in flight wait for its answer, their link staying in senders
+// for the pass that follows the answer, or for a submitPending before it.
+func (c *conn) submitQueued(holding bool) {
+	held := 0
 	for _, l := range c.senders {
+		if holding && l.hold() {
+			c.senders[held] = l
+			held++
+			continue
+		}
+		l.in.queued = false
 		l.submitSends()
 	}
-	clear(c.senders)
-	c.senders = c.senders[:0]
+	clear(c.senders[held:])
+	c.senders = c.senders[:held]
 	c.submitCompletes()
 	c.submitSettles()
+}
+
+// endPass ends a pass of run: as flush, but the deliveries of a link
+// whose previous send is in flight are held (link.hold).
+func (c *conn) endPass() {
+	c.submitQueued(true)
+	c.writeOut()
 }
 
 // flush sends the deliveries and completions queued for the broker,
@@ -469,6 +492,12 @@ func (c *conn) submitPending() {
 // writeLoop.
 func (c *conn) flush() {
 	c.submitPending()
+	c.writeOut()
+}
+
+// writeOut writes queued acknowledgements and hands the pending output
+// to writeLoop.
+func (c *conn) writeOut() {
 	c.writeQueuedAcks()
 	if c.pending.Len() == 0 {
 		return

@@ -38,7 +38,10 @@
 //     outstanding and hands each complete delivery (assembled across
 //     frames, up to the entity's maximum size) to core.SendAsync, the
 //     deliveries of one pass together, so pipelined deliveries are
-//     committed in groups. Each is answered with accepted once durable or
+//     committed in groups; while a link's previous send is in flight,
+//     its new deliveries wait for it and go as one (link.hold), so the
+//     groups are as large as the store's commit latency allows even
+//     from a client that writes each transfer as it goes. Each is answered with accepted once durable or
 //     rejected{error}; one that grows past the entity's maximum size is
 //     rejected with amqp:link:message-size-exceeded at once and the rest
 //     of its frames dropped unbuffered. The session incoming-window is

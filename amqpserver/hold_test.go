@@ -19,8 +19,9 @@ import (
 	"github.com/omnibusmq/omnibus/storage"
 )
 
-// These tests hold the first send's write inside the store and look at
-// what the sends written meanwhile, and the frames after them, become.
+// A link's sends are held while its previous send is in flight
+// (link.hold): these tests hold the first send's write inside the store
+// and look at what the sends written meanwhile become.
 
 // newFaultTestServer is newTestServer on a broker whose store faults on
 // command.
@@ -171,6 +172,59 @@ func awaitHeld(t *testing.T, g *storeGate) {
 	case <-g.entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first send never reached the store")
+	}
+}
+
+// TestSendsHeldWhileOneIsInFlight: deliveries that arrive, pass after
+// pass, while the link's previous send is being written go to the broker
+// as one send once it is durable (two store writes for all of them, not
+// one per pass), each answered accepted only after its write, and stored
+// in the order they were sent. When the write in flight fails, its
+// delivery is rejected and the held ones still go.
+func TestSendsHeldWhileOneIsInFlight(t *testing.T) {
+	const n = 12
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+			ts, fs := newFaultTestServer(t)
+			ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "hold"})
+			var failWith error
+			if fail {
+				failWith = fmt.Errorf("test disk: %w", storage.ErrNoSpace)
+			}
+			g := holdFirstWrite(t, fs, failWith)
+			p := dialHoldPeer(t, ts)
+			p.writeFrame(0, p.transfer(0))
+			awaitHeld(t, g)
+			// One delivery per pass: each is handled (the echo comes
+			// after it) before the next is written.
+			for id := uint32(1); id < n; id++ {
+				p.writeFrame(0, p.transfer(id))
+				p.sync()
+			}
+			if len(p.states) != 0 {
+				t.Fatalf("answers %v before the first write is done", p.states)
+			}
+			g.release()
+			p.awaitAnswers(n)
+			if w := g.count(); w != 2 {
+				t.Errorf("%d store writes for %d deliveries, want 2 (the first, then the %d held behind it together)", w, n, n-1)
+			}
+			for id := uint32(0); id < n; id++ {
+				_, accepted := p.states[id].(*frames.Accepted)
+				if want := !(fail && id == 0); accepted != want {
+					t.Errorf("delivery %d answered %#v, want accepted=%v", id, p.states[id], want)
+				}
+			}
+			var want []string
+			for id := range n {
+				if !(fail && id == 0) {
+					want = append(want, fmt.Sprint(id))
+				}
+			}
+			if got := coretest.Bodies(ts.MustReceive(t, "hold", core.ReceiveAndDelete, 2*n)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("stored %v, want %v (every accepted delivery, in order)", got, want)
+			}
+		})
 	}
 }
 

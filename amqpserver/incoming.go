@@ -48,6 +48,8 @@ type inLink struct {
 	cur           *partial // delivery being assembled across transfers
 	inflight      int      // deliveries queued or sent, not yet answered
 	batch         sendBatch
+	queued        bool // the link is in conn.senders
+	sending       int  // SendAsync calls in flight (see hold)
 }
 
 // partial is an incoming delivery whose transfers are still arriving.
@@ -289,7 +291,8 @@ func (c *conn) feedStarved() {
 // send queues a delivery for the broker. The deliveries a link completes
 // in one pass of the connection loop go to the broker together (see
 // submitSends), so a burst of pipelined sends costs the broker one plan,
-// one store write and one completion instead of one each.
+// one store write and one completion instead of one each; while the
+// link's previous send is in flight, they wait for it (see hold).
 func (l *link) send(p *partial) {
 	if ts, ok := p.state.(*frames.TransactionalState); ok {
 		l.sendInTxn(p, ts)
@@ -303,14 +306,41 @@ func (l *link) send(p *partial) {
 		return
 	}
 	in.inflight++
-	if len(in.batch.parts) == 0 {
-		c := l.s.c
-		c.senders = append(c.senders, l)
-	}
+	l.queueSends()
 	in.batch.add(p, msgs)
 	if len(in.batch.msgs) >= maxSendBatch || in.batch.bytes >= maxSendBatchBytes {
 		l.submitSends()
 	}
+}
+
+// queueSends puts the link in the connection's list of links with
+// deliveries for the broker (conn.senders), once: it leaves the list
+// when they are submitted.
+func (l *link) queueSends() {
+	if !l.in.queued {
+		l.in.queued = true
+		c := l.s.c
+		c.senders = append(c.senders, l)
+	}
+}
+
+// hold reports whether the link's queued deliveries should wait at the
+// end of this pass: its previous send is still in flight. One group
+// commit in flight per link, the next batch gathering meanwhile, makes
+// the groups as large as the store's commit latency allows, whatever the
+// client's writes look like: a client writing each transfer as it goes
+// would otherwise have each pass's one or two deliveries committed on
+// their own. A held batch goes to the broker at the end of the pass in
+// which the send before it is answered (conn.endPass), when it reaches
+// the batch limits (send), and at once before anything that must follow
+// it: a detach, end or close, a discharge, a $management request, a
+// drain, the connection's end (conn.submitPending). A client that waits
+// for each answer before its next send never has a send held. The
+// held deliveries count against the link's credit and the connection's
+// incoming buffer as before; what holding adds is at most one commit's
+// latency to a pipelined send.
+func (l *link) hold() bool {
+	return l.in.sending > 0
 }
 
 // submitSends hands the queued deliveries to the broker in one SendAsync.
@@ -352,11 +382,13 @@ func (l *link) sendAsync(parts []*partial, msgs []*core.Message) bool {
 	err := c.broker().SendAsync(l.sendPath(), msgs, func(_ []int64, err error) {
 		defer c.work.Done()
 		c.post(func() {
+			l.in.sending--
 			l.sendsDone(parts, err)
 			c.paid(ticket)
 		})
 	})
 	if err == nil {
+		l.in.sending++
 		return true
 	}
 	c.work.Done()
