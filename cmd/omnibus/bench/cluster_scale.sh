@@ -40,6 +40,10 @@
 # partition p-1's) must fall in every group, and every data group's Raft
 # log (`cluster status`, commit index before and after) must have taken at
 # least a quarter of its even share of the entries; both printed.
+# With data groups it also prints each node's spread receive counts
+# (metrics omnibus_spread_*_total): group receives and released messages
+# per delivered message, what a receive from the spread queue costs
+# whatever the machine's load.
 #
 # Needs root (cgroups); skips, saying why, where /sys/fs/cgroup/cpu is not
 # a writable cgroup v1 hierarchy. Take the numbers when the machine is
