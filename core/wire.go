@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"encoding/binary"
 	"slices"
 	"time"
@@ -81,15 +82,15 @@ func decodeBodyFrom(r *reader) (*Message, error) {
 	m.Annotations = r.mapValue()
 	body := r.bytes()
 	if r.err == nil && (props != nil || len(body) > 0) {
-		// The properties and the body share one copy of what b held.
-		own := make([]byte, len(props)+len(body))
+		// The properties and the body share one copy of what b held,
+		// allocated by bytes.Join without being zeroed first (make
+		// zeroed a 64 KiB body before copying it in).
+		own := bytes.Join([][]byte{props, body}, nil)
 		if props != nil {
 			m.EncodedProperties.Bytes = own[:len(props):len(props)]
-			copy(own, props)
 		}
 		if len(body) > 0 {
 			m.Body = own[len(props):]
-			copy(m.Body, body)
 		}
 	}
 	if r.err != nil {
