@@ -1,6 +1,7 @@
 package amqpserver
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -403,10 +404,6 @@ func valueToAMQP(v any) any {
 	return v
 }
 
-// encodeOverhead is a generous estimate of the encoded size of a
-// delivered message's sections other than its body.
-const encodeOverhead = 512
-
 // encodeDelivery encodes m as the broker delivers it on a receive link or
 // embeds it in a management reply (peek, receive-by-sequence-number).
 // With peekLock, m's lock is announced (x-opt-locked-until and the
@@ -464,15 +461,15 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 			am.RawBody = m.Body
 		}
 	}
-	// Room for the body and typical sections up front: growing the
-	// buffer through a 1 KiB body would copy it several times. The
-	// Buffer around it is the scratch's, so that only the bytes are
-	// allocated.
-	sc.out = buffer.Make(make([]byte, 0, len(m.Body)+encodeOverhead))
-	if err := am.MarshalAMQP(&sc.out); err != nil {
+	// The sections go into the scratch's buffer and the body stays
+	// apart; bytes.Join then puts both into the one allocation the
+	// delivery keeps, without zeroing it first as make did (a 64 KiB
+	// delivery's buffer was a third of its zeroing).
+	body, err := am.MarshalBodyApart(&sc.out)
+	if err != nil {
 		return nil, fmt.Errorf("encode message %d: %w", m.SequenceNumber, err)
 	}
-	return sc.out.Bytes(), nil
+	return bytes.Join([][]byte{sc.out.Bytes(), body}, nil), nil
 }
 
 // writeLockTokenAnnotation writes the delivery annotations of a
@@ -529,7 +526,7 @@ type deliveryScratch struct {
 	props buffer.Buffer // the application properties, encoded
 	ann   buffer.Buffer // the message annotations, encoded
 	dann  buffer.Buffer // the delivery annotations, encoded
-	out   buffer.Buffer // the delivery being encoded (its bytes are the caller's)
+	out   buffer.Buffer // the delivery's sections but its body, encoded
 }
 
 // maxKeptScratch bounds what a pooled deliveryScratch keeps of its key
@@ -541,14 +538,16 @@ var deliveryScratches = sync.Pool{New: func() any { return new(deliveryScratch) 
 // release drops what sc refers to (message bodies among it) and returns
 // it to the pool.
 func (sc *deliveryScratch) release() {
-	keys, props, ann, dann := sc.keys[:0], sc.props, sc.ann, sc.dann
+	keys, props, ann, dann, out := sc.keys[:0], sc.props, sc.ann, sc.dann, sc.out
 	*sc = deliveryScratch{}
-	if cap(keys) <= maxKeptScratch/16 && cap(props.Raw()) <= maxKeptScratch && cap(ann.Raw()) <= maxKeptScratch {
+	if cap(keys) <= maxKeptScratch/16 && cap(props.Raw()) <= maxKeptScratch && cap(ann.Raw()) <= maxKeptScratch &&
+		cap(out.Raw()) <= maxKeptScratch {
 		clear(keys[:cap(keys)]) // the keys of the last message: let them go
 		props.Reset()
 		ann.Reset()
 		dann.Reset()
-		sc.keys, sc.props, sc.ann, sc.dann = keys, props, ann, dann
+		out.Reset()
+		sc.keys, sc.props, sc.ann, sc.dann, sc.out = keys, props, ann, dann, out
 	}
 	deliveryScratches.Put(sc)
 }

@@ -221,6 +221,12 @@ func WriteBinary(w *buffer.Buffer, v []byte) {
 	w.Append(v)
 }
 
+// WriteBinaryHeader appends the constructor and length of a binary of n
+// bytes, as [WriteBinary] writes them before the bytes.
+func WriteBinaryHeader(w *buffer.Buffer, n int) {
+	writeVariable(w, TypeCodeVbin8, TypeCodeVbin32, n)
+}
+
 // WriteString appends a string as str8 or str32. Invalid UTF-8 is written
 // as is; AMQP peers pass strings through without validating them either.
 func WriteString(w *buffer.Buffer, v string) {

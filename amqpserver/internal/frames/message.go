@@ -353,6 +353,40 @@ func validateSection(r *buffer.Buffer, name string, codes ...byte) error {
 // [encoding.Marshaler], so a Message can also be nested (for example as a
 // data section of a batch).
 func (m *Message) MarshalAMQP(w *buffer.Buffer) error {
+	if err := m.marshalSections(w); err != nil {
+		return err
+	}
+	if err := m.marshalBody(w); err != nil {
+		return err
+	}
+	return writeSectionMap(w, codeFooter, m.Footer)
+}
+
+// MarshalBodyApart writes m as [Message.MarshalAMQP] does, except for
+// the bytes of its body when they end the message: a raw body, or the
+// content of its only data section (whose descriptor and length it
+// writes). It returns those bytes, nil when it wrote the whole message:
+// m's encoding is what it wrote followed by them. A delivery so copies a
+// large body once, into a buffer of its own, instead of into a buffer
+// that was zeroed for it first.
+func (m *Message) MarshalBodyApart(w *buffer.Buffer) ([]byte, error) {
+	data := m.RawBody == nil && m.bodyKind() == BodyData && len(m.Data) == 1
+	if m.Footer != nil || (m.RawBody == nil && !data) {
+		return nil, m.MarshalAMQP(w)
+	}
+	if err := m.marshalSections(w); err != nil {
+		return nil, err
+	}
+	if m.RawBody != nil {
+		return m.RawBody, nil
+	}
+	encoding.WriteDescriptor(w, codeData)
+	encoding.WriteBinaryHeader(w, len(m.Data[0]))
+	return m.Data[0], nil
+}
+
+// marshalSections writes the sections before the body.
+func (m *Message) marshalSections(w *buffer.Buffer) error {
 	if m.Header != nil {
 		m.Header.marshal(w)
 	}
@@ -379,10 +413,23 @@ func (m *Message) MarshalAMQP(w *buffer.Buffer) error {
 	} else if err := writeSectionMap(w, codeApplicationProperties, m.ApplicationProperties); err != nil {
 		return err
 	}
-	if err := m.marshalBody(w); err != nil {
-		return err
+	return nil
+}
+
+// bodyKind is m.BodyKind, or when unset the kind of the body m holds.
+func (m *Message) bodyKind() BodyKind {
+	if m.BodyKind != BodyNone {
+		return m.BodyKind
 	}
-	return writeSectionMap(w, codeFooter, m.Footer)
+	switch {
+	case m.Data != nil:
+		return BodyData
+	case m.Sequence != nil:
+		return BodySequence
+	case m.Value != nil:
+		return BodyValue
+	}
+	return BodyNone
 }
 
 func (m *Message) marshalBody(w *buffer.Buffer) error {
@@ -390,18 +437,7 @@ func (m *Message) marshalBody(w *buffer.Buffer) error {
 		w.Append(m.RawBody)
 		return nil
 	}
-	kind := m.BodyKind
-	if kind == BodyNone {
-		switch {
-		case m.Data != nil:
-			kind = BodyData
-		case m.Sequence != nil:
-			kind = BodySequence
-		case m.Value != nil:
-			kind = BodyValue
-		}
-	}
-	switch kind {
+	switch m.bodyKind() {
 	case BodyData:
 		for _, d := range m.Data {
 			encoding.WriteDescriptor(w, codeData)
