@@ -72,7 +72,7 @@ type outDelivery struct {
 type pulledMsg struct {
 	token   core.LockToken
 	seq     int64
-	payload []byte
+	payload payload
 }
 
 // attachReceiver attaches a link the client receives entity messages on.
@@ -258,13 +258,14 @@ type encodeFailure struct {
 	err   error
 }
 
-// encodePulled encodes messages for delivery. The messages (and their
-// bodies) are not kept: only the encoded transfer payload is.
+// encodePulled encodes messages for delivery. The messages are not kept:
+// only the encoded transfer payload is, which shares each body with the
+// message (encodeDeliveryParts).
 func encodePulled(msgs []*core.Message, lockAnnotations bool) ([]pulledMsg, []encodeFailure) {
 	batch := make([]pulledMsg, 0, len(msgs))
 	var failed []encodeFailure
 	for i, m := range msgs {
-		payload, err := encodeDelivery(m, lockAnnotations)
+		payload, err := encodeDeliveryParts(m, lockAnnotations)
 		if err != nil {
 			failed = append(failed, encodeFailure{m.LockToken, err})
 		} else {
@@ -315,13 +316,13 @@ func (l *link) pulled(batch []pulledMsg, err error) {
 			(o.mode == core.PeekLock && o.unsettled >= lim.MaxUnsettledPerLink) {
 			break
 		}
-		frames := c.framesFor(len(pm.payload))
+		frames := c.framesFor(pm.payload.len())
 		if !s.fits(frames) {
 			o.needFrames = frames
 			break
 		}
-		if c.outBytes > 0 && (c.outBytes+len(pm.payload) > lim.MaxDeliveryBuffer || int64(len(pm.payload)) > c.srv.cfg.Memory.Available()) {
-			o.needBytes = len(pm.payload)
+		if c.outBytes > 0 && (c.outBytes+pm.payload.len() > lim.MaxDeliveryBuffer || int64(pm.payload.len()) > c.srv.cfg.Memory.Available()) {
+			o.needBytes = pm.payload.len()
 			break
 		}
 		o.needFrames, o.needBytes = 0, 0
@@ -329,7 +330,7 @@ func (l *link) pulled(batch []pulledMsg, err error) {
 		o.deliveryCount++
 		if o.mode == core.ReceiveAndDelete {
 			s.reserved += frames
-			c.holdOut(len(pm.payload))
+			c.holdOut(pm.payload.len())
 			continue
 		}
 		l.deliver(pm)
@@ -404,8 +405,8 @@ func (l *link) radRemoved() {
 		o.removing = o.removing[1:]
 		for i := range rb.msgs {
 			pm := &rb.msgs[i]
-			s.reserved -= c.framesFor(len(pm.payload))
-			c.holdOut(-len(pm.payload))
+			s.reserved -= c.framesFor(pm.payload.len())
+			c.holdOut(-pm.payload.len())
 			switch {
 			case rb.errs[i] != nil:
 				o.credit++

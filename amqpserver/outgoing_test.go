@@ -321,7 +321,7 @@ func TestUnsettledDeliveriesKeepNoPayload(t *testing.T) {
 						t.Errorf("unsettled entry %p is not a lockedDelivery's", od)
 						continue
 					}
-					held += len(ld.tr.payload)
+					held += ld.tr.payload.len()
 				}
 			}
 		}) {

@@ -23,7 +23,7 @@ type outTransfer struct {
 	id      uint32
 	tag     []byte
 	settled bool
-	payload []byte
+	payload payload
 	sent    int    // bytes of payload written
 	frames  uint32 // frames left to write
 	// od is the unsettled entry of a peek-locked delivery, nil for a
@@ -31,6 +31,31 @@ type outTransfer struct {
 	od *outDelivery
 	// reply is set on $cbs and $management replies.
 	reply bool
+}
+
+// payload is an outgoing delivery's bytes in two pieces, written one
+// after the other: the message's sections as encoded for this delivery,
+// and its body as the broker holds it (shared with the broker, never
+// written to). A body is so copied once, into the transfer frames that
+// carry it, rather than first into an encoded message and then into the
+// frames (a 64 KiB delivery's second copy and allocation).
+type payload struct {
+	head, body []byte
+}
+
+// len is the size of the payload in bytes.
+func (p payload) len() int { return len(p.head) + len(p.body) }
+
+// slice returns bytes [from, to) of p, in at most two pieces.
+func (p payload) slice(from, to int) (a, b []byte) {
+	h := len(p.head)
+	if from < h {
+		a = p.head[from:min(to, h)]
+	}
+	if to > h {
+		b = p.body[max(from, h)-h : to-h]
+	}
+	return a, b
 }
 
 // chunk is the payload that fits one transfer frame to the peer.
@@ -69,9 +94,9 @@ func (s *session) fits(n uint32) bool {
 
 // queueTransfer queues d for writing and writes what it can now.
 func (s *session) queueTransfer(d *outTransfer) {
-	d.frames = s.c.framesFor(len(d.payload))
+	d.frames = s.c.framesFor(d.payload.len())
 	s.outFrames += d.frames
-	s.c.holdOut(len(d.payload))
+	s.c.holdOut(d.payload.len())
 	if len(s.out) == cap(s.out) {
 		// append moves out to a new array: remember it, so that the
 		// queue reuses it once drained rather than allocating an array
@@ -99,7 +124,7 @@ func (s *session) pump() {
 		d := s.out[0]
 		s.writeFrame(d)
 		if d.frames == 0 {
-			d.payload = nil // written: a peek-locked delivery's entry keeps d until settled
+			d.payload = payload{} // written: a peek-locked delivery's entry keeps d until settled
 			s.out[0] = nil
 			s.out = s.out[1:]
 			if d.reply {
@@ -116,13 +141,14 @@ func (s *session) pump() {
 // writeFrame writes the next transfer frame of d.
 func (s *session) writeFrame(d *outTransfer) {
 	c := s.c
-	n := min(len(d.payload)-d.sent, c.chunk())
+	n := min(d.payload.len()-d.sent, c.chunk())
+	head, body := d.payload.slice(d.sent, d.sent+n)
 	// The session's own Transfer, and its id and format: c.write encodes
 	// the frame at once and keeps none of them (three allocations a frame
 	// before).
 	t := &s.tx
 	*t = frames.Transfer{Handle: d.l.handle, Settled: d.settled, More: d.frames > 1,
-		Payload: d.payload[d.sent : d.sent+n]}
+		Payload: head, PayloadRest: body}
 	if d.sent == 0 {
 		s.txID, s.txFormat = d.id, 0
 		t.DeliveryID, t.DeliveryTag, t.MessageFormat = &s.txID, d.tag, &s.txFormat
@@ -149,7 +175,7 @@ func (s *session) purge(l *link) {
 			continue
 		}
 		s.outFrames -= d.frames
-		s.c.holdOut(-(len(d.payload) - d.sent))
+		s.c.holdOut(-(d.payload.len() - d.sent))
 		if d.od != nil {
 			delete(s.unsettled, d.id)
 			l.out.unsettled--

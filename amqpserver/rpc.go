@@ -148,16 +148,16 @@ func (c *conn) replyLink(s *session, node, replyTo string) *link {
 func (l *link) sendReplies() {
 	o := l.out
 	for len(o.replies) > 0 && o.credit > 0 && !l.detached {
-		payload := o.replies[0]
+		reply := o.replies[0]
 		o.replies[0] = nil
 		o.replies = o.replies[1:]
-		l.s.c.holdMem(-len(payload)) // counted as a transfer from here
+		l.s.c.holdMem(-len(reply)) // counted as a transfer from here
 		id := l.s.nextDeliveryID
 		l.s.nextDeliveryID++
 		o.credit--
 		o.deliveryCount++
 		tag := binary.BigEndian.AppendUint32(nil, o.deliveryCount)
-		l.s.queueTransfer(&outTransfer{l: l, id: id, tag: tag, settled: true, payload: payload, reply: true})
+		l.s.queueTransfer(&outTransfer{l: l, id: id, tag: tag, settled: true, payload: payload{head: reply}, reply: true})
 	}
 	if o.drain && len(o.replies) == 0 {
 		l.finishDrain()

@@ -96,6 +96,11 @@ type Transfer struct {
 	Batchable     bool
 
 	Payload []byte
+	// PayloadRest, when set, is written by [Write] right after Payload,
+	// in the same frame: a sender's payload in two pieces (a delivery's
+	// encoded sections and its body) written without joining them
+	// first. Decoding never sets it.
+	PayloadRest []byte
 }
 
 func (*Transfer) frameType() Type { return TypeAMQP }

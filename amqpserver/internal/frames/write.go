@@ -31,6 +31,7 @@ func Write(w *buffer.Buffer, f Frame) error {
 		}
 		if t, ok := f.Body.(*Transfer); ok {
 			w.Append(t.Payload)
+			w.Append(t.PayloadRest)
 		}
 	}
 	size := w.Size() - start
