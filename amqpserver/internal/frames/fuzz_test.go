@@ -217,6 +217,15 @@ func FuzzMessage(f *testing.F) {
 		if !bytes.Equal(w.Bytes(), w2.Bytes()) {
 			t.Fatalf("encoding not stable")
 		}
+		// Written with its body apart, it is the same bytes.
+		var w3 buffer.Buffer
+		apart, err := m.MarshalBodyApart(&w3)
+		if err != nil {
+			t.Fatalf("MarshalBodyApart: %v", err)
+		}
+		if got := append(w3.Bytes(), apart...); !bytes.Equal(got, w.Bytes()) {
+			t.Fatalf("MarshalBodyApart wrote % x + % x, MarshalAMQP % x", w3.Bytes(), apart, w.Bytes())
+		}
 	})
 }
 
