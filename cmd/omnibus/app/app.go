@@ -184,6 +184,9 @@ type Options struct {
 	// listener of the App's own: a cluster node serves them on its
 	// listener, with its Raft node's (cluster_metrics.go).
 	metricsSink func(*metrics.Metrics)
+	// peerCalls, when set, returns the calls this node made on others
+	// (a routed node's, by operation), reported with the metrics.
+	peerCalls func() map[string]int64
 }
 
 func (o *Options) setDefaults() {

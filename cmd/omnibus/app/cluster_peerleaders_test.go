@@ -95,6 +95,12 @@ func TestClusterGroupsLeaderOfAGroupNotHeld(t *testing.T) {
 		}
 		got += len(msgs)
 	}
+	// Every message was sent to, received from and completed in a group
+	// another node leads: the calls node 1 made on it count them.
+	rpc := r.calls.Snapshot()
+	if sends := rpc["send"] + rpc["send-async"]; sends < n || rpc["receive"] == 0 || rpc["settle"]+rpc["complete-many"] == 0 {
+		t.Errorf("node 1's calls on other nodes %v: want %d sends or more, receives and completions", rpc, n)
+	}
 	calls := r.peerStatus.Load() - before
 	t.Logf("node 1 made %d status calls on other members for %d messages sent, received and completed in group %d, which it does not hold", calls, n, missing)
 	// Three members are asked at each refresh (every 500 ms while calls

@@ -77,8 +77,9 @@ type routed struct {
 	cfgState   configState
 	configDone chan struct{}
 
-	peers      peerLeaders  // the leaders of the groups this node does not hold
-	peerStatus atomic.Int64 // status calls peerGroups made on other members
+	peers      peerLeaders           // the leaders of the groups this node does not hold
+	peerStatus atomic.Int64          // status calls peerGroups made on other members
+	calls      clusterrpc.CallCounts // the calls this node's clients made on the others
 
 	// xferCounts counts the transfers this node handed over, for the
 	// metrics (cluster_transfer_metrics.go).
@@ -157,6 +158,7 @@ func (r *routed) start() error {
 	go r.watchConfigApplied()
 	o.router = r.routerFor
 	o.metricsSink = cl.metrics.sink()
+	o.peerCalls = r.calls.Snapshot
 	local := map[string]*chanListener{}
 	for name, f := range cl.front {
 		local[name] = newChanListener(f.l.Addr())
@@ -475,6 +477,7 @@ func (r *routed) client(id uint64) (*clusterrpc.Client, error) {
 		defer cancel()
 		return r.meta.DialPeer(ctx, id, rpcProtocol)
 	}, r.log.With(zap.Uint64("peer", id)))
+	c.Counts = &r.calls
 	r.clients[id] = c
 	return c, nil
 }

@@ -71,7 +71,7 @@ func (a *App) startMetrics() error {
 	}
 	cfg := metrics.Config{Namespaces: namespaces, MaxEntities: o.MetricsMaxEntities, Fronts: fronts,
 		Batches: a.batches, Logger: o.Logger.Named("metrics"), NoRuntime: o.metricsSink != nil,
-		LogSuppressed: a.logLimit.Suppressed, Memory: a.Memory}
+		LogSuppressed: a.logLimit.Suppressed, Memory: a.Memory, PeerCalls: o.peerCalls}
 	if fr, ok := a.store.(metrics.FsyncReporter); ok {
 		cfg.Store = fr
 	}

@@ -43,7 +43,8 @@
 # With data groups it also prints each node's spread receive counts
 # (metrics omnibus_spread_*_total): group receives and released messages
 # per delivered message, what a receive from the spread queue costs
-# whatever the machine's load.
+# whatever the machine's load; and its calls on other nodes per delivered
+# message, by operation (omnibus_peer_calls_total).
 #
 # Needs root (cgroups); skips, saying why, where /sys/fs/cgroup/cpu is not
 # a writable cgroup v1 hierarchy. Take the numbers when the machine is
@@ -162,7 +163,9 @@ spread_costs() {
     curl -s "http://127.0.0.1:$(port 3 "$i")/metrics" | awk -v node="$i" '
       /^omnibus_spread_receives_total/ { r += $2 } /^omnibus_spread_group_receives_total/ { g += $2 }
       /^omnibus_spread_delivered_total/ { d += $2 } /^omnibus_spread_released_total/ { x += $2 }
-      END { printf "cluster-scale: node %s: spread receives %d, group receives %d, delivered %d, released %d; per delivered message: %.2f group receives, %.3f released\n", node, r, g, d, x, g / (d ? d : 1), x / (d ? d : 1) }' >&2
+      /^omnibus_peer_calls_total/ { split($1, a, "\""); c[a[2]] += $2; t += $2 }
+      END { printf "cluster-scale: node %s: spread receives %d, group receives %d, delivered %d, released %d; per delivered message: %.2f group receives, %.3f released, %.2f calls on other nodes (", node, r, g, d, x, g / (d ? d : 1), x / (d ? d : 1), t / (d ? d : 1)
+            sep = ""; for (op in c) { printf "%s%s %.2f", sep, op, c[op] / (d ? d : 1); sep = ", " }; print ")" }' >&2
   done
 }
 

@@ -25,6 +25,8 @@ type Client struct {
 	// pingEvery and silence are the liveness timing (frame.go); tests
 	// shorten them before the first call.
 	pingEvery, silence time.Duration
+	// Counts, when set before the first call, counts the calls made.
+	Counts *CallCounts
 
 	mu     sync.Mutex // guards the fields below
 	cur    *clientConn
@@ -245,6 +247,7 @@ func (c *Client) start(ctx context.Context, op byte, group uint64, args []byte, 
 	if err != nil {
 		return nil, 0, nil, err
 	}
+	c.Counts.add(op)
 	p := &pendingCall{ch: make(chan []byte, 1), changes: changes, group: group, orphan: orphan}
 	cc.mu.Lock()
 	if cc.broken {

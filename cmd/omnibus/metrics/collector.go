@@ -192,6 +192,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.fronts.collect(ch, c.cfg.Fronts)
 	c.store.collect(ch, c.cfg.Store, c.cfg.Batches)
 	c.limits.collect(ch, &c.cfg)
+	c.spread.collectCalls(ch, c.cfg.PeerCalls)
 }
 
 // emitEntity sends one entity's series (or the "other" sum of a kind).

@@ -59,6 +59,9 @@ type Config struct {
 	// Memory, when set, is the memory budget whose limit, use and
 	// refusals are reported.
 	Memory *membudget.Budget
+	// PeerCalls, when set, returns the calls a cluster node made on the
+	// other nodes, by operation (clusterrpc.CallCounts).
+	PeerCalls func() map[string]int64
 	// Logger receives the failures of serving a scrape.
 	Logger *zap.Logger
 	// NoRuntime leaves out the Go runtime's and the process's metrics:

@@ -12,6 +12,7 @@ import (
 // one.
 type spreadDescs struct {
 	receives, groupReceives, delivered, released *prometheus.Desc
+	peerCalls                                    *prometheus.Desc
 }
 
 func newSpreadDescs() spreadDescs {
@@ -25,11 +26,13 @@ func newSpreadDescs() spreadDescs {
 			"Messages those receives returned.", l, nil),
 		released: prometheus.NewDesc("omnibus_spread_released_total",
 			"Messages a data group handed out that the receive gave back unused (released: no delivery counted).", l, nil),
+		peerCalls: prometheus.NewDesc("omnibus_peer_calls_total",
+			"Calls this cluster node made on the nodes leading the data groups (and the meta group), by operation.", []string{"op"}, nil),
 	}
 }
 
 func (d *spreadDescs) describe(ch chan<- *prometheus.Desc) {
-	for _, x := range []*prometheus.Desc{d.receives, d.groupReceives, d.delivered, d.released} {
+	for _, x := range []*prometheus.Desc{d.receives, d.groupReceives, d.delivered, d.released, d.peerCalls} {
 		ch <- x
 	}
 }
@@ -44,5 +47,15 @@ func (d *spreadDescs) collect(ch chan<- prometheus.Metric, ns string, b *core.Br
 		n int64
 	}{{d.receives, st.Receives}, {d.groupReceives, st.GroupReceives}, {d.delivered, st.Delivered}, {d.released, st.Released}} {
 		ch <- prometheus.MustNewConstMetric(x.d, prometheus.CounterValue, float64(x.n), ns)
+	}
+}
+
+// collectCalls reports the calls between nodes, when counted.
+func (d *spreadDescs) collectCalls(ch chan<- prometheus.Metric, calls func() map[string]int64) {
+	if calls == nil {
+		return
+	}
+	for op, n := range calls() {
+		ch <- prometheus.MustNewConstMetric(d.peerCalls, prometheus.CounterValue, float64(n), op)
 	}
 }
