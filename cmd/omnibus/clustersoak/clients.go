@@ -36,7 +36,11 @@ type load struct {
 	reconnects atomic.Int64
 	// hung counts completions that got no answer at all within
 	// opTimeout (the SDK gave up): not a loss, but a client left waiting.
-	hung atomic.Int64
+	// hungDeadConn counts those of them the SDK kept retrying on a link
+	// whose connection had died (sdkconnlost.go): they never reached a
+	// broker.
+	hung, hungDeadConn atomic.Int64
+	connLost           *sdkConnLost
 	// failing counts the failovers under way (from just before the fault
 	// until the node is back): a completion refused as lock lost then
 	// may have been applied (its outcome was unknown to the broker).
@@ -288,7 +292,11 @@ func (ld *load) settleAll(rc rcvRef, r completer, msgs []*azservicebus.ReceivedM
 			cancel()
 			ld.settling.Add(-1)
 			if errors.Is(err, context.DeadlineExceeded) {
-				ld.hung.Add(1)
+				if ld.connLost.lost(linkNameOf(m)) {
+					ld.hungDeadConn.Add(1)
+				} else {
+					ld.hung.Add(1)
+				}
 			}
 			failing = failing || ld.failing.Load() > 0
 			var sbErr *azservicebus.Error

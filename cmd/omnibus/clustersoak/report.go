@@ -41,8 +41,10 @@ type Result struct {
 	Failovers   []Failover
 	Reconnects  int64
 	// HungCompletions got no answer within the SDK operation's timeout
-	// (20 s); each is also counted unanswered.
-	HungCompletions int64
+	// (20 s) although their connection lived; DeadConnCompletions timed
+	// out because the SDK retried them on a link whose connection had
+	// died (sdkconnlost.go). Each is also counted unanswered.
+	HungCompletions, DeadConnCompletions int64
 	// CompletionsAtFailovers bounds the completions a leader may have
 	// applied without its answer reaching the receiver.
 	CompletionsAtFailovers int64
@@ -176,7 +178,8 @@ func (r *Result) WriteTable(w io.Writer) error {
 	row(t.OnlyUnanswered, "… of those never seen again (applied in silence)", fmt.Sprintf("≤ %d completions under way at the failovers", r.CompletionsAtFailovers))
 	row(t.Redelivered-t.UnansweredAgain, "redeliveries after a lost lock", "allowed")
 	row(r.Reconnects, "client reconnections", "")
-	row(r.HungCompletions, fmt.Sprintf("completions with no answer at all within %s (counted unanswered)", opTimeout), "")
+	row(r.HungCompletions, fmt.Sprintf("completions with no answer at all within %s, their connection alive (counted unanswered)", opTimeout), "")
+	row(r.DeadConnCompletions, fmt.Sprintf("completions the SDK retried for %s on a connection reset at a failover (never reached a broker; counted unanswered)", opTimeout), "")
 	row(t.Lost, "acknowledged but never received", "must be 0")
 	row(t.CompletedAgain, "completed then delivered again", "must be 0")
 	row(r.Ghosts(), "received but never sent", "must be 0")

@@ -116,11 +116,9 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		return nil, err
 	}
 	defer ld.trace.close()
-	if c.Groups > 0 && c.Sessions > 0 {
-		var stop func()
-		ld.releases, stop = listenSDKReleases()
-		defer stop()
-	}
+	var stopSDK func()
+	ld.releases, ld.connLost, stopSDK = listenSDK()
+	defer stopSDK()
 	claim, stopClaim := context.WithCancel(ctx)
 	defer stopClaim()
 	recvCtx, stopRecv := context.WithCancel(context.Background())
@@ -180,6 +178,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	receivers.Wait()
 	res.Reconnects = ld.reconnects.Load()
 	res.HungCompletions = ld.hung.Load()
+	res.DeadConnCompletions = ld.hungDeadConn.Load()
 	res.Elapsed = time.Since(started)
 	res.Tally = ld.ledger.Tally(runErr == nil)
 	res.SDKReleased = ld.sdkReleased.Load()
