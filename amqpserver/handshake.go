@@ -10,6 +10,7 @@ import (
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
+	"github.com/omnibusmq/omnibus/core"
 )
 
 // stateFunc is one step of the connection handshake; it returns the next
@@ -78,7 +79,14 @@ func (c *conn) stateSASLInit() (stateFunc, error) {
 	}
 	if err := c.authenticate(init); err != nil {
 		c.log.Info("SASL authentication failed", zap.String("mechanism", string(init.Mechanism)), zap.Error(err))
-		c.writeNow(&frames.SASLOutcome{Code: frames.SASLAuth})
+		code := frames.SASLAuth
+		if errors.Is(err, core.ErrServerBusy) {
+			// The key could not be checked now (a cluster's group
+			// holding it has no reachable leader): transient, not bad
+			// credentials.
+			code = frames.SASLSysTemp
+		}
+		c.writeNow(&frames.SASLOutcome{Code: code})
 		return nil, err
 	}
 	if c.authenticated() {

@@ -20,8 +20,9 @@ import (
 // checked because the group holding the rules has no reachable leader
 // (the entity's data group for a queue's own rule, the meta group for a
 // namespace a key name names) is answered "retry": 503 on $cbs and on
-// HTTP, never 401, which the SDKs take as final. A token of the
-// namespace's own rules still verifies.
+// HTTP, never 401, which the SDKs take as final (and a SASL PLAIN login
+// sys-temp, not auth). A token of the namespace's own rules still
+// verifies.
 func TestClusterTokenCheckedWithoutLeaderIsRetryable(t *testing.T) {
 	nodes := startTestClusterOf(t, 3, nil, func(co *ClusterOptions) { co.Groups = 1 })
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -88,6 +89,15 @@ func TestClusterTokenCheckedWithoutLeaderIsRetryable(t *testing.T) {
 		if status, desc := putToken(t, conn, "amqp://localhost/guarded", c.token); status != c.want {
 			t.Errorf("$cbs put-token with %s: %d %q, want %d", c.what, status, desc, c.want)
 		}
+	}
+
+	// SASL PLAIN (Qpid, JMS): a key of a namespace that cannot be looked
+	// up now is a transient failure (sys-temp, 4), not bad credentials.
+	if c, err := amqp.Dial(ctx, "amqp://"+via.AMQPAddr().String(), &amqp.ConnOptions{SASLType: amqp.SASLTypePlain("rule@elsewhere", key)}); err == nil {
+		c.Close()
+		t.Errorf("SASL PLAIN with a key name of an unknown namespace, no meta leader: accepted")
+	} else if !strings.Contains(err.Error(), "code 0x4") {
+		t.Errorf("SASL PLAIN with a key name of an unknown namespace, no meta leader: %v, want outcome sys-temp (code 0x4)", err)
 	}
 
 	post := func(token string) int {
