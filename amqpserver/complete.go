@@ -72,7 +72,7 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 		c.srv.stats.requests(errs)
 		c.post(func() {
 			for i, pc := range group {
-				if pc.answer {
+				if pc.answer && !settleLost(pc.od, errs[i]) {
 					pc.s.answerSettle(pc.id, &frames.Accepted{}, core.Complete, errs[i])
 				}
 			}
@@ -114,7 +114,7 @@ func (c *conn) submitSettles() {
 		c.srv.stats.requests(errs)
 		c.post(func() {
 			for i, ps := range pending {
-				if ps.answer {
+				if ps.answer && !settleLost(ps.od, errs[i]) {
 					ps.s.answerSettle(ps.id, ps.state, ps.outcome.Kind, errs[i])
 				}
 				l := ps.od.l

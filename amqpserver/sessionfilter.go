@@ -103,6 +103,7 @@ func (l *link) attachSessionReceiver(a *frames.Attach, f sessionFilterValue) {
 			}
 			l.out.sess = sl
 			c.srv.locks.put(c, entity, sl)
+			l.watchSessionLock(sl)
 			props := encoding.Map{{Key: propLockedTo, Value: dotnetTicks(sl.LockedUntil)}}
 			reply := *a
 			reply.Source = f.echo(a.Source, sl.SessionID)

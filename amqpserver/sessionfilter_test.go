@@ -95,6 +95,45 @@ func TestSessionEntityNeedsFilter(t *testing.T) {
 	}
 }
 
+// A session receiver's link is detached with session-lock-lost as soon
+// as its session lock expires, as Service Bus does, with no operation of
+// the client's needed to find out; a settlement then fails on the dead
+// link instead of being answered (the Go SDK takes an answer for a
+// settled delivery: amqpserver/sessionlock.go), and the message is still
+// there for the session's next holder.
+func TestSessionLinkDetachedWhenLockExpires(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true, LockDuration: time.Minute})
+	ts.MustSend(t, "sq", &core.Message{SessionID: "s1", Body: []byte("one")})
+	s := ts.session(t)
+	r, err := sessionReceiver(t, s, "sq", "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mustReceive(t, r)
+	ts.Clock.Advance(2 * time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err = r.Receive(ctx, nil) // no credit: returns only when the link ends
+	var le *amqp.LinkError
+	if !errors.As(err, &le) || le.RemoteErr == nil || string(le.RemoteErr.Condition) != string(condSessionLockLost) {
+		t.Fatalf("receive after the session lock expired: %v, want the link detached with session-lock-lost", err)
+	}
+	if err := r.AcceptMessage(t.Context(), m); err == nil {
+		t.Error("accept on the detached link succeeded")
+	}
+	r2, err := sessionReceiver(t, s, "sq", "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := mustReceive(t, r2); string(m.GetData()) != "one" || m.Header.DeliveryCount != 1 {
+		t.Errorf("the session's next holder got %q (count %d), want \"one\" (count 1)", m.GetData(), m.Header.DeliveryCount)
+	}
+}
+
+// A completion that reaches the broker after the session lock ended but
+// before the link was detached (here: sent as the lock expires) is not
+// answered rejected: the link is detached, and the accept fails.
 func TestSettleAfterSessionLockExpiry(t *testing.T) {
 	ts := newTestServer(t, nil)
 	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true, LockDuration: time.Minute})
@@ -106,9 +145,9 @@ func TestSettleAfterSessionLockExpiry(t *testing.T) {
 	m := mustReceive(t, r)
 	ts.Clock.Advance(2 * time.Minute)
 	err = r.AcceptMessage(t.Context(), m)
-	var ae *amqp.Error
-	if !errors.As(err, &ae) || string(ae.Condition) != string(condSessionLockLost) {
-		t.Fatalf("accept after the session lock expired: %v, want session-lock-lost", err)
+	var le *amqp.LinkError
+	if !errors.As(err, &le) || le.RemoteErr == nil || string(le.RemoteErr.Condition) != string(condSessionLockLost) {
+		t.Fatalf("accept after the session lock expired: %v, want the link detached with session-lock-lost", err)
 	}
 }
 

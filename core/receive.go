@@ -481,6 +481,9 @@ func (q *queue) close(deleted bool) {
 	}
 	q.mu.closed = true
 	q.mu.deleted = q.mu.deleted || deleted
+	for _, s := range q.mu.sessions.byID {
+		s.endLock() // its holder is told: the lock is gone with the broker
+	}
 	for _, w := range q.mu.waiters {
 		if w.claim == nil || w.claim.CompareAndSwap(false, true) {
 			close(w.ch)

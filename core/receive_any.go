@@ -215,7 +215,7 @@ func (e *entity) acceptAny(ctx context.Context, qs []*queue) (*SessionLock, erro
 		}
 		w.from.mu.Lock()
 		defer w.from.mu.Unlock()
-		return &SessionLock{SessionID: s.id, Token: s.lock, LockedUntil: nanosToTime(s.lockedUntil)}, nil
+		return s.sessionLock(), nil
 	case <-ctx.Done():
 	}
 	if !w.claim.CompareAndSwap(false, true) {

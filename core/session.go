@@ -32,10 +32,11 @@ type session struct {
 	lockedUntil int64
 	locked      map[LockToken]*msgRec // message locks under the session lock
 	state       []byte
-	stateAt     int64 // when state was last set (unix nanos)
-	count       int   // messages of this session stored in the queue
-	readyIdx    int   // index in sessionIndex.ready, -1 when not there
-	tpos        int   // 1 + index of the lock's expiry in the queue's timers; 0 when none
+	stateAt     int64         // when state was last set (unix nanos)
+	count       int           // messages of this session stored in the queue
+	readyIdx    int           // index in sessionIndex.ready, -1 when not there
+	tpos        int           // 1 + index of the lock's expiry in the queue's timers; 0 when none
+	ended       chan struct{} // the lock's: closed when it ends; nil when unlocked
 }
 
 // SessionLock is a receiver's hold on a session.
@@ -43,6 +44,30 @@ type SessionLock struct {
 	SessionID   string
 	Token       LockToken
 	LockedUntil time.Time
+	ended       chan struct{}
+}
+
+// Ended returns a channel that is closed when the lock ends, whatever
+// ends it: expiry (by the broker's clock), another receiver taking the
+// session over, [Broker.CloseSession], or the broker closing (a cluster
+// node that stops leading the entity's group). A front watches it to
+// tell the holder at once, as Service Bus detaches a session receiver's
+// link with com.microsoft:session-lock-lost, instead of letting the
+// holder find out at its next settlement. The channel is nil (never
+// ready) for a lock handed out by a backend in another process.
+func (sl *SessionLock) Ended() <-chan struct{} { return sl.ended }
+
+// sessionLock returns the SessionLock of s's current lock.
+func (s *session) sessionLock() *SessionLock {
+	return &SessionLock{SessionID: s.id, Token: s.lock, LockedUntil: nanosToTime(s.lockedUntil), ended: s.ended}
+}
+
+// endLock tells the holder of s's lock, if any, that it has ended.
+func (s *session) endLock() {
+	if s.ended != nil {
+		close(s.ended)
+		s.ended = nil
+	}
 }
 
 type sessionIndex struct {
@@ -223,7 +248,7 @@ func (b *Broker) AcceptSession(ctx context.Context, path, id string) (*SessionLo
 		}
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		return &SessionLock{SessionID: s.id, Token: s.lock, LockedUntil: nanosToTime(s.lockedUntil)}, nil
+		return s.sessionLock(), nil
 	case <-ctx.Done():
 	}
 	q.mu.Lock()
@@ -249,7 +274,9 @@ func (q *queue) lockSessionLocked(s *session, now int64) *SessionLock {
 	s.lock = NewUUID()
 	if stale {
 		q.dropSessionWaitersLocked(s) // receives under the replaced lock
+		s.endLock()
 	}
+	s.ended = make(chan struct{})
 	s.lockedUntil = now + int64(q.lockDuration())
 	if s.locked == nil {
 		s.locked = make(map[LockToken]*msgRec)
@@ -257,7 +284,7 @@ func (q *queue) lockSessionLocked(s *session, now int64) *SessionLock {
 	q.mu.sessions.changed(s)
 	// An expired lock not yet ticked away is replaced: its entry moves.
 	q.setSessionTimerLocked(s, s.lockedUntil)
-	return &SessionLock{SessionID: s.id, Token: s.lock, LockedUntil: nanosToTime(s.lockedUntil)}
+	return s.sessionLock()
 }
 
 // serveAcceptersLocked gives ready sessions to waiting AcceptSession calls.
@@ -402,6 +429,7 @@ func (q *queue) unlockSessionLocked(s *session, expired bool, now int64) []*msgR
 	}
 	s.lock = LockToken{}
 	s.lockedUntil = 0
+	s.endLock()
 	q.dropSessionWaitersLocked(s)
 	q.mu.sessions.changed(s)
 	q.serveAcceptersLocked(now)
