@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -97,11 +98,22 @@ func init() {
 				r := t.acceptSession(q, "s1")
 				m := t.ReceiveN(r, 1, 10*time.Second)[0]
 				wait(t, time.Until(r.LockedUntil())+2*time.Second)
-				// The Go SDK may recover the link, re-accept the session and
-				// report success; what counts is that the message stays.
-				err := r.CompleteMessage(t.ctx, m, nil)
-				_ = r.Close(t.ctx)
+				// The completion must fail: Service Bus detaches the
+				// receiver's link when the session lock is lost. The Go SDK
+				// then settles again through $management and retries the
+				// 410 it gets with backoff (about 4 s, then 14 s, 24 s)
+				// before it returns the error: the deadline lets its first
+				// retry run, where a success would show (omnibus once
+				// answered the completion rejected, and go-amqp reported
+				// the SDK's second try done), and no more.
 				t.Check("redelivered after the session lock expired")
+				ctx, cancel := context.WithTimeout(t.ctx, 8*time.Second)
+				err := r.CompleteMessage(ctx, m, nil)
+				cancel()
+				if err == nil {
+					t.Errorf("CompleteMessage after the session lock expired succeeded")
+				}
+				_ = r.Close(t.ctx)
 				got := t.receiveUpTo(t.acceptSession(q, "s1"), 1, 5*time.Second)
 				if len(got) == 0 {
 					t.Fatalf("the message was completed after its session lock expired (complete returned %v)", err)
