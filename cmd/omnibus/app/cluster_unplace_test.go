@@ -27,7 +27,24 @@ func startGroupCluster(t *testing.T, clk clock.Clock) map[uint64]*Cluster {
 		}
 	}, func(co *ClusterOptions) { co.Groups = 3 })
 	waitGroupsServing(t, nodes)
+	waitConfigApplied(t, nodes)
 	return nodes
+}
+
+// waitConfigApplied waits until every node serves its config file's
+// entities: until then a node answers a namespace it does not know, or a
+// config entity not yet made, with server busy rather than its final
+// answer (cluster_configready.go), which a test that holds a node's sync
+// loop right after the start would otherwise see for good.
+func waitConfigApplied(t *testing.T, nodes map[uint64]*Cluster) {
+	t.Helper()
+	for id, c := range nodes {
+		select {
+		case <-c.ConfigApplied():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("node %d has not applied its config file after 30 s", id)
+		}
+	}
 }
 
 // waitGroupsServing waits until node g serves data group g (the
