@@ -24,13 +24,18 @@ var connIDs atomic.Uint64
 
 // conn is one AMQP connection. Three goroutines serve it:
 //
-//   - readLoop decodes frames from the socket and hands them to run;
-//   - run (the mux) owns every session, link and delivery map of the
-//     connection and is the only goroutine that touches them; work that
-//     blocks (core sends, receives, settlements, management calls) runs in
-//     goroutines that report back through post (inbox.go);
-//   - writeLoop owns the socket's write side and writes what run queued,
-//     in order, one write per wake-up (writer.go).
+//   - readLoop decodes frames from the socket and handles them itself,
+//     each read's frames in one pass (readPass);
+//   - run (the mux) handles the rest: work posted by the goroutines that
+//     do what blocks (core sends, receives, settlements, management
+//     calls; inbox.go), heartbeats, lifetime and shutdown;
+//   - writeLoop owns the socket's write side and writes what the passes
+//     queued, in order, one write per wake-up (writer.go).
+//
+// The sessions, links and delivery maps are touched only under mu, which
+// readLoop and run each hold for a whole pass (a pass ends with a
+// flush), so the connection's state still has one owner at a time and
+// frames and posted work take effect in the order they were taken.
 type conn struct {
 	srv  *Server
 	nc   net.Conn
@@ -64,7 +69,12 @@ type conn struct {
 	wdone  chan struct{}      // closed when writeLoop has exited
 	work   sync.WaitGroup     // helper goroutines (sends, receives, settles)
 
-	// Owned by run.
+	// mu is held by the goroutine making a pass (readLoop or run); what
+	// this file and others call "owned by run" is guarded by it.
+	mu      sync.Mutex
+	stopped bool // run has returned: readLoop makes no further pass
+
+	// Owned by run (guarded by mu).
 	sessions map[uint16]*session // by the peer's channel
 	local    map[uint16]*session // by our channel
 	links    int                 // handles in use across sessions (attached or awaiting the peer's detach)
@@ -158,20 +168,18 @@ func (c *conn) serve(parent context.Context) {
 	c.ctx, c.cancel = context.WithCancel(parent)
 	defer c.cancel()
 
-	// Buffered, so the reader decodes ahead while run is busy and run
-	// takes a burst of frames per wake-up.
-	frc := make(chan frames.Frame, 64)
 	readErr := make(chan error, 1)
 	readDone := make(chan struct{})
+	c.startLifetime() // before the reader's first pass, which may re-arm it
 	go c.writeLoop()
 	go func() {
 		defer close(readDone)
 		err := errors.New("amqpserver: reader panicked")
 		defer func() { readErr <- err }()
 		defer c.recoverPanic("reader")
-		err = c.readLoop(frc)
+		err = c.readLoop()
 	}()
-	err := c.run(frc, readErr)
+	err := c.run(readErr)
 	c.cancel()
 	c.closeInbox()
 	c.closeOutput()
@@ -186,9 +194,10 @@ func (c *conn) serve(parent context.Context) {
 	}
 }
 
-// readLoop reads frames and hands them to run until the socket fails.
-// Each read must finish within our idle timeout.
-func (c *conn) readLoop(frc chan<- frames.Frame) error {
+// readLoop reads frames and handles them (readPass) until the socket
+// fails or a frame ends the connection. Each read must finish within our
+// idle timeout.
+func (c *conn) readLoop() error {
 	idle := c.srv.cfg.IdleTimeout
 	var deadline time.Time // the read deadline set last
 	for {
@@ -208,12 +217,63 @@ func (c *conn) readLoop(frc chan<- frames.Frame) error {
 		if err != nil {
 			return err
 		}
-		select {
-		case frc <- fr:
-		case <-c.ctx.Done():
-			return c.ctx.Err()
+		if err := c.readPass(fr); err != nil {
+			return err
 		}
 	}
+}
+
+// maxPassFrames is how many frames a pass handles before it flushes.
+const maxPassFrames = 64
+
+// passEnd is how readLoop reports that a pass ended the connection: the
+// frame's error (its close already written) or io.EOF once our close is
+// written. run returns err as it is.
+type passEnd struct{ err error }
+
+func (e *passEnd) Error() string { return e.err.Error() }
+
+// errRunStopped ends readLoop when run has returned.
+var errRunStopped = errors.New("amqpserver: connection loop stopped")
+
+// readPass is a pass of the connection on the reader's goroutine: under
+// mu it handles fr and every frame already buffered behind it (up to
+// maxPassFrames), runs the work posted meanwhile, and flushes. A frame
+// thus reaches its session and link on the goroutine that read it, with
+// no hand-over to run, and a read that brought several frames is one
+// pass: their sends go to the broker together, their answers in one
+// write.
+func (c *conn) readPass(fr frames.Frame) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errRunStopped
+	}
+	err := c.handleFrame(fr)
+	for n := 1; err == nil && n < maxPassFrames && !c.stopRead.Load() && c.rd.FrameBuffered(); n++ {
+		if fr, err = c.rd.ReadFrame(); err != nil {
+			// A read error: run answers it (readFailed) after the
+			// frames before it, which are handled.
+			return err
+		}
+		err = c.handleFrame(fr)
+	}
+	if err == nil {
+		c.runReadyPosted()
+	}
+	if err != nil {
+		var ce *connError
+		if errors.As(err, &ce) {
+			c.write(0, &frames.Close{Error: ce.Err})
+		}
+		c.flush()
+		return &passEnd{err}
+	}
+	c.flush()
+	if c.closed {
+		return &passEnd{io.EOF}
+	}
+	return nil
 }
 
 // maxIdleHelpers is how many idle helper goroutines the server keeps for
@@ -242,17 +302,23 @@ func (c *conn) recoverPanic(where string) {
 	}
 }
 
-// run is the connection's mux: it dispatches frames and posted events and
-// sends heartbeats until the connection closes. Only run touches the
-// session and link maps.
-func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
+// run is the connection's mux for everything but frames (which readLoop
+// handles, readPass): it runs posted work, resumes stalled sessions,
+// sends heartbeats and handles lifetime, shutdown and the reader's end
+// until the connection closes. Whatever it does, it does under mu, as
+// one pass that ends with a flush.
+func (c *conn) run(readErr <-chan error) (err error) {
 	var beat <-chan time.Time
 	if c.peerIdle > 0 {
 		t := time.NewTicker(c.peerIdle / 2)
 		defer t.Stop()
 		beat = t.C
 	}
-	c.startLifetime()
+	c.mu.Lock()
+	defer func() {
+		c.stopped = true
+		c.mu.Unlock()
+	}()
 	defer c.lifeTimer.Stop()
 	quit := c.srv.quit
 	defer func() {
@@ -265,67 +331,64 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 		if len(c.stalled) > 0 {
 			drained = c.ob.drained
 		}
+		c.mu.Unlock()
+		var (
+			posted, unstall, heartbeat, lifetime, drain, done bool
+			rerr                                              error
+		)
 		select {
-		case fr := <-frc:
-			err = c.handleFrame(fr)
 		case <-c.in.wake:
-			c.runPosted()
+			posted = true
 		case <-drained:
-			c.unstall()
+			unstall = true
 		case <-beat:
-			frames.WriteHeartbeat(&c.pending)
+			heartbeat = true
 		case <-c.lifeTimer.C:
-			err = c.lifetimeCheck()
+			lifetime = true
 		case <-quit:
 			quit = nil
-			c.startDrain()
-		case rerr := <-readErr:
-			if c.readStopped(rerr) {
-				readErr = nil
-				err = c.finishDrain(frc)
-				break
-			}
-			// Frames read before the socket failed are handled first,
-			// in order: a client that settles and hangs up in one
-			// write must not see its settlements lost.
-			if err = c.handleReadAhead(frc); err != nil {
-				break
-			}
-			err = c.readFailed(rerr)
-			c.flush()
-			return err
+			drain = true
+		case rerr = <-readErr:
 		case <-c.ctx.Done():
+			done = true
+		}
+		c.mu.Lock()
+		switch {
+		case posted:
+			c.runPosted()
+		case unstall:
+			c.unstall()
+		case heartbeat:
+			frames.WriteHeartbeat(&c.pending)
+		case lifetime:
+			err = c.lifetimeCheck()
+		case drain:
+			c.startDrain()
+		case done:
 			if !c.closed {
 				c.write(0, &frames.Close{Error: errorf(frames.CondConnectionForced, "The server is shutting down.")})
 			}
 			c.flush()
 			return c.ctx.Err()
+		default: // the reader ended
+			if pe, ok := rerr.(*passEnd); ok {
+				return pe.err // its pass wrote and flushed what it owed
+			}
+			if c.readStopped(rerr) {
+				readErr = nil
+				err = c.finishDrain()
+				break
+			}
+			// The frames read before the socket failed have been
+			// handled, in order: a client that settles and hangs up
+			// in one write does not see its settlements lost.
+			err = c.readFailed(rerr)
+			c.flush()
+			return err
 		}
-		// Take whatever else is ready before flushing, so that bursts of
-		// completions go out in one write.
-		// Two non-blocking receives a round rather than one select of
-		// both (the runtime's selectgo for every frame was 2.4 % of a
-		// send's instructions): a frame, then posted work, alternately.
-		for i := 0; i < 64 && err == nil; i++ {
-			got := false
-			select {
-			case fr := <-frc:
-				got = true
-				err = c.handleFrame(fr)
-			default:
-			}
-			if err != nil {
-				break
-			}
-			select {
-			case <-c.in.wake:
-				got = true
-				c.runPosted()
-			default:
-			}
-			if !got {
-				break
-			}
+		// Take posted work that is ready too before flushing, so that
+		// bursts of completions go out in one write.
+		for i := 0; i < maxPassFrames && err == nil && c.runReadyPosted(); i++ {
 		}
 		if err != nil {
 			var ce *connError
@@ -338,23 +401,6 @@ func (c *conn) run(frc <-chan frames.Frame, readErr <-chan error) (err error) {
 		c.endPass()
 		if c.closed {
 			return io.EOF
-		}
-	}
-}
-
-// handleReadAhead handles, in order, the frames readLoop had read when
-// it stopped; it returns the first error a frame ends the connection
-// with. readLoop hands over every frame it read before it reports its
-// error, so once run has that error nothing more arrives on frc.
-func (c *conn) handleReadAhead(frc <-chan frames.Frame) error {
-	for {
-		select {
-		case fr := <-frc:
-			if err := c.handleFrame(fr); err != nil {
-				return err
-			}
-		default:
-			return nil
 		}
 	}
 }

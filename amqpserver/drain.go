@@ -39,13 +39,10 @@ func (c *conn) readStopped(err error) bool {
 	return errors.Is(err, errReadStopped) || errors.As(err, &ne) && ne.Timeout()
 }
 
-// finishDrain runs once the reader has stopped: the frames it had read
-// are handled, what they asked of the broker is submitted, and the close
+// finishDrain runs once the reader has stopped, having handled the
+// frames it had read: what they asked of the broker is submitted, and the close
 // is written once every answer owed is.
-func (c *conn) finishDrain(frc <-chan frames.Frame) error {
-	if err := c.handleReadAhead(frc); err != nil {
-		return err
-	}
+func (c *conn) finishDrain() error {
 	c.submitPending()
 	c.afterOwed(func() {
 		if c.closed {

@@ -53,6 +53,18 @@ func (c *conn) runPosted() {
 	in.mu.Unlock()
 }
 
+// runReadyPosted runs the posted work if a wake-up is pending, without
+// waiting, and reports whether it was.
+func (c *conn) runReadyPosted() bool {
+	select {
+	case <-c.in.wake:
+		c.runPosted()
+		return true
+	default:
+		return false
+	}
+}
+
 // closeInbox makes post refuse further work and runs what was posted
 // before, so that its owners see their links released (and, for example,
 // give back messages a receive returned) instead of it being lost.

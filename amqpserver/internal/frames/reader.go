@@ -2,6 +2,7 @@ package frames
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -89,6 +90,20 @@ func (r *Reader) ReadFrame() (Frame, error) {
 	f, err := parseFrameBody(h, br)
 	r.body = buffer.Buffer{} // let go of the frame's bytes
 	return f, err
+}
+
+// FrameBuffered reports whether a whole frame is already buffered, so
+// that the next [Reader.ReadFrame] returns without reading from the
+// stream (and so without blocking). A header that [Reader.ReadFrame]
+// would refuse counts as buffered: reading it fails at once.
+func (r *Reader) FrameBuffered() bool {
+	n := r.r.Buffered()
+	if n < HeaderSize {
+		return false
+	}
+	p, _ := r.r.Peek(HeaderSize)
+	size := binary.BigEndian.Uint32(p)
+	return size < HeaderSize || size > r.max.Load() || int64(size) <= int64(n)
 }
 
 // eagerBody is the largest frame body the Reader allocates in full as soon
