@@ -1,7 +1,6 @@
 package frames
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -18,7 +17,7 @@ import (
 // connection's reader goroutine owns them), but [Reader.SetMaxFrameSize] and
 // [Reader.MaxFrameSize] may be called from any goroutine.
 type Reader struct {
-	r   *bufio.Reader
+	r   *readBuffer
 	max atomic.Uint32 // largest acceptable frame size, header included
 	hdr [HeaderSize]byte
 	// body is the read cursor over the frame being decoded, reused from
@@ -32,7 +31,7 @@ type Reader struct {
 // maxFrameSize bytes. A maxFrameSize below [MinMaxFrameSize] is raised to
 // it: every peer may send frames up to that size before open is exchanged.
 func NewReader(r io.Reader, maxFrameSize uint32) *Reader {
-	rd := &Reader{r: bufio.NewReaderSize(r, 4096)}
+	rd := &Reader{r: newReadBuffer(r)}
 	rd.SetMaxFrameSize(maxFrameSize)
 	return rd
 }
@@ -101,8 +100,7 @@ func (r *Reader) FrameBuffered() bool {
 	if n < HeaderSize {
 		return false
 	}
-	p, _ := r.r.Peek(HeaderSize)
-	size := binary.BigEndian.Uint32(p)
+	size := binary.BigEndian.Uint32(r.r.peek())
 	return size < HeaderSize || size > r.max.Load() || int64(size) <= int64(n)
 }
 
