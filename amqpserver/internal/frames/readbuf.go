@@ -7,8 +7,9 @@ import "io"
 // connection then takes everything the peer wrote since the last read
 // (up to maxReadBuffer) in one system call, and the frames of that read
 // can be handled together. It falls back to minReadBuffer after a read
-// that brought less than an eighth of it into an empty buffer, so an
-// idle or quiet connection holds no more than minReadBuffer.
+// that brought less than an eighth of it (and no more than
+// minReadBuffer), so an idle or quiet connection holds no more than
+// minReadBuffer.
 const (
 	minReadBuffer = 4 << 10
 	maxReadBuffer = 64 << 10
@@ -75,7 +76,7 @@ func (b *readBuffer) fill() {
 		grown := make([]byte, 2*len(b.buf))
 		b.w = copy(grown, b.buf[:n])
 		b.buf = grown
-	case n < len(b.buf)/8 && len(b.buf) > minReadBuffer:
+	case n < len(b.buf)/8 && n <= minReadBuffer && len(b.buf) > minReadBuffer:
 		small := make([]byte, minReadBuffer)
 		b.w = copy(small, b.buf[:n])
 		b.buf = small

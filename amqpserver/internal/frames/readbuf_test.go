@@ -86,3 +86,44 @@ func TestFrameBuffered(t *testing.T) {
 		t.Fatal("a frame buffered after the last")
 	}
 }
+
+// TestReadBufferKeepsEveryByte reads a stream arriving in chunks of
+// every size, through buffers that grow and shrink, and checks that
+// nothing is lost or repeated.
+func TestReadBufferKeepsEveryByte(t *testing.T) {
+	var want []byte
+	var chunks [][]byte
+	sizes := []int{100, 70000, 5000, 9000, 1, 65536, 4096, 8191, 60000, 3, 12000, 200000, 7}
+	for i, n := range sizes {
+		c := make([]byte, n)
+		for j := range c {
+			c[j] = byte(i*31 + j*7)
+		}
+		chunks = append(chunks, c)
+		want = append(want, c...)
+	}
+	b := newReadBuffer(&chunkReader{chunks: chunks})
+	var got []byte
+	p := make([]byte, 1500)
+	for i := 0; ; i++ {
+		n, err := b.Read(p[:1+i%len(p)])
+		got = append(got, p[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, want %d; equal prefix %d", len(got), len(want), commonPrefix(got, want))
+	}
+}
+
+func commonPrefix(a, b []byte) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return i
+}
