@@ -273,7 +273,18 @@ func (c *conn) readPass(fr frames.Frame) error {
 	if c.closed {
 		return &passEnd{io.EOF}
 	}
+	c.tellRun()
 	return nil
+}
+
+// tellRun wakes run after a pass made on another goroutine when run must
+// look again at what it waits for: sessions stalled on the writer (whose
+// drain only run waits for) or our close written (after which run
+// returns).
+func (c *conn) tellRun() {
+	if c.closed || len(c.stalled) > 0 {
+		signal(c.in.wake)
+	}
 }
 
 // maxIdleHelpers is how many idle helper goroutines the server keeps for
