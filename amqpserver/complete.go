@@ -70,7 +70,7 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 			errs[i] = c.sessionLockErr(pc.od, errs[i])
 		}
 		c.srv.stats.requests(errs)
-		c.post(func() {
+		c.postHere(func() {
 			for i, pc := range group {
 				if pc.answer && !settleLost(pc.od, errs[i]) {
 					pc.s.answerSettle(pc.id, &frames.Accepted{}, core.Complete, errs[i])
@@ -112,7 +112,7 @@ func (c *conn) submitSettles() {
 			errs[i] = c.sessionLockErr(ps.od, err)
 		}
 		c.srv.stats.requests(errs)
-		c.post(func() {
+		c.postHere(func() {
 			for i, ps := range pending {
 				if ps.answer && !settleLost(ps.od, errs[i]) {
 					ps.s.answerSettle(ps.id, ps.state, ps.outcome.Kind, errs[i])

@@ -35,6 +35,32 @@ func (c *conn) post(f func()) bool {
 	return true
 }
 
+// postHere is post for the goroutines that report the results of the
+// connection's broker calls (sends, completions, receives): when no pass
+// is running it makes one on the calling goroutine (the work posted so
+// far and f, in order, then the flush) instead of waking run, so an
+// answer reaches the writer with one goroutine switch fewer. Otherwise
+// it posts f for the pass that is running, or for run. The caller must
+// hold no lock a pass may take (core's, the memory budget's): it is
+// called from helper goroutines only.
+func (c *conn) postHere(f func()) bool {
+	if !c.mu.TryLock() {
+		return c.post(f)
+	}
+	defer c.mu.Unlock()
+	if c.stopped {
+		return c.post(f) // run has returned: closeInbox takes it, or post refuses
+	}
+	in := &c.in
+	in.mu.Lock()
+	in.fs = append(in.fs, f)
+	in.mu.Unlock()
+	c.runPosted()
+	c.flush()
+	c.tellRun()
+	return true
+}
+
 // runPosted runs the work posted so far, in posting order.
 func (c *conn) runPosted() {
 	in := &c.in

@@ -383,7 +383,7 @@ func (l *link) sendAsync(parts []*partial, msgs []*core.Message) bool {
 	ticket := c.owe()
 	err := c.broker().SendAsync(l.sendPath(), msgs, func(_ []int64, err error) {
 		defer c.work.Done()
-		c.post(func() {
+		c.postHere(func() {
 			l.in.sending--
 			l.sendsDone(parts, err)
 			c.paid(ticket)

@@ -219,7 +219,7 @@ func (l *link) pull() {
 			c.log.Error("encoding deliveries", zap.String("entity", entity), zap.Int("count", len(failed)), zap.Error(failed[0].err))
 			c.release(entity, tokensOf(failed))
 		}
-		if !c.post(func() { l.pulled(batch, err) }) {
+		if !c.postHere(func() { l.pulled(batch, err) }) {
 			c.release(entity, tokensOfPulled(batch))
 		}
 	})
@@ -382,7 +382,7 @@ func (l *link) completeRAD(msgs []pulledMsg) {
 	ticket := c.owe()
 	c.goWork(func() {
 		errs := c.broker().CompleteMany(entity, toks, true)
-		c.post(func() {
+		c.postHere(func() {
 			rb.errs = errs
 			l.radRemoved()
 			c.paid(ticket)
@@ -495,7 +495,7 @@ func (l *link) giveBack(batch []pulledMsg) {
 	entity := l.entity
 	c.goWork(func() {
 		c.release(entity, toks)
-		c.post(func() {
+		c.postHere(func() {
 			if o.settling--; o.settling == 0 {
 				l.pullNext()
 			}
