@@ -13,24 +13,43 @@
 // auth.go, cbs.go). A client that skips SASL is refused unless the server
 // runs without a validator.
 //
-// Three goroutines serve a connection (conn.go): a reader decoding frames,
-// a writer owning the socket's write side (writer.go: one write per wake-up
-// for everything queued meanwhile), and the connection goroutine (run)
-// that owns every session, link and delivery map. Blocking work —
-// core sends, receives and settlements, AcceptSession, management calls —
-// runs in helper goroutines that report back with conn.post (inbox.go),
-// so run never waits on storage. run takes the frames and posts that are
-// ready in one pass, then flushes: the sends and the settlements of the
-// pass go to the broker together (one store write per burst, which is
-// what keeps the AMQP front about as cheap as calling the core directly),
-// and the pass's frames leave in one write. Frames still take effect in
-// the order they arrived: a detach, end or close first hands the pass's
-// queued sends and settlements to the broker, and what it releases (a
-// message session) and its answer wait until every send and settlement
-// before it has been answered (owed.go), so settlements a client writes
-// together with a detach are never lost. Heartbeats go out at half the
-// peer's idle timeout; a peer silent for longer than ours is closed with
-// amqp:resource-limit-exceeded.
+// A connection's sessions, links and delivery maps are changed in
+// passes, one at a time under the connection's mutex (conn.go), each
+// ending with a flush: the sends and the settlements of the pass go to
+// the broker together (one store write per burst, which is what keeps
+// the AMQP front about as cheap as calling the core directly), its
+// acknowledgements become dispositions over ranges of delivery ids, and
+// its frames leave in one write. Three goroutines serve a connection,
+// and whichever has work makes the pass itself rather than handing it
+// over:
+//
+//   - the reader decodes frames and handles them: each pass takes the
+//     frame read and every whole frame buffered behind it (the read
+//     buffer grows from 4 to 64 KiB while reads fill it), so a read that
+//     brought a burst is one pass;
+//   - blocking work — core sends, receives and settlements,
+//     AcceptSession, management calls — runs in helper goroutines that
+//     report back with conn.post (inbox.go); the helpers of sends,
+//     completions and receives make the pass for their answer
+//     themselves when no other pass is running (postHere);
+//   - run, the connection goroutine, makes the passes nobody else does:
+//     work posted while another pass ran, heartbeats, lifetime,
+//     shutdown, the reader's end.
+//
+// No pass waits on storage, and none writes to the socket: output goes
+// to the writer (writer.go: one write per wake-up for everything queued
+// meanwhile). So a pipelined send crosses two goroutines of ours: the
+// reader hands it to the broker, and the helper that learns it is
+// durable hands its disposition to the writer; the rest of its hand-offs
+// are the store's (cmd/omnibus/bench/RESULTS.md, "hand-offs").
+//
+// Frames still take effect in the order they arrived: a detach, end or
+// close first hands the pass's queued sends and settlements to the
+// broker, and what it releases (a message session) and its answer wait
+// until every send and settlement before it has been answered (owed.go),
+// so settlements a client writes together with a detach are never lost.
+// Heartbeats go out at half the peer's idle timeout; a peer silent for
+// longer than ours is closed with amqp:resource-limit-exceeded.
 //
 // # Links
 //
