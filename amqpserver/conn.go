@@ -269,7 +269,7 @@ func (c *conn) readPass(fr frames.Frame) error {
 		c.flush()
 		return &passEnd{err}
 	}
-	c.flush()
+	c.endPass()
 	if c.closed {
 		return &passEnd{io.EOF}
 	}

@@ -38,7 +38,7 @@ func (c *conn) post(f func()) bool {
 // postHere is post for the goroutines that report the results of the
 // connection's broker calls (sends, completions, receives): when no pass
 // is running it makes one on the calling goroutine (the work posted so
-// far and f, in order, then the flush) instead of waking run, so an
+// far and f, in order, then the end of the pass) instead of waking run, so an
 // answer reaches the writer with one goroutine switch fewer. Otherwise
 // it posts f for the pass that is running, or for run. The caller must
 // hold no lock a pass may take (core's, the memory budget's): it is
@@ -56,7 +56,7 @@ func (c *conn) postHere(f func()) bool {
 	in.fs = append(in.fs, f)
 	in.mu.Unlock()
 	c.runPosted()
-	c.flush()
+	c.endPass()
 	c.tellRun()
 	return true
 }
