@@ -56,6 +56,13 @@ func splitByEntity(pending []pendingComplete, entity string) (same, other []pend
 // The removals are waited for on disk only if a client awaits our answer
 // (rcv-settle-mode second, as the Azure SDKs use); a client that settled
 // on its own was promised nothing (see core.Broker.CompleteMany).
+//
+// While a CompleteMany of the connection is in flight, the completions
+// that arrive wait for it (conn.endPass) and go together at the end of
+// the pass that answers it, or at once before a frame that must follow
+// them (submitPending), as a link's sends do (link.hold): a client that
+// settles each delivery in a frame of its own then still has its
+// completions committed in groups as large as the commit latency allows.
 func (c *conn) completeMany(entity string, group []pendingComplete) {
 	toks := make([]core.LockToken, len(group))
 	durable := false
@@ -64,6 +71,7 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 		durable = durable || pc.answer
 	}
 	ticket := c.owe()
+	c.completing++
 	c.goWork(func() {
 		errs := c.broker().CompleteMany(entity, toks, durable)
 		for i, pc := range group {
@@ -71,6 +79,7 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 		}
 		c.srv.stats.requests(errs)
 		c.postHere(func() {
+			c.completing--
 			for i, pc := range group {
 				if pc.answer && !settleLost(pc.od, errs[i]) {
 					pc.s.answerSettle(pc.id, &frames.Accepted{}, core.Complete, errs[i])

@@ -83,14 +83,15 @@ type conn struct {
 	stalled       []*session // sessions waiting for the writer to drain
 	bufferWaiters []*link    // links waiting for outBytes to fall (Limits.MaxDeliveryBuffer)
 	// Incoming deliveries (incoming.go).
-	inBytes   int               // bytes of deliveries read and not yet answered (or handed to a handler)
-	inPartial int               // of which, deliveries whose last frame has not arrived
-	starved   []*session        // sessions whose incoming window waits for inBytes to fall
-	pending   buffer.Buffer     // frames written since the last flush
-	ackers    []*session        // sessions with acknowledgements queued
-	senders   []*link           // links with deliveries queued for the broker
-	completes []pendingComplete // accepted deliveries queued for the broker
-	settles   []pendingSettle   // other settlements queued for the broker
+	inBytes    int               // bytes of deliveries read and not yet answered (or handed to a handler)
+	inPartial  int               // of which, deliveries whose last frame has not arrived
+	starved    []*session        // sessions whose incoming window waits for inBytes to fall
+	pending    buffer.Buffer     // frames written since the last flush
+	ackers     []*session        // sessions with acknowledgements queued
+	senders    []*link           // links with deliveries queued for the broker
+	completes  []pendingComplete // accepted deliveries queued for the broker
+	completing int               // CompleteMany calls in flight (see completeMany)
+	settles    []pendingSettle   // other settlements queued for the broker
 	// Transactions (coordinator.go), by txn-id, and the bytes of
 	// messages they hold to send.
 	txns     map[string]*connTxn
@@ -519,7 +520,9 @@ func (c *conn) submitPending() {
 // submitQueued hands the deliveries and settlements queued in this pass
 // to the broker; with holding, the deliveries of a link whose previous
 // send is in flight wait for its answer, their link staying in senders
-// for the pass that follows the answer, or for a submitPending before it.
+// for the pass that follows the answer, or for a submitPending before it,
+// and so do the connection's completions while a CompleteMany of its is
+// in flight (completeMany).
 func (c *conn) submitQueued(holding bool) {
 	held := 0
 	for _, l := range c.senders {
@@ -533,12 +536,15 @@ func (c *conn) submitQueued(holding bool) {
 	}
 	clear(c.senders[held:])
 	c.senders = c.senders[:held]
-	c.submitCompletes()
+	if !holding || c.completing == 0 {
+		c.submitCompletes()
+	}
 	c.submitSettles()
 }
 
-// endPass ends a pass of run: as flush, but the deliveries of a link
-// whose previous send is in flight are held (link.hold).
+// endPass ends a pass: as flush, but the deliveries of a link whose
+// previous send is in flight are held (link.hold), and the completions
+// queued while one of the connection's CompleteMany is (completeMany).
 func (c *conn) endPass() {
 	c.submitQueued(true)
 	c.writeOut()

@@ -339,3 +339,51 @@ func TestHeldSendsAnsweredAtShutdown(t *testing.T) {
 		t.Errorf("%d messages stored, want %d", c.Active, n)
 	}
 }
+
+// TestCompletionsHeldWhileOneIsInFlight: completions a client sends, one
+// per pass, while the connection's previous completion is being written
+// go to the broker as one once it is done (two store writes for all of
+// them), each answered after its write.
+func TestCompletionsHeldWhileOneIsInFlight(t *testing.T) {
+	const n = 12
+	ts, fs := newFaultTestServer(t)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "hold"})
+	for i := range n {
+		ts.MustSend(t, "hold", &core.Message{Body: []byte(fmt.Sprint(i))})
+	}
+	p := &holdPeer{rawPeer: ts.rawDial(t), states: map[uint32]frames.DeliveryState{}}
+	p.open()
+	p.attachRawReceiver("hold", 1<<20, frames.ReceiverSettleModeSecond)
+	p.grant(0, 1<<20, 0, n)
+	for got := 0; got < n; {
+		if _, ok := p.readFrame().(*frames.Transfer); ok {
+			got++
+		}
+	}
+	g := holdFirstWrite(t, fs, nil)
+	accept := func(id uint32) *frames.Disposition {
+		return &frames.Disposition{Role: frames.RoleReceiver, First: id, State: &frames.Accepted{}}
+	}
+	p.writeFrame(0, accept(0))
+	awaitHeld(t, g)
+	for id := uint32(1); id < n; id++ {
+		p.writeFrame(0, accept(id))
+		p.sync()
+	}
+	if len(p.states) != 0 {
+		t.Fatalf("answers %v before the first write is done", p.states)
+	}
+	g.release()
+	p.awaitAnswers(n)
+	if w := g.count(); w != 2 {
+		t.Errorf("%d store writes for %d completions, want 2 (the first, then the %d held behind it together)", w, n, n-1)
+	}
+	for id := range uint32(n) {
+		if _, ok := p.states[id].(*frames.Accepted); !ok {
+			t.Errorf("delivery %d answered %#v, want accepted", id, p.states[id])
+		}
+	}
+	if c := ts.MustCounts(t, "hold"); c.Total != 0 {
+		t.Errorf("counts %+v after every message was completed", c)
+	}
+}
