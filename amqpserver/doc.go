@@ -17,7 +17,10 @@
 // passes, one at a time under the connection's mutex (conn.go), each
 // ending with a flush: the sends and the settlements of the pass go to
 // the broker together (one store write per burst, which is what keeps
-// the AMQP front about as cheap as calling the core directly), its
+// the AMQP front about as cheap as calling the core directly; a link's
+// sends and the connection's completions wait while the previous ones
+// are in flight, so a burst is what arrived during a commit, whichever
+// goroutine makes the passes: link.hold, completeMany), its
 // acknowledgements become dispositions over ranges of delivery ids, and
 // its frames leave in one write. Three goroutines serve a connection,
 // and whichever has work makes the pass itself rather than handing it
