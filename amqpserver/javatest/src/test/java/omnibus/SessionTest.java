@@ -40,6 +40,7 @@ class SessionTest {
         .queue("locked", SESSIONS)
         .queue("processor", SESSIONS)
         .queue("session-renew", Map.of("RequiresSession", true, "LockDuration", "PT5S"))
+        .queue("session-expire", Map.of("RequiresSession", true, "LockDuration", "PT5S"))
         .topic("session-topic", Entities.subscription("by-session", SESSIONS)));
 
     @Test
@@ -177,6 +178,35 @@ class SessionTest {
             List<ServiceBusReceivedMessage> got = Receive.n(r, 1);
             assertEquals(List.of("second"), Receive.bodies(got), "the session is still this receiver's");
             r.complete(got.get(0));
+        } finally {
+            sessions.close();
+        }
+    }
+
+    /**
+     * When the session lock expires, omnibus detaches the receiver's link with session-lock-lost, as
+     * Service Bus does: a completion after that fails, and the message comes back to the session's
+     * next holder (amqpserver/README.md, Go, "Session lock lost").
+     */
+    @Test
+    void aCompletionAfterTheSessionLockExpiredFails() throws Exception {
+        ServiceBusClientBuilder b = omnibus.broker().client();
+        try (ServiceBusSenderClient sender = b.sender().queueName("session-expire").buildClient()) {
+            sender.sendMessage(new ServiceBusMessage("once").setSessionId("lapse"));
+        }
+        ServiceBusSessionReceiverClient sessions = b.sessionReceiver().queueName("session-expire")
+            .maxAutoLockRenewDuration(Duration.ZERO).buildClient();
+        try {
+            try (ServiceBusReceiverClient r = sessions.acceptSession("lapse")) {
+                ServiceBusReceivedMessage m = Receive.n(r, 1).get(0);
+                Thread.sleep(7_000); // past the 5 s session lock, not renewed
+                assertThrows(RuntimeException.class, () -> r.complete(m), "complete after the session lock expired");
+            }
+            try (ServiceBusReceiverClient again = sessions.acceptSession("lapse")) {
+                List<ServiceBusReceivedMessage> got = Receive.n(again, 1);
+                assertEquals(List.of("once"), Receive.bodies(got), "the message stays for the next holder");
+                again.complete(got.get(0));
+            }
         } finally {
             sessions.close();
         }
