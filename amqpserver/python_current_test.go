@@ -84,7 +84,7 @@ func TestPythonSDKCurrent(t *testing.T) {
 
 	// The subtests share the broker: their queues are their own.
 	t.Run("shared", func(t *testing.T) {
-		runPython(t, interp["pytest/.venv"], "pytest", env, 10)
+		runPython(t, interp["pytest/.venv"], "pytest", env, 11)
 	})
 	t.Run("current", func(t *testing.T) {
 		runPython(t, interp["pytest/.venv"], "pytest/current", env, 5)

@@ -33,7 +33,8 @@ const python = "/usr/bin/python3"
 
 const pythonConfig = `{"UserConfig":{"Namespaces":[{"Name":"sbemulatorns",
   "Queues":[{"Name":"py-basic","Properties":{"LockDuration":"PT5S"}},{"Name":"py-batch"},{"Name":"py-settle"},{"Name":"py-lock"},{"Name":"py-schedule"},
-    {"Name":"py-sessions","Properties":{"RequiresSession":true}},{"Name":"py-session-state","Properties":{"RequiresSession":true}}],
+    {"Name":"py-sessions","Properties":{"RequiresSession":true}},{"Name":"py-session-state","Properties":{"RequiresSession":true}},
+    {"Name":"py-session-expire","Properties":{"RequiresSession":true,"LockDuration":"PT5S"}}],
   "Topics":[{"Name":"py-topic","Properties":{},"Subscriptions":[
     {"Name":"all","Properties":{}},
     {"Name":"red","Properties":{},"Rules":[{"Name":"reds","Properties":{"FilterType":"Sql","SqlFilter":{"SqlExpression":"color = 'red'"}}}]}]}]}],
@@ -53,7 +54,7 @@ func TestPythonSDK(t *testing.T) {
 	a, ip := startOn5671(t, app.Options{Memory: true, ConfigPath: cfg, AMQPAddr: "-", HTTPAddr: "-", HTTPSAddr: "", TLSDir: dir,
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
 	_, httpsPort, _ := net.SplitHostPort(a.HTTPSAddr().String())
-	runPython(t, python, "pytest", pythonEnv(a, ip, httpsPort), 10)
+	runPython(t, python, "pytest", pythonEnv(a, ip, httpsPort), 11)
 }
 
 // startOn5671 starts a with AMQPS on port 5671 of a random 127.x.y.z

@@ -1,9 +1,12 @@
 """Message sessions with the Python SDK over AMQPS: a named session, the
-next available one, session state and lock renewal."""
+next available one, session state, lock renewal and a lapsed session lock."""
 
+import time
 import unittest
+from datetime import datetime, timezone
 
 from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusMessage
+from azure.servicebus.exceptions import ServiceBusError
 
 import omnibus_env as env
 
@@ -46,6 +49,23 @@ class Sessions(unittest.TestCase):
         with self.client.get_queue_receiver("py-session-state", session_id="s1") as receiver:
             self.assertEqual(receiver.session.get_state(), b"step 2")
             receiver.session.set_state(None)
+
+    def test_settle_after_session_lock_expired(self):
+        # omnibus detaches the receiver's link with session-lock-lost when
+        # the session lock ends, as Service Bus does: the completion fails,
+        # and the message stays for the session's next holder.
+        with self.client.get_queue_sender("py-session-expire") as sender:
+            sender.send_messages(ServiceBusMessage("once", session_id="lapse"))
+        with self.client.get_queue_receiver("py-session-expire", session_id="lapse") as receiver:
+            [m] = env.receive(receiver, 1)
+            time.sleep(max(0, (receiver.session.locked_until_utc - datetime.now(timezone.utc)).total_seconds()) + 1.5)
+            with self.assertRaises(ServiceBusError):
+                receiver.complete_message(m)
+        with self.client.get_queue_receiver("py-session-expire", session_id="lapse") as receiver:
+            [m] = env.receive(receiver, 1)
+            self.assertEqual(str(m), "once")
+            self.assertEqual(m.delivery_count, 1)
+            receiver.complete_message(m)
 
 
 if __name__ == "__main__":
