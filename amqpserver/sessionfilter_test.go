@@ -131,6 +131,30 @@ func TestSessionLinkDetachedWhenLockExpires(t *testing.T) {
 	}
 }
 
+// A session lock ends with its broker too (a cluster node that stops
+// leading the entity's group closes that group's broker): the receiver's
+// link is detached with session-lock-lost at once.
+func TestSessionLinkDetachedWhenBrokerCloses(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true})
+	ts.MustSend(t, "sq", &core.Message{SessionID: "s1", Body: []byte("one")})
+	r, err := sessionReceiver(t, ts.session(t), "sq", "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustReceive(t, r)
+	if err := ts.Broker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	_, err = r.Receive(ctx, nil)
+	var le *amqp.LinkError
+	if !errors.As(err, &le) || le.RemoteErr == nil || string(le.RemoteErr.Condition) != string(condSessionLockLost) {
+		t.Fatalf("receive after the broker closed: %v, want the link detached with session-lock-lost", err)
+	}
+}
+
 // A completion that reaches the broker after the session lock ended but
 // before the link was detached (here: sent as the lock expires) is not
 // answered rejected: the link is detached, and the accept fails.

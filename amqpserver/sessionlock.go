@@ -59,22 +59,20 @@ func sessionLockLostError() *frames.Error {
 // settleLost reports whether err, the result of settling od, means the
 // session lock od was received under is gone; if so it detaches od's
 // link (unless already detached) with session-lock-lost, and the
-// settlement must not be answered (see above). A message lock lost while
-// its session lock lives (the message was settled already) is answered
-// as usual.
+// settlement must not be answered (see above). Server busy counts when
+// the lock is gone too: the broker that held it closed (a cluster group
+// changing leaders), and the SDK would retry a rejection with server-busy
+// into the same false success. A message lock lost, or a store that
+// refuses the write, while the session lock lives is answered as usual.
 func settleLost(od *outDelivery, err error) bool {
 	if od.sess == nil || err == nil {
 		return false
 	}
 	switch core.CodeOf(err) {
 	case core.CodeSessionLockLost:
-	case core.CodeLockLost:
-		if ended := od.sess.Ended(); ended != nil {
-			select {
-			case <-ended:
-			default:
-				return false
-			}
+	case core.CodeLockLost, core.CodeServerBusy:
+		if lockLives(od.sess) {
+			return false
 		}
 	default:
 		return false
@@ -83,4 +81,20 @@ func settleLost(od *outDelivery, err error) bool {
 		l.detach(sessionLockLostError())
 	}
 	return true
+}
+
+// lockLives reports whether sl has not ended, as far as this process can
+// tell: a lock held in another process (no Ended channel) counts as
+// ended once an operation under it failed so.
+func lockLives(sl *core.SessionLock) bool {
+	ended := sl.Ended()
+	if ended == nil {
+		return false
+	}
+	select {
+	case <-ended:
+		return false
+	default:
+		return true
+	}
 }
