@@ -470,6 +470,7 @@ export async function startCluster({ config = CONFIG, nodes = 3, groups = 3 } = 
   const peers = peerPorts.map((p, i) => `${i + 1}=127.0.0.1:${p}`).join(",");
   const run = promisify(execFile);
   const started = [];
+  const launching = [];
   const cluster = new OmnibusCluster(started, dir);
   try {
     const data1 = path.join(dir, "1");
@@ -502,8 +503,14 @@ export async function startCluster({ config = CONFIG, nodes = 3, groups = 3 } = 
         ]);
         args.push("--join-token", stdout.trim());
       }
-      started.push(await launch(bin, args, data, amqpPort, httpPort));
+      // Not awaited: a node says it is ready only once the meta leader
+      // applied the config file, which takes a majority of the nodes up.
+      launching.push(launch(bin, args, data, amqpPort, httpPort));
     }
+    const results = await Promise.allSettled(launching);
+    for (const r of results) if (r.status === "fulfilled") started.push(r.value);
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
     await waitGroupsServed(bin, data1, peers, nodes, groups, cluster);
   } catch (err) {
     await cluster.stop();
