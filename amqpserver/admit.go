@@ -50,6 +50,10 @@ func (s *Server) admit(nc net.Conn) bool {
 	default:
 		s.mu.conns[c] = struct{}{}
 		s.mu.pending++
+		// Counted under s.mu, before Shutdown (which marks the server
+		// closed under s.mu, then waits) can begin to wait: an Add racing
+		// a Wait that has begun is a misuse of the WaitGroup.
+		s.wg.Add(1)
 	}
 	s.mu.Unlock()
 	if refusal != nil {
@@ -57,10 +61,11 @@ func (s *Server) admit(nc net.Conn) bool {
 		s.refuse(nc, refusal)
 		return true
 	}
-	s.wg.Go(func() {
+	go func() {
+		defer s.wg.Done()
 		defer s.untrack(c)
 		c.serve(s.ctx)
-	})
+	}()
 	return true
 }
 
@@ -135,13 +140,15 @@ func (s *Server) refuse(nc net.Conn, e *frames.Error) {
 	answer := !s.mu.closed && len(s.mu.refusing) < maxRefusing
 	if answer {
 		s.mu.refusing[nc] = struct{}{}
+		s.wg.Add(1) // under s.mu, as admit's
 	}
 	s.mu.Unlock()
 	if !answer {
 		nc.Close()
 		return
 	}
-	s.wg.Go(func() {
+	go func() {
+		defer s.wg.Done()
 		defer func() {
 			s.mu.Lock()
 			delete(s.mu.refusing, nc)
@@ -151,7 +158,7 @@ func (s *Server) refuse(nc net.Conn, e *frames.Error) {
 		if err := s.answerRefusal(nc, e); err != nil && !errors.Is(err, io.EOF) {
 			s.log.Debug("answering a refused connection", zap.Stringer("remote", nc.RemoteAddr()), zap.Error(err))
 		}
-	})
+	}()
 }
 
 // answerRefusal runs the handshake far enough to tell the peer e: SASL
