@@ -109,7 +109,8 @@ func appendFrame(dst []byte, f *frame) ([]byte, error) {
 }
 
 // parseFrame decodes a frame. Its messages copy what they keep of data
-// (gogoproto's Unmarshal copies bytes fields), so data can be reused.
+// (unmarshalMessage: one copy per message that carries entries), so data
+// can be reused.
 func parseFrame(data []byte) (*frame, error) {
 	r := reader{b: data}
 	f := &frame{group: r.uvarint()}
@@ -127,7 +128,7 @@ func parseFrame(data []byte) (*frame, error) {
 		if r.err != nil {
 			return nil, errBadFrame
 		}
-		if err := f.msgs[i].Unmarshal(b); err != nil {
+		if err := unmarshalMessage(&f.msgs[i], b); err != nil {
 			return nil, fmt.Errorf("%w: %v", errBadFrame, err)
 		}
 	}
