@@ -62,7 +62,11 @@ func (t *amqpTransport) sender(ctx context.Context, conn int) (sender, error) {
 	if t.c.Presettled {
 		opts.SettlementMode = amqp.SenderSettleModeSettled.Ptr()
 	}
-	s, err := t.send[conn%len(t.send)].NewSender(ctx, t.c.Queue, opts)
+	var s *amqp.Sender
+	err := attachRetrying(ctx, func() (err error) {
+		s, err = t.send[conn%len(t.send)].NewSender(ctx, t.c.Queue, opts)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("attaching a sender to %s: %w", t.c.Queue, err)
 	}
@@ -98,7 +102,11 @@ func (t *amqpTransport) receiver(ctx context.Context, conn, _ int, _ string) (re
 	if t.c.RAD {
 		opts.RequestedSenderSettleMode = amqp.SenderSettleModeSettled.Ptr()
 	}
-	r, err := t.recv[conn%len(t.recv)].NewReceiver(ctx, t.c.Queue, opts)
+	var r *amqp.Receiver
+	err := attachRetrying(ctx, func() (err error) {
+		r, err = t.recv[conn%len(t.recv)].NewReceiver(ctx, t.c.Queue, opts)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("attaching a receiver to %s: %w", t.c.Queue, err)
 	}
