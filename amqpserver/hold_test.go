@@ -8,14 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest"
-
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/coretest"
-	"github.com/omnibusmq/omnibus/core/sas"
 	"github.com/omnibusmq/omnibus/storage"
 )
 
@@ -28,27 +24,8 @@ import (
 func newFaultTestServer(t *testing.T) (*testServer, *coretest.FaultStore) {
 	t.Helper()
 	env, fs := coretest.NewFault(t)
-	v, err := sas.NewValidator(sas.Config{Rules: []sas.Rule{{KeyName: testKeyName, Key: testKey, Rights: sas.Manage}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Config{Broker: env.Broker, Logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), Auth: v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	})
-	return &testServer{Env: env, srv: srv, addr: l.Addr().String()}, fs
+	srv, addr := serveBrokerOf(t, env)
+	return &testServer{Env: env, srv: srv, addr: addr}, fs
 }
 
 // storeGate holds the first write to reach the store until opened, and

@@ -158,6 +158,13 @@ func TestCompletionOnAFullDiskKeepsTheLock(t *testing.T) {
 // ends.
 func serveFaultBroker(t *testing.T, env *coretest.Env) string {
 	t.Helper()
+	_, addr := serveBrokerOf(t, env)
+	return addr
+}
+
+// serveBrokerOf is serveFaultBroker, returning the server too.
+func serveBrokerOf(t *testing.T, env *coretest.Env) (*Server, string) {
+	t.Helper()
 	v, err := sas.NewValidator(sas.Config{Rules: []sas.Rule{{KeyName: testKeyName, Key: testKey, Rights: sas.Manage}}})
 	if err != nil {
 		t.Fatal(err)
@@ -178,5 +185,5 @@ func serveFaultBroker(t *testing.T, env *coretest.Env) string {
 		_ = srv.Shutdown(ctx)
 		<-done
 	})
-	return l.Addr().String()
+	return srv, l.Addr().String()
 }
