@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -186,13 +187,19 @@ func TestWebSocketCountsTowardMaxConnections(t *testing.T) {
 		t.Fatalf("a WebSocket connection over the cap: %v, want amqp:resource-limit-exceeded", err)
 	}
 	tcp.Close()
+	// The TCP connection's place is freed once the server has seen it go;
+	// the SDK does not retry amqp:resource-limit-exceeded, so wait for that.
+	waitForCond(t, "the TCP connection's place to be freed", func() error {
+		if n := a.amqp.Stats().ActiveConnections; n != 0 {
+			return fmt.Errorf("%d connections open", n)
+		}
+		return nil
+	})
 
 	served, err := azservicebus.NewClientFromConnectionString(cs, &azservicebus.ClientOptions{NewWebSocketConn: newWebSocketConn(httpc, false)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer served.Close(context.Background())
-	// The TCP connection's place is freed once the server has seen it
-	// go; the SDK's retries cover the moment until then.
 	sdkRoundTrip(t, served, "under the cap")
 }
