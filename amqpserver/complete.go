@@ -74,14 +74,28 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 	c.completing++
 	c.goWork(func() {
 		errs := c.broker().CompleteMany(entity, toks, durable)
+		answered, retried := true, anySettleRetryable(errs)
+		if retried {
+			// Completions that arrive meanwhile need not wait for these.
+			c.postHere(func() { c.completing-- })
+			answered = c.retrySettlements(errs, func(i int) bool { return group[i].answer }, func(idx []int) []error {
+				again := make([]core.LockToken, len(idx))
+				for j, i := range idx {
+					again[j] = toks[i]
+				}
+				return c.broker().CompleteMany(entity, again, true)
+			})
+		}
 		for i, pc := range group {
 			errs[i] = c.sessionLockErr(pc.od, errs[i])
 		}
 		c.srv.stats.requests(errs)
 		c.postHere(func() {
-			c.completing--
+			if !retried {
+				c.completing--
+			}
 			for i, pc := range group {
-				if pc.answer && !settleLost(pc.od, errs[i]) {
+				if answered && pc.answer && !settleLost(pc.od, errs[i]) {
 					pc.s.answerSettle(pc.id, &frames.Accepted{}, core.Complete, errs[i])
 				}
 			}
@@ -116,14 +130,29 @@ func (c *conn) submitSettles() {
 	ticket := c.owe()
 	c.goWork(func() {
 		errs := make([]error, len(pending))
+		settle := func(ps pendingSettle) error {
+			return c.broker().Settle(context.WithoutCancel(c.ctx), ps.od.entity, ps.od.token, ps.outcome)
+		}
 		for i, ps := range pending {
-			err := c.broker().Settle(context.WithoutCancel(c.ctx), ps.od.entity, ps.od.token, ps.outcome)
-			errs[i] = c.sessionLockErr(ps.od, err)
+			errs[i] = settle(ps)
+		}
+		answered := true
+		if anySettleRetryable(errs) {
+			answered = c.retrySettlements(errs, func(i int) bool { return pending[i].answer }, func(idx []int) []error {
+				out := make([]error, len(idx))
+				for j, i := range idx {
+					out[j] = settle(pending[i])
+				}
+				return out
+			})
+		}
+		for i, ps := range pending {
+			errs[i] = c.sessionLockErr(ps.od, errs[i])
 		}
 		c.srv.stats.requests(errs)
 		c.postHere(func() {
 			for i, ps := range pending {
-				if ps.answer && !settleLost(ps.od, errs[i]) {
+				if answered && ps.answer && !settleLost(ps.od, errs[i]) {
 					ps.s.answerSettle(ps.id, ps.state, ps.outcome.Kind, errs[i])
 				}
 				l := ps.od.l

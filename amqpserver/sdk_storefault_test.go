@@ -116,42 +116,95 @@ func TestSDKSendWhoseOutcomeIsUnknown(t *testing.T) {
 	}
 }
 
-// A completion the store refuses is rejected with server-busy in
-// rcv-settle-mode second (as the SDKs settle), and the message keeps its
-// lock: completing it again once space returns works.
-//
-// (The Go SDK retries a rejected settlement by settling the same go-amqp
-// message again, which go-amqp treats as already settled and reports as
-// success without asking the broker; the message then comes back when its
-// lock expires: at-least-once, nothing lost.)
-func TestCompletionOnAFullDiskKeepsTheLock(t *testing.T) {
+// A completion the store refuses for a moment is retried by the server,
+// not answered server-busy: the Go SDK would retry that rejection by
+// settling the same go-amqp message again, which go-amqp reports done
+// without asking the broker, so CompleteMessage returned nil and the
+// message came back (settleretry.go). Here the disk refuses the
+// completion three times, then takes it: CompleteMessage succeeds and the
+// message is gone. Before the server retried, the count below found it
+// still there.
+func TestSDKCompleteOnADiskFullForAMoment(t *testing.T) {
 	env, fs := coretest.NewFault(t)
-	ts := &testServer{Env: env, addr: serveFaultBroker(t, env)}
+	addr := serveFaultBroker(t, env)
 	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
 	env.MustSend(t, "q", coretest.Text("x"))
+	rcv := newSDKReceiver(t, addr, "q")
+	m := receiveOne(t, rcv)
+	fs.FailApplies(0, 3, fmt.Errorf("test disk: %w", storage.ErrNoSpace))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := rcv.CompleteMessage(ctx, m, nil); err != nil {
+		t.Fatalf("complete while the disk frees up: %v", err)
+	}
+	if n := fs.Failed.Load(); n != 3 {
+		t.Errorf("%d writes refused, want 3", n)
+	}
+	if c := env.MustCounts(t, "q"); c.Total != 0 {
+		t.Fatalf("counts %+v after CompleteMessage reported success", c)
+	}
+}
+
+// A completion the store refuses for longer than the server retries
+// (SettleRetryFor) is answered message-lock-lost, which the Go SDK does
+// not retry: CompleteMessage fails, and the message stays to be delivered
+// again (before, it reported success). Through go-amqp the same shows as
+// the rejected outcome's condition.
+func TestCompletionOnAFullDiskFailsAsLockLost(t *testing.T) {
+	env, fs := coretest.NewFault(t)
+	_, addr := serveBrokerWith(t, env, func(c *Config) { c.SettleRetryFor = 300 * time.Millisecond })
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	env.MustSend(t, "q", coretest.Text("sdk"), coretest.Text("go-amqp"))
+	rcv := newSDKReceiver(t, addr, "q")
+	m := receiveOne(t, rcv)
+	fs.FailApplies(0, -1, fmt.Errorf("test disk: %w", storage.ErrNoSpace))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	err := rcv.CompleteMessage(ctx, m, nil)
+	var se *azservicebus.Error
+	if !errors.As(err, &se) || se.Code != azservicebus.CodeLockLost {
+		t.Fatalf("complete on a full disk: %v, want the SDK's CodeLockLost", err)
+	}
+
+	ts := &testServer{Env: env, addr: addr}
 	r, err := ts.session(t).NewReceiver(t.Context(), "q", &amqp.ReceiverOptions{SettlementMode: amqp.ReceiverSettleModeSecond.Ptr(), Credit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := r.Receive(t.Context(), nil)
+	raw, err := r.Receive(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs.FailApplies(0, -1, fmt.Errorf("test disk: %w", storage.ErrNoSpace))
-	err = r.AcceptMessage(t.Context(), m)
+	err = r.AcceptMessage(t.Context(), raw)
 	var ae *amqp.Error
-	if !errors.As(err, &ae) || ae.Condition != "com.microsoft:server-busy" {
-		t.Fatalf("complete on a full disk: %v, want com.microsoft:server-busy", err)
+	if !errors.As(err, &ae) || ae.Condition != "com.microsoft:message-lock-lost" {
+		t.Fatalf("complete on a full disk through go-amqp: %v, want com.microsoft:message-lock-lost", err)
 	}
-	if c := env.MustCounts(t, "q"); c.Active != 1 {
-		t.Fatalf("counts %+v after a refused completion", c)
+	if c := env.MustCounts(t, "q"); c.Active != 2 {
+		t.Fatalf("counts %+v after refused completions, want both messages kept", c)
 	}
 	fs.Heal()
-	tok, _ := deliveryTagToLockToken(m.DeliveryTag)
+	tok, _ := deliveryTagToLockToken(raw.DeliveryTag)
 	env.MustSettle(t, "q", tok, core.Outcome{Kind: core.Complete})
-	if c := env.MustCounts(t, "q"); c.Total != 0 {
-		t.Fatalf("counts %+v after completing with the kept lock", c)
+	if c := env.MustCounts(t, "q"); c.Active != 1 {
+		t.Fatalf("counts %+v after completing one message once space returned", c)
 	}
+}
+
+// newSDKReceiver is a Go SDK peek-lock receiver on entity at addr.
+func newSDKReceiver(t *testing.T, addr, entity string) *azservicebus.Receiver {
+	t.Helper()
+	cs := "Endpoint=sb://" + addr + ";SharedAccessKeyName=" + testKeyName + ";SharedAccessKey=" + testKey + ";UseDevelopmentEmulator=true"
+	client, err := azservicebus.NewClientFromConnectionString(cs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(context.Background()) })
+	rcv, err := client.NewReceiverForQueue(entity, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rcv
 }
 
 // serveFaultBroker serves env's broker on a loopback port until the test
@@ -165,11 +218,20 @@ func serveFaultBroker(t *testing.T, env *coretest.Env) string {
 // serveBrokerOf is serveFaultBroker, returning the server too.
 func serveBrokerOf(t *testing.T, env *coretest.Env) (*Server, string) {
 	t.Helper()
+	return serveBrokerWith(t, env, func(*Config) {})
+}
+
+// serveBrokerWith is serveBrokerOf with the server's Config changed by
+// set.
+func serveBrokerWith(t *testing.T, env *coretest.Env, set func(*Config)) (*Server, string) {
+	t.Helper()
 	v, err := sas.NewValidator(sas.Config{Rules: []sas.Rule{{KeyName: testKeyName, Key: testKey, Rights: sas.Manage}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Broker: env.Broker, Logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), Auth: v})
+	cfg := Config{Broker: env.Broker, Logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)), Auth: v}
+	set(&cfg)
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,4 +248,43 @@ func serveBrokerOf(t *testing.T, env *coretest.Env) (*Server, string) {
 		<-done
 	})
 	return srv, l.Addr().String()
+}
+
+// A shutdown does not wait for a settlement the server is retrying: the
+// drain ends (Shutdown returns nil long before SettleRetryFor, an hour
+// here), and the settlement is answered message-lock-lost before the
+// close, as when SettleRetryFor passes; the message is still there.
+// (Unanswered, it would meet the close's amqp:connection:forced, which
+// go-amqp takes as the delivery settled as well.)
+func TestShutdownDoesNotWaitForSettlementRetries(t *testing.T) {
+	env, fs := coretest.NewFault(t)
+	srv, addr := serveBrokerWith(t, env, func(c *Config) { c.SettleRetryFor = time.Hour })
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	env.MustSend(t, "q", coretest.Text("x"))
+	ts := &testServer{Env: env, addr: addr}
+	r, err := ts.session(t).NewReceiver(t.Context(), "q", &amqp.ReceiverOptions{SettlementMode: amqp.ReceiverSettleModeSecond.Ptr(), Credit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.Receive(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.FailApplies(0, -1, fmt.Errorf("test disk: %w", storage.ErrNoSpace))
+	accepted := make(chan error, 1)
+	go func() { accepted <- r.AcceptMessage(context.Background(), m) }()
+	waitFor(t, "the completion to be refused", 10*time.Second, func() bool { return fs.Failed.Load() > 0 })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown while a settlement is retried: %v", err)
+	}
+	err = <-accepted
+	var ae *amqp.Error
+	if !errors.As(err, &ae) || ae.Condition != "com.microsoft:message-lock-lost" {
+		t.Fatalf("AcceptMessage across the shutdown: %v, want com.microsoft:message-lock-lost", err)
+	}
+	if c := env.MustCounts(t, "q"); c.Active != 1 {
+		t.Fatalf("counts %+v: the message must stay", c)
+	}
 }

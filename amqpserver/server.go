@@ -28,6 +28,7 @@ const (
 	DefaultMaxFrameSize         = 65536
 	DefaultMaxMessageSize       = 100 << 20
 	DefaultSessionAcceptTimeout = 60 * time.Second
+	DefaultSettleRetryFor       = 10 * time.Second
 	defaultHandshakeTimeout     = 30 * time.Second
 )
 
@@ -145,6 +146,11 @@ type Config struct {
 	// session when the client gives no com.microsoft:timeout. Default
 	// [DefaultSessionAcceptTimeout].
 	SessionAcceptTimeout time.Duration
+	// SettleRetryFor is how long a settlement the broker refused for a
+	// passing reason (server busy, an outcome unknown) is retried before
+	// its client is told the message's lock is lost (settleretry.go).
+	// Default [DefaultSettleRetryFor].
+	SettleRetryFor time.Duration
 	// Now returns the current time for token expiry; default time.Now.
 	Now func() time.Time
 	// Limits bounds what one open connection can make the server hold
@@ -211,6 +217,9 @@ func (c *Config) validate() error {
 	}
 	if c.SessionAcceptTimeout <= 0 {
 		c.SessionAcceptTimeout = DefaultSessionAcceptTimeout
+	}
+	if c.SettleRetryFor <= 0 {
+		c.SettleRetryFor = DefaultSettleRetryFor
 	}
 	if c.Now == nil {
 		c.Now = time.Now
