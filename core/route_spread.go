@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -292,12 +293,15 @@ func (s *spreadBackend) Settle(ctx context.Context, path string, tok LockToken, 
 	return be.Settle(ctx, path, tok, o)
 }
 
-// CompleteMany implements Backend: each group completes its tokens.
+// CompleteMany implements Backend: each group completes its tokens, the
+// groups at the same time (most of them are led by other nodes, each a
+// round trip with a commit in it: one after the other, a completion
+// waited for the sum of them).
 func (s *spreadBackend) CompleteMany(path string, toks []LockToken, durable bool) []error {
 	errs := make([]error, len(toks))
 	gs, at := splitBy(len(toks), func(i int) uint64 { return s.groupOfLock(toks[i]) })
-	for j, g := range gs {
-		be, err := s.be(g)
+	completeIn := func(j int) {
+		be, err := s.be(gs[j])
 		var got []error
 		if err == nil {
 			got = be.CompleteMany(path, pick(toks, at[j]), durable)
@@ -311,6 +315,18 @@ func (s *spreadBackend) CompleteMany(path string, toks []LockToken, durable bool
 			}
 		}
 	}
+	var wg sync.WaitGroup
+	for j := 1; j < len(gs); j++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			completeIn(j)
+		}()
+	}
+	if len(gs) > 0 {
+		completeIn(0)
+	}
+	wg.Wait()
 	return errs
 }
 
