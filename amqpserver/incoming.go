@@ -52,6 +52,10 @@ type inLink struct {
 	batch         sendBatch
 	queued        bool // the link is in conn.senders
 	sending       int  // SendAsync calls in flight (see hold)
+	// partitioned is the description, read at attach, of the entity the
+	// link stores into when that entity is partitioned, nil otherwise:
+	// a batch sent to it must have one partition key (checkBatch).
+	partitioned *core.Entity
 }
 
 // partial is an incoming delivery whose transfers are still arriving.
@@ -91,13 +95,20 @@ const maxBatchSize = 1 << 20
 func (l *link) attachSender(a *frames.Attach) {
 	srv := l.s.c.srv
 	l.in.maxSize = srv.cfg.MaxMessageSize
-	if e, err := l.s.c.broker().GetEntity(l.entity); err == nil && e.MaxMessageSizeInKilobytes > 0 {
-		l.in.maxSize = min(l.in.maxSize, uint64(e.MaxMessageSizeInKilobytes)*1024)
+	d, err := l.s.c.broker().GetEntity(l.entity)
+	if err == nil && d.MaxMessageSizeInKilobytes > 0 {
+		l.in.maxSize = min(l.in.maxSize, uint64(d.MaxMessageSizeInKilobytes)*1024)
 	}
 	props, e := l.attachSendVia(a)
 	if e != nil {
 		l.refuse(a, e)
 		return
+	}
+	if l.sendTo != "" {
+		d, err = l.s.c.broker().GetEntity(l.sendTo)
+	}
+	if err == nil && d.EnablePartitioning {
+		l.in.partitioned = d
 	}
 	l.attach(a, append(encoding.Map{{Key: propMaxBatchSize, Value: min(l.in.maxSize, maxBatchSize)}}, props...))
 }
@@ -307,12 +318,38 @@ func (l *link) send(p *partial) {
 		l.settleIncoming(p, &frames.Rejected{Error: &frames.Error{Condition: frames.CondDecodeError, Description: err.Error()}})
 		return
 	}
+	if err := l.checkBatch(p, msgs[len(in.batch.msgs):]); err != nil {
+		clear(msgs[len(in.batch.msgs):]) // decoded onto the batch's spare room: drop them
+		l.s.c.srv.stats.request(err, 1)
+		l.s.c.received(len(p.buf))
+		l.settleIncoming(p, &frames.Rejected{Error: amqpError(err)})
+		return
+	}
 	in.inflight++
 	l.queueSends()
 	in.batch.add(p, msgs)
 	if len(in.batch.msgs) >= maxSendBatch || in.batch.bytes >= maxSendBatchBytes {
 		l.submitSends()
 	}
+}
+
+// checkBatch refuses delivery p, whose messages are msgs, when it is a
+// batch (the batched message format) that the link's entity does not take
+// as one: on a partitioned entity, messages of distinct partition keys
+// (core.CheckBatchKeys). Deliveries sent one by one are never refused for
+// their keys, although send joins them into one broker send.
+//
+// The entity's settings are read at attach, as its maximum message size
+// is, so the send path looks nothing up. EnablePartitioning cannot change
+// after an entity is created; a change of RequiresDuplicateDetection
+// (Service Bus allows none, omnibus's update does), or an entity deleted
+// and created again under the same name with other settings, applies to
+// the links attached after it.
+func (l *link) checkBatch(p *partial, msgs []*core.Message) error {
+	if l.in.partitioned == nil || p.format != frames.MessageFormatBatch {
+		return nil
+	}
+	return core.CheckBatchKeys(l.in.partitioned, msgs)
 }
 
 // queueSends puts the link in the connection's list of links with

@@ -59,6 +59,13 @@ func (g *Gateway) sendMessages(w http.ResponseWriter, r *http.Request) {
 			m.MessageID = newMessageID()
 		}
 	}
+	// A batch goes to one partition: on a partitioned entity its messages
+	// must share a partition key, as over AMQP (the ids just given count
+	// where the entity detects duplicates, as the service's own do).
+	if err := core.CheckBatchKeys(d, msgs); err != nil {
+		g.writeCoreError(w, r, runtimeAPI, err)
+		return
+	}
 	if _, err := g.broker(r).Send(r.Context(), path, msgs...); err != nil {
 		g.writeCoreError(w, r, runtimeAPI, err)
 		return

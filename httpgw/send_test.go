@@ -154,3 +154,56 @@ func TestSendStrictProperties(t *testing.T) {
 		t.Fatalf("strict quoted: %d %s", w.Code, w.Body.String())
 	}
 }
+
+// TestSendBatchPartitioned: a send-batch to a partitioned entity goes to
+// one partition, so its messages must share a partition key, as over
+// AMQP (core.CheckBatchKeys): else 400 and nothing stored.
+func TestSendBatchPartitioned(t *testing.T) {
+	e := newTestEnv(t)
+	e.mustQueue(t, "q")
+	e.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "pq", EnablePartitioning: true})
+	e.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "pdq", EnablePartitioning: true, RequiresDuplicateDetection: true})
+	const (
+		plain = "Batching brokered messages with distinct SessionId or PartitionKey is not supported for an entity with partitioning enabled."
+		dedup = "Batching brokered messages with distinct SessionId, PartitionKey, or MessageId is not supported for an entity with partitioning and duplicate detection enabled."
+	)
+	twoKeys := `[{"Body":"a","BrokerProperties":{"PartitionKey":"red"}},{"Body":"b","BrokerProperties":{"PartitionKey":"blue"}}]`
+	oneKey := `[{"Body":"a","BrokerProperties":{"PartitionKey":"red"}},{"Body":"b","BrokerProperties":{"SessionId":"red"}}]`
+	keyAndNone := `[{"Body":"a","BrokerProperties":{"PartitionKey":"red"}},{"Body":"b"}]`
+	twoSessions := `[{"Body":"a","BrokerProperties":{"SessionId":"s1"}},{"Body":"b","BrokerProperties":{"SessionId":"s2"}}]`
+	noKeys := `[{"Body":"a"},{"Body":"b"}]`
+	onePartitionKey := `[{"Body":"a","BrokerProperties":{"PartitionKey":"k"}},{"Body":"b","BrokerProperties":{"PartitionKey":"k"}}]`
+	for _, c := range []struct {
+		name, to, batch string
+		refused         string // "" when the batch is taken
+	}{
+		{"two partition keys", "pq", twoKeys, plain},
+		{"a key and none", "pq", keyAndNone, plain},
+		{"two session ids", "pq", twoSessions, plain},
+		{"a partition key and the same session id", "pq", oneKey, ""},
+		{"no keys", "pq", noKeys, ""},
+		{"no keys, duplicate detection (each gets its own MessageId)", "pdq", noKeys, dedup},
+		{"one partition key, duplicate detection", "pdq", onePartitionKey, ""},
+		{"two partition keys, not partitioned", "q", twoKeys, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := e.MustCounts(t, c.to).Total
+			w := e.do(t, request{method: "POST", target: "/" + c.to + "/messages", body: c.batch,
+				header: map[string]string{"Content-Type": batchContentType}})
+			got := body(t, w)
+			after := e.MustCounts(t, c.to).Total
+			if c.refused == "" {
+				if w.Code != http.StatusCreated || after != before+2 {
+					t.Fatalf("got %d %q, %d stored; want 201 and 2 stored", w.Code, got, after-before)
+				}
+				return
+			}
+			if w.Code != http.StatusBadRequest || !strings.Contains(got, c.refused) {
+				t.Fatalf("got %d %q, want 400 containing %q", w.Code, got, c.refused)
+			}
+			if after != before {
+				t.Fatalf("the refused batch stored %d messages", after-before)
+			}
+		})
+	}
+}

@@ -74,7 +74,14 @@ test("a batch with one partition key, deferral across partitions", opts(), async
   const batch = await sender.createMessageBatch();
   for (let i = 0; i < 5; i++) assert.ok(batch.tryAddMessage({ body: `b${i}`, partitionKey: "batch" }));
   await sender.sendMessages(batch);
-  await sender.sendMessages([{ body: "x", partitionKey: "other-1" }, { body: "y", partitionKey: "other-2" }]);
+  // An array is sent as one batch, which goes to one partition: Service
+  // Bus refuses one of distinct partition keys, storing nothing.
+  await assert.rejects(
+    sender.sendMessages([{ body: "x", partitionKey: "other-1" }, { body: "y", partitionKey: "other-2" }]),
+    (err) => /InvalidOperationError/.test(`${err.code} ${err.message}`) && /distinct SessionId or PartitionKey/.test(err.message),
+  );
+  await sender.sendMessages({ body: "x", partitionKey: "other-1" });
+  await sender.sendMessages({ body: "y", partitionKey: "other-2" });
   const receiver = env.client.createReceiver("part-q");
   const got = await receiveN(receiver, 7);
   assert.equal(got.length, 7);
@@ -96,8 +103,7 @@ test("peek pages through every partition once", opts(), async () => {
   const sender = env.senderClient.createSender("part-q");
   const msgs = [];
   for (let i = 0; i < 12; i++) msgs.push({ body: `p${i}`, partitionKey: `k${i}` });
-  await sender.sendMessages(msgs.slice(0, 6));
-  await sender.sendMessages(msgs.slice(6));
+  for (const m of msgs) await sender.sendMessages(m);
   const receiver = env.client.createReceiver("part-q");
   const seen = [];
   for (let i = 0; i < 20; i++) {
@@ -116,8 +122,13 @@ test("sessions of a partitioned queue: acceptNextSession, FIFO and state", opts(
   const sender = env.senderClient.createSender("part-sq");
   const ids = ["s1", "s2", "s3", "s4"];
   for (let i = 0; i < 3; i++) {
-    await sender.sendMessages(ids.map((id) => ({ body: `${id}.${i}`, sessionId: id })));
+    for (const id of ids) await sender.sendMessages({ body: `${id}.${i}`, sessionId: id });
   }
+  // A batch of distinct sessions is refused, as one of distinct partition keys.
+  await assert.rejects(
+    sender.sendMessages(ids.map((id) => ({ body: `${id}.x`, sessionId: id }))),
+    (err) => /InvalidOperationError/.test(`${err.code} ${err.message}`) && /distinct SessionId or PartitionKey/.test(err.message),
+  );
   const seen = new Set();
   for (let n = 0; n < ids.length; n++) {
     const r = await env.client.acceptNextSession("part-sq");
@@ -138,8 +149,7 @@ test("a partitioned topic's subscription gets every message", opts(), async () =
   const sender = env.senderClient.createSender("part-t");
   const msgs = [];
   for (let i = 0; i < 8; i++) msgs.push({ body: `t${i}`, partitionKey: `k${i}` });
-  await sender.sendMessages(msgs.slice(0, 4));
-  for (const m of msgs.slice(4)) await sender.sendMessages(m);
+  for (const m of msgs) await sender.sendMessages(m);
   const r = env.client.createReceiver("part-t", "all", { receiveMode: "receiveAndDelete" });
   const got = await receiveN(r, 8);
   assert.deepEqual(got.map((m) => m.body).sort(), msgs.map((m) => m.body).sort());
