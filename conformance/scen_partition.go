@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -15,6 +16,10 @@ import (
 // topics"; "Message sequencing and timestamps").
 
 const partitionDoc = "Partitioned queues and topics: "
+
+// batchKeyDoc is the .NET SDK's troubleshooting guide (Azure.Messaging.ServiceBus
+// TROUBLESHOOTING.md, "Cannot send batch with multiple partition keys").
+const batchKeyDoc = "Troubleshooting (.NET SDK), Cannot send batch with multiple partition keys: all messages of one send to a partition-enabled entity must have the same PartitionKey (the same SessionId on a session entity)"
 
 // partitionOf is the partition a sequence number names: its top 16 bits.
 func partitionOf(m *azservicebus.ReceivedMessage) int64 { return *m.SequenceNumber >> 48 }
@@ -159,6 +164,46 @@ func init() {
 				t.Errorf("refused with %v, want amqp:not-allowed (InvalidOperation)", err)
 			}
 			t.Send(q, &azservicebus.Message{Body: []byte("y"), SessionID: to.Ptr("a"), PartitionKey: to.Ptr("a")})
+		}},
+		Scenario{Name: "partition-batch-one-key", Seed: batchKeyDoc + "; a batch of distinct partition keys is refused (amqp:not-allowed), nothing of it stored, and a batch of one key is taken", Protocol: AMQP, Run: func(t *T) {
+			q := t.Queue("cf-partitioned")
+			s := t.Sender(q)
+			batchOf := func(keys ...string) *azservicebus.MessageBatch {
+				b, err := s.NewMessageBatch(t.ctx, nil)
+				t.must(err, "new batch")
+				for i, k := range keys {
+					t.must(b.AddMessage(&azservicebus.Message{Body: []byte(fmt.Sprint(k, i)), PartitionKey: to.Ptr(k)}, nil), "add to batch")
+				}
+				return b
+			}
+			err := s.SendMessageBatch(t.ctx, batchOf("red", "blue"), nil)
+			switch {
+			case err == nil:
+				t.Fatalf("a batch with PartitionKeys red and blue was taken")
+			case amqpCondition(err) != "amqp:not-allowed":
+				t.Errorf("refused with %v, want amqp:not-allowed (InvalidOperation)", err)
+			}
+			t.expectNothingStored(t.Receiver(q, "", nil), "the refused batch")
+			t.must(s.SendMessageBatch(t.ctx, batchOf("red", "red"), nil), "a batch of one partition key on the same sender")
+			got := t.ReceiveN(t.Receiver(q, "", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete}), 2, 10*time.Second)
+			t.expectBodies(got, "red0", "red1")
+		}},
+		Scenario{Name: "partition-rest-batch-one-key", Seed: batchKeyDoc + ", over HTTP too: a send-batch of distinct partition keys is 400, nothing of it stored", Protocol: REST, Run: func(t *T) {
+			q := t.Queue("cf-partitioned")
+			batch := func(keys ...string) []byte {
+				var items []map[string]any
+				for i, k := range keys {
+					items = append(items, map[string]any{"Body": fmt.Sprint(k, i), "BrokerProperties": map[string]any{"PartitionKey": k}})
+				}
+				b, _ := json.Marshal(items)
+				return b
+			}
+			hdr := http.Header{"Content-Type": {"application/vnd.microsoft.servicebus.json"}}
+			t.expectStatus(t.REST(http.MethodPost, q+"/messages", batch("red", "blue"), hdr), http.StatusBadRequest, "a send-batch with PartitionKeys red and blue")
+			t.expectNothingStored(t.Receiver(q, "", nil), "the refused batch")
+			t.restSend(q, batch("red", "red"), hdr)
+			got := t.ReceiveN(t.Receiver(q, "", &azservicebus.ReceiverOptions{ReceiveMode: azservicebus.ReceiveModeReceiveAndDelete}), 2, 10*time.Second)
+			t.expectBodies(got, "red0", "red1")
 		}},
 		Scenario{Name: "partition-topic-fanout", Seed: partitionDoc + "a subscription of a partitioned topic receives every message sent to the topic, whatever its partition", Protocol: AMQP, Run: func(t *T) {
 			tp := t.Topic("cf-topic-partitioned")
