@@ -78,13 +78,19 @@ func (c *conn) completeMany(entity string, group []pendingComplete) {
 		if retried {
 			// Completions that arrive meanwhile need not wait for these.
 			c.postHere(func() { c.completing-- })
-			answered = c.retrySettlements(errs, func(i int) bool { return group[i].answer }, func(idx []int) []error {
+			var unknown []bool
+			answered, unknown = c.retrySettlements(errs, func(i int) bool { return group[i].answer }, func(idx []int) []error {
 				again := make([]core.LockToken, len(idx))
 				for j, i := range idx {
 					again[j] = toks[i]
 				}
 				return c.broker().CompleteMany(entity, again, true)
 			})
+			for i, u := range unknown {
+				if u && answered && core.CodeOf(errs[i]) == core.CodeLockLost {
+					errs[i] = c.resolveUnknown(group[i].od, errs[i])
+				}
+			}
 		}
 		for i, pc := range group {
 			errs[i] = c.sessionLockErr(pc.od, errs[i])
@@ -138,7 +144,7 @@ func (c *conn) submitSettles() {
 		}
 		answered := true
 		if anySettleRetryable(errs) {
-			answered = c.retrySettlements(errs, func(i int) bool { return pending[i].answer }, func(idx []int) []error {
+			answered, _ = c.retrySettlements(errs, func(i int) bool { return pending[i].answer }, func(idx []int) []error {
 				out := make([]error, len(idx))
 				for j, i := range idx {
 					out[j] = settle(pending[i])

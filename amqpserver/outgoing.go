@@ -64,6 +64,7 @@ type outDelivery struct {
 	l       *link
 	entity  string
 	token   core.LockToken
+	seq     int64             // the message's sequence number
 	sess    *core.SessionLock // the session it was received under, if any
 	written bool              // every frame of its transfer is written
 }
@@ -453,7 +454,7 @@ func (l *link) deliver(pm *pulledMsg) {
 	// three before. The entry outlives the transfer (until the client
 	// settles); the payload does not (pump lets it go once written).
 	ld := &lockedDelivery{
-		od: outDelivery{l: l, entity: l.entity, token: pm.token, sess: l.out.sess},
+		od: outDelivery{l: l, entity: l.entity, token: pm.token, seq: pm.seq, sess: l.out.sess},
 		tr: outTransfer{l: l, id: id, payload: pm.payload},
 	}
 	ld.tr.od = &ld.od

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -286,5 +287,69 @@ func TestShutdownDoesNotWaitForSettlementRetries(t *testing.T) {
 	}
 	if c := env.MustCounts(t, "q"); c.Active != 1 {
 		t.Fatalf("counts %+v: the message must stay", c)
+	}
+}
+
+// A completion whose write's outcome is unknown (the disk failed under
+// it) is retried by the server as well: the retry completes the message
+// and the Go SDK's CompleteMessage succeeds, the message gone. Before,
+// the answer was com.microsoft:timeout, which the SDK retried into a
+// success go-amqp made up, with the message still there.
+func TestSDKCompleteWhoseOutcomeWasUnknown(t *testing.T) {
+	env, fs := coretest.NewFault(t)
+	addr := serveFaultBroker(t, env)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+	env.MustSend(t, "q", coretest.Text("x"))
+	rcv := newSDKReceiver(t, addr, "q")
+	m := receiveOne(t, rcv)
+	fs.FailApplies(0, 1, fmt.Errorf("test disk: %w: %w", storage.ErrUnavailable, storage.ErrOutcomeUnknown))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := rcv.CompleteMessage(ctx, m, nil); err != nil {
+		t.Fatalf("complete after a write of unknown outcome: %v", err)
+	}
+	if n := fs.Failed.Load(); n != 1 {
+		t.Errorf("%d writes failed, want 1", n)
+	}
+	if c := env.MustCounts(t, "q"); c.Total != 0 {
+		t.Fatalf("counts %+v after CompleteMessage reported success", c)
+	}
+}
+
+// A completion whose write's outcome was unknown, and whose retry then
+// found the lock lost (here it expired meanwhile): the server looks for
+// the message to learn which. It is still there, so the completion did
+// not take effect: the answer is message-lock-lost (the Go SDK's
+// CodeLockLost), and the message stays. Before, the answer was
+// com.microsoft:timeout, which the SDK retried into a success.
+func TestSDKCompleteUnknownThenLockLostLooksForTheMessage(t *testing.T) {
+	env, fs := coretest.NewFault(t)
+	addr := serveFaultBroker(t, env)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: 30 * time.Second})
+	env.MustSend(t, "q", coretest.Text("x"))
+	rcv := newSDKReceiver(t, addr, "q")
+	m := receiveOne(t, rcv)
+	var once sync.Once
+	fs.OnApply(func(*storage.Batch) error {
+		failed := false
+		once.Do(func() {
+			env.Clock.Advance(time.Minute) // the lock lapses while the write is in doubt
+			failed = true
+		})
+		if failed {
+			return fmt.Errorf("test disk: %w: %w", storage.ErrUnavailable, storage.ErrOutcomeUnknown)
+		}
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	err := rcv.CompleteMessage(ctx, m, nil)
+	var se *azservicebus.Error
+	if !errors.As(err, &se) || se.Code != azservicebus.CodeLockLost {
+		t.Fatalf("complete in doubt, then its lock lost, the message still there: %v, want the SDK's CodeLockLost", err)
+	}
+	fs.Heal()
+	if c := env.MustCounts(t, "q"); c.Active != 1 {
+		t.Fatalf("counts %+v: the message must still be there", c)
 	}
 }
