@@ -35,6 +35,7 @@ type loopState struct {
 	wasLeader  bool
 	leaderTerm uint64
 	campaigned bool             // campaignAlone ran
+	preVote    preVoteRetry     // see prevote.go
 	acks       map[uint64]int64 // voter → latest echoed send time (this term)
 	heard      map[uint64]int64 // peer → when (mono) its latest frame arrived
 	// A new Session of fenceTerm waits until the applied index reaches
@@ -126,7 +127,7 @@ func (n *Node) run() {
 		case <-n.stopc:
 			return
 		case <-tick.C:
-			l.rn.Tick()
+			l.preVote.tick(l.rn)
 		case f := <-n.recvc:
 			n.stepFrame(f)
 		case s := <-n.snapc:
