@@ -58,11 +58,10 @@ func (st *serverStats) request(err error, n int) {
 	if n <= 0 {
 		return
 	}
-	var se *sas.Error
 	switch {
 	case err == nil:
 		st.successful.Add(int64(n))
-	case errors.As(err, &se):
+	case isSASError(err):
 		st.userErrors.Add(int64(n))
 	case core.CodeOf(err) == core.CodeServerBusy:
 		st.throttled.Add(int64(n))
@@ -99,4 +98,11 @@ func (st *serverStats) status(code int32) {
 	default:
 		st.userErrors.Add(1)
 	}
+}
+
+// isSASError reports whether err is a [sas.Error]. errors.AsType keeps
+// request free of the allocation errors.As's target cost on every call.
+func isSASError(err error) bool {
+	_, ok := errors.AsType[*sas.Error](err)
+	return ok
 }
