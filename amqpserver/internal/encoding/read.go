@@ -203,6 +203,13 @@ func ReadSymbol(r *buffer.Buffer) (Symbol, error) {
 // ReadBinary decodes a binary into a fresh slice (never aliasing r). A null
 // yields nil.
 func ReadBinary(r *buffer.Buffer) ([]byte, error) {
+	return AppendBinary([]byte{}, r)
+}
+
+// AppendBinary decodes a binary and appends it to dst, which it returns:
+// into dst's room when it fits there, as a fresh slice otherwise (never
+// aliasing r). A null yields nil, whatever dst.
+func AppendBinary(dst []byte, r *buffer.Buffer) ([]byte, error) {
 	code, err := readCode(r)
 	if err != nil {
 		return nil, err
@@ -215,7 +222,7 @@ func ReadBinary(r *buffer.Buffer) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return append([]byte{}, p...), nil
+		return append(dst, p...), nil
 	}
 	return nil, wrongType(code, "binary")
 }

@@ -161,10 +161,11 @@ func BenchmarkUnmarshalMessageSharing(b *testing.B) {
 }
 
 // TestReadTransferAllocs counts what reading a client's transfer frame
-// costs: its body, the Transfer, and its delivery-id, tag and
-// message-format; the cursor over the frame (the Reader's) and the
-// performative's list (a ListWindow in that cursor) cost nothing. A
-// disposition costs its body, itself and its last delivery-id.
+// costs: its body and the Transfer, whose delivery-id, tag and
+// message-format share its allocation (transferAlloc); the cursor over
+// the frame (the Reader's) and the performative's list (a ListWindow in
+// that cursor) cost nothing. A disposition costs its body and itself,
+// its last delivery-id included.
 func TestReadTransferAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are only meaningful without -race (make allocs); see race_on_test.go")
@@ -175,8 +176,8 @@ func TestReadTransferAllocs(t *testing.T) {
 		body Body
 		want float64
 	}{
-		{"transfer", &Transfer{Handle: 1, DeliveryID: &id, DeliveryTag: make([]byte, 16), MessageFormat: &format, Payload: make([]byte, 1024)}, 5},
-		{"disposition", &Disposition{Role: RoleReceiver, First: 7, Last: &id, Settled: true, State: &Accepted{}}, 3},
+		{"transfer", &Transfer{Handle: 1, DeliveryID: &id, DeliveryTag: make([]byte, 16), MessageFormat: &format, Payload: make([]byte, 1024)}, 2},
+		{"disposition", &Disposition{Role: RoleReceiver, First: 7, Last: &id, Settled: true, State: &Accepted{}}, 2},
 	} {
 		enc := mustWrite(t, Frame{Channel: 1, Body: c.body})
 		stream := bytes.Repeat(enc, 102) // one, and AllocsPerRun's warm-up and 100 runs
@@ -191,6 +192,38 @@ func TestReadTransferAllocs(t *testing.T) {
 		})
 		if allocs != c.want {
 			t.Errorf("ReadFrame(%s) allocates %v times, want %v", c.name, allocs, c.want)
+		}
+	}
+}
+
+// TestTransferTagsDecodeWhateverTheirLength checks the delivery-tags a
+// transfer's room holds (up to 32 bytes) and those it does not (longer
+// than the spec allows, taken as before) decode to the bytes sent, and
+// that two decoded transfers do not share their tags.
+func TestTransferTagsDecodeWhateverTheirLength(t *testing.T) {
+	id := uint32(3)
+	for _, n := range []int{0, 1, 16, 32, 33, 200} {
+		tag := bytes.Repeat([]byte{byte(n)}, n)
+		enc := mustWrite(t, Frame{Channel: 1, Body: &Transfer{Handle: 1, DeliveryID: &id, DeliveryTag: tag, Payload: []byte("p")}})
+		rd := NewReader(bytes.NewReader(bytes.Repeat(enc, 2)), 1<<20)
+		var got [2]*Transfer
+		for i := range got {
+			f, err := rd.ReadFrame()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[i] = f.Body.(*Transfer)
+		}
+		for i, tr := range got {
+			if !bytes.Equal(tr.DeliveryTag, tag) || tr.DeliveryTag == nil || *tr.DeliveryID != id {
+				t.Errorf("tag of %d bytes, transfer %d: got tag %x id %v, want %x id %d", n, i, tr.DeliveryTag, *tr.DeliveryID, tag, id)
+			}
+		}
+		if n > 0 {
+			got[0].DeliveryTag[0]++
+			if got[1].DeliveryTag[0] != byte(n) {
+				t.Errorf("tag of %d bytes: two decoded transfers share their tag", n)
+			}
 		}
 	}
 }

@@ -219,6 +219,16 @@ func readOptUint(r *buffer.Buffer) (*uint32, error) {
 	return &v, nil
 }
 
+// readUintInto decodes a uint into *dst and returns dst.
+func readUintInto(r *buffer.Buffer, dst *uint32) (*uint32, error) {
+	v, err := encoding.ReadUint(r)
+	if err != nil {
+		return nil, err
+	}
+	*dst = v
+	return dst, nil
+}
+
 func readOptUbyte(r *buffer.Buffer) (*uint8, error) {
 	v, err := encoding.ReadUbyte(r)
 	if err != nil {

@@ -82,9 +82,14 @@ func ParseBody(r *buffer.Buffer) (Body, error) {
 	case codeFlow:
 		b = new(Flow)
 	case codeTransfer:
-		b = new(Transfer)
+		// One allocation for the transfer and the numbers it points to
+		// (transferAlloc): it is the performative of every message.
+		a := new(transferAlloc)
+		return whole(&a.t, a.t.unmarshalInto(r, &a.room), r)
 	case codeDisposition:
-		b = new(Disposition)
+		// The same for the disposition and its last delivery-id.
+		a := new(dispositionAlloc)
+		return whole(&a.d, a.d.unmarshalInto(r, &a.last), r)
 	case codeDetach:
 		b = new(Detach)
 	case codeEnd:
@@ -104,7 +109,13 @@ func ParseBody(r *buffer.Buffer) (Body, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown performative descriptor 0x%x", ErrMalformed, code)
 	}
-	if err := b.unmarshal(r); err != nil {
+	return whole(b, b.unmarshal(r), r)
+}
+
+// whole returns b, decoded from r with err, if err is nil and nothing
+// follows the performative in r.
+func whole(b Body, err error, r *buffer.Buffer) (Body, error) {
+	if err != nil {
 		return nil, err
 	}
 	if r.Len() != 0 {

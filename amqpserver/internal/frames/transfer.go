@@ -126,25 +126,55 @@ func (t *Transfer) MarshalAMQP(w *buffer.Buffer) error {
 	return nil
 }
 
+// transferRoom holds the values a decoded [Transfer]'s optional fields
+// point to.
+type transferRoom struct {
+	deliveryID, messageFormat uint32
+	rcvSettleMode             ReceiverSettleMode
+	tag                       [maxTagRoom]byte // the delivery-tag, if it fits
+}
+
+// maxTagRoom is the longest delivery-tag a transfer's room holds: the
+// longest the spec allows (§2.8.7: at most 32 bytes). A longer one is
+// decoded into an allocation of its own, as before.
+const maxTagRoom = 32
+
+// transferAlloc is a decoded [Transfer] allocated together with its
+// transferRoom: decoding a transfer then allocates once, where each of
+// its delivery-id, delivery-tag and message-format took an allocation of
+// its own (three per message sent).
+type transferAlloc struct {
+	t    Transfer
+	room transferRoom
+}
+
 func (t *Transfer) unmarshal(r *buffer.Buffer) error {
+	return t.unmarshalInto(r, new(transferRoom))
+}
+
+// unmarshalInto decodes the transfer from r; its optional numbers point
+// into room.
+func (t *Transfer) unmarshalInto(r *buffer.Buffer, room *transferRoom) error {
 	err := decodeFields(r, "transfer", 1<<0, func(i int, r *buffer.Buffer) (err error) {
 		switch i {
 		case 0:
 			t.Handle, err = encoding.ReadUint(r)
 		case 1:
-			t.DeliveryID, err = readOptUint(r)
+			t.DeliveryID, err = readUintInto(r, &room.deliveryID)
 		case 2:
-			t.DeliveryTag, err = encoding.ReadBinary(r)
+			t.DeliveryTag, err = encoding.AppendBinary(room.tag[:0], r)
 		case 3:
-			t.MessageFormat, err = readOptUint(r)
+			t.MessageFormat, err = readUintInto(r, &room.messageFormat)
 		case 4:
 			t.Settled, err = encoding.ReadBool(r)
 		case 5:
 			t.More, err = encoding.ReadBool(r)
 		case 6:
-			var m *uint8
-			m, err = readOptUbyte(r)
-			t.RcvSettleMode = (*ReceiverSettleMode)(m)
+			var m uint8
+			if m, err = encoding.ReadUbyte(r); err == nil {
+				room.rcvSettleMode = ReceiverSettleMode(m)
+				t.RcvSettleMode = &room.rcvSettleMode
+			}
 		case 7:
 			t.State, err = ReadDeliveryState(r)
 		case 8:
@@ -196,7 +226,20 @@ func (d *Disposition) MarshalAMQP(w *buffer.Buffer) error {
 	return nil
 }
 
+// dispositionAlloc is a decoded [Disposition] allocated together with
+// the last delivery-id it points to.
+type dispositionAlloc struct {
+	d    Disposition
+	last uint32
+}
+
 func (d *Disposition) unmarshal(r *buffer.Buffer) error {
+	return d.unmarshalInto(r, new(uint32))
+}
+
+// unmarshalInto decodes the disposition from r; its last delivery-id,
+// if present, is stored in *last.
+func (d *Disposition) unmarshalInto(r *buffer.Buffer, last *uint32) error {
 	return decodeFields(r, "disposition", 1<<0|1<<1, func(i int, r *buffer.Buffer) (err error) {
 		switch i {
 		case 0:
@@ -206,7 +249,7 @@ func (d *Disposition) unmarshal(r *buffer.Buffer) error {
 		case 1:
 			d.First, err = encoding.ReadUint(r)
 		case 2:
-			d.Last, err = readOptUint(r)
+			d.Last, err = readUintInto(r, last)
 		case 3:
 			d.Settled, err = encoding.ReadBool(r)
 		case 4:
