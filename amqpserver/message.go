@@ -421,18 +421,6 @@ func encodeDelivery(m *core.Message, peekLock bool) ([]byte, error) {
 	return bytes.Join([][]byte{sc.out.Bytes(), body}, nil), nil
 }
 
-// encodeDeliveryParts is encodeDelivery for a transfer: its sections in
-// an allocation of their own, its body m's, not copied.
-func encodeDeliveryParts(m *core.Message, peekLock bool) (payload, error) {
-	sc := deliveryScratches.Get().(*deliveryScratch)
-	defer sc.release()
-	body, err := sc.encode(m, peekLock)
-	if err != nil {
-		return payload{}, err
-	}
-	return payload{head: bytes.Clone(sc.out.Bytes()), body: body}, nil
-}
-
 // encode writes m's sections but its body's bytes into sc.out, and
 // returns those bytes (nil when sc.out holds the whole message): the
 // encoding is sc.out followed by them.
@@ -556,6 +544,13 @@ type deliveryScratch struct {
 const maxKeptScratch = 4 << 10
 
 var deliveryScratches = sync.Pool{New: func() any { return new(deliveryScratch) }}
+
+// next readies sc for the next message of a batch: what the last one
+// left in its message and scalars is dropped, its buffers and what out
+// holds are kept.
+func (sc *deliveryScratch) next() {
+	*sc = deliveryScratch{keys: sc.keys[:0], props: sc.props, ann: sc.ann, dann: sc.dann, out: sc.out}
+}
 
 // release drops what sc refers to (message bodies among it) and returns
 // it to the pool.

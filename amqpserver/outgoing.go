@@ -1,6 +1,7 @@
 package amqpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -260,21 +261,52 @@ type encodeFailure struct {
 }
 
 // encodePulled encodes messages for delivery. The messages are not kept:
-// only the encoded transfer payload is, which shares each body with the
-// message (encodeDeliveryParts).
+// only the encoded transfer payloads are, each sharing its body with its
+// message, not copied (deliveryScratch.encode). The encoded sections (each payload's
+// head) of consecutive messages share an allocation of about
+// sharedHeads bytes, where each had one of its own: they are encoded one
+// after the other into one scratch and copied out together.
 func encodePulled(msgs []*core.Message, lockAnnotations bool) ([]pulledMsg, []encodeFailure) {
 	batch := make([]pulledMsg, 0, len(msgs))
 	var failed []encodeFailure
+	sc := deliveryScratches.Get().(*deliveryScratch)
+	defer sc.release()
+	copied := 0 // batch[copied:] have their heads in sc.out, not yet copied out
 	for i, m := range msgs {
-		payload, err := encodeDeliveryParts(m, lockAnnotations)
+		sc.next()
+		start := sc.out.Len()
+		body, err := sc.encode(m, lockAnnotations)
 		if err != nil {
+			sc.out.Truncate(start)
 			failed = append(failed, encodeFailure{m.LockToken, err})
 		} else {
-			batch = append(batch, pulledMsg{token: m.LockToken, seq: m.SequenceNumber, payload: payload})
+			head := sc.out.Bytes()[start:]
+			batch = append(batch, pulledMsg{token: m.LockToken, seq: m.SequenceNumber, payload: payload{head: head, body: body}})
 		}
 		msgs[i] = nil
+		if sc.out.Len() >= sharedHeads || i == len(msgs)-1 {
+			copyHeads(batch[copied:], sc.out.Bytes())
+			copied = len(batch)
+			sc.out.Reset()
+		}
 	}
 	return batch, failed
+}
+
+// sharedHeads is how many bytes of encoded sections encodePulled gathers
+// before it copies them out into one allocation: about eight deliveries'
+// of 1 KiB, and half what a pooled scratch keeps (maxKeptScratch), so
+// that the scratch stays in the pool.
+const sharedHeads = maxKeptScratch / 2
+
+// copyHeads gives the payloads of batch, whose heads are consecutive in
+// enc (they alias it), a copy of enc of their own to share.
+func copyHeads(batch []pulledMsg, enc []byte) {
+	own := bytes.Clone(enc)
+	for i := range batch {
+		n := len(batch[i].payload.head)
+		batch[i].payload.head, own = own[:n:n], own[n:]
+	}
 }
 
 func tokensOf(failed []encodeFailure) []core.LockToken {
