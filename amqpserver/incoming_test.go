@@ -230,3 +230,23 @@ func TestSendBurstAnswersEachDelivery(t *testing.T) {
 		t.Errorf("stored %v, want 0,1,3,4 in order", got)
 	}
 }
+
+// TestSendBatchReservedGrowsNoMore checks that a batch given room for the
+// size of the last one takes that many deliveries without growing.
+func TestSendBatchReservedGrowsNoMore(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are only meaningful without -race (make allocs)")
+	}
+	parts := make([]partial, 40)
+	msg := new(core.Message)
+	n := testing.AllocsPerRun(20, func() {
+		var b sendBatch
+		b.reserve(len(parts))
+		for i := range parts {
+			b.add(&parts[i], append(b.msgs, msg))
+		}
+	})
+	if n != 3 {
+		t.Errorf("a batch of %d deliveries with room reserved allocates %v times, want 3 (its three slices)", len(parts), n)
+	}
+}
