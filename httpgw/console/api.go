@@ -101,7 +101,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, path string,
 		_, err = ns.Validate(token, path, need)
 	}
 	if err != nil {
-		writeJSONError(w, http.StatusUnauthorized, authText(err))
+		writeAuthError(w, err)
 		return false
 	}
 	return true

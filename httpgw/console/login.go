@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/sas"
 )
 
@@ -67,7 +68,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		rule, err = ns.Authenticate(req.KeyName, req.Key)
 	}
 	if err != nil {
-		writeJSONError(w, http.StatusUnauthorized, authText(err))
+		writeAuthError(w, err)
 		return
 	}
 	h.logins.succeeded(r.RemoteAddr)
@@ -86,7 +87,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) loginToken(w http.ResponseWriter, r *http.Request, token string) {
 	resp, err := h.checkToken(r, token)
 	if err != nil {
-		writeJSONError(w, http.StatusUnauthorized, authText(err))
+		writeAuthError(w, err)
 		return
 	}
 	h.logins.succeeded(r.RemoteAddr)
@@ -115,6 +116,20 @@ func (h *Handler) checkToken(r *http.Request, token string) (loginResponse, erro
 }
 
 // authText is the text of a refused credential.
+// writeAuthError answers a login or call whose credentials err refused:
+// 401, or 503 with Retry-After when they could not be checked now (a
+// cluster's group holding the rules has no reachable leader:
+// core.ErrServerBusy), as the gateway answers the SDKs: the page says to
+// try again rather than that the key is wrong.
+func writeAuthError(w http.ResponseWriter, err error) {
+	if errors.Is(err, core.ErrServerBusy) {
+		w.Header().Set("Retry-After", "1")
+		writeJSONError(w, http.StatusServiceUnavailable, "the credentials could not be checked now, try again: "+err.Error())
+		return
+	}
+	writeJSONError(w, http.StatusUnauthorized, authText(err))
+}
+
 func authText(err error) string {
 	var se *sas.Error
 	if errors.As(err, &se) {

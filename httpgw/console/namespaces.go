@@ -37,7 +37,7 @@ func (h *Handler) listNamespaces(w http.ResponseWriter, r *http.Request) {
 	}
 	ns, err := h.namespaceOf(r)
 	if err != nil {
-		writeJSONError(w, http.StatusUnauthorized, authText(err))
+		writeAuthError(w, err)
 		return
 	}
 	out := namespaceList{Current: ns.Name(), Names: []string{ns.Name()}}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/sas"
+	"github.com/omnibusmq/omnibus/httpgw/console"
 )
 
 // TestClusterTokenCheckedWithoutLeaderIsRetryable: a token that cannot be
@@ -118,6 +119,36 @@ func TestClusterTokenCheckedWithoutLeaderIsRetryable(t *testing.T) {
 	}
 	if code := post(unknownNS); code != http.StatusServiceUnavailable {
 		t.Errorf("REST send with a key name of an unknown namespace, no meta leader: %d, want 503", code)
+	}
+
+	// The console says the same: try again, not that the key is wrong.
+	consoleDo := func(path, token, body string) int {
+		method := http.MethodGet
+		if body != "" {
+			method = http.MethodPost
+		}
+		req, err := http.NewRequestWithContext(ctx, method, "http://"+via.HTTPAddr().String()+console.APIPath+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", token)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := consoleDo("entity?path=guarded", entityToken, ""); code != http.StatusServiceUnavailable {
+		t.Errorf("console call with the queue's rule, its group without a leader: %d, want 503", code)
+	}
+	if code := consoleDo("login", "", `{"keyName":"rule@elsewhere","key":"`+key+`"}`); code != http.StatusServiceUnavailable {
+		t.Errorf("console login with a key name of an unknown namespace, no meta leader: %d, want 503", code)
 	}
 
 	// The Go SDK with the queue's connection string keeps retrying until
