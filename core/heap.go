@@ -6,8 +6,6 @@ package core
 // delivered again at (or near) the head, as Service Bus does.
 type recHeap []*msgRec
 
-func (h recHeap) less(i, j int) bool { return h[i].seq < h[j].seq }
-
 func (h recHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].idx = i
@@ -60,33 +58,47 @@ func (h recHeap) peek() *msgRec {
 	return h[0]
 }
 
+// up moves the record at j towards the root to its place. Like down, it
+// moves a hole rather than swapping: each level reads one other record
+// and writes it once, and the moving record is written at the end.
 func (h recHeap) up(j int) {
-	for {
+	r := h[j]
+	for j > 0 {
 		i := (j - 1) / 2
-		if i == j || !h.less(j, i) {
+		p := h[i]
+		if r.seq >= p.seq {
 			break
 		}
-		h.swap(i, j)
+		h[j], p.idx = p, j
 		j = i
 	}
+	h[j], r.idx = r, j
 }
 
+// down moves the record at i towards the leaves to its place. A pop
+// (every peek-lock delivery) sifts a record down the whole heap: with a
+// hole, each level compares the two children and the moving record's
+// sequence number (kept in a local), and writes one record and its
+// position, where a swap read both records again and wrote both.
 func (h recHeap) down(i int) {
 	n := len(h)
+	r := h[i]
 	for {
 		j := 2*i + 1
 		if j >= n || j < 0 {
 			break
 		}
-		if r := j + 1; r < n && h.less(r, j) {
-			j = r
+		c := h[j]
+		if k := j + 1; k < n && h[k].seq < c.seq {
+			j, c = k, h[k]
 		}
-		if !h.less(j, i) {
+		if c.seq >= r.seq {
 			break
 		}
-		h.swap(i, j)
+		h[i], c.idx = c, i
 		i = j
 	}
+	h[i], r.idx = r, i
 }
 
 // timeItem is an entry of a queue's timeHeap: the expiry of a message
