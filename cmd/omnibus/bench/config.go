@@ -75,8 +75,12 @@ type Config struct {
 
 	// Output.
 	JSONPath string // write the result as JSON here
-	PlotPath string // draw throughput and latency here (.png or .svg)
-	Quiet    bool   // no live progress line
+	// StagesPath: at a target rate with receivers, write each message's
+	// moments here as CSV (see stageLog.writeCSV), to lay a run's slow
+	// episodes beside the broker's own events.
+	StagesPath string
+	PlotPath   string // draw throughput and latency here (.png or .svg)
+	Quiet      bool   // no live progress line
 }
 
 // errUsage marks configuration errors (exit status 2).
@@ -130,6 +134,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.DurationVar(&c.Warmup, "warmup", 0, "leading part of the run left out of the numbers")
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", 30*time.Second, "receivers give up after this long without a delivery")
 	fs.StringVar(&c.JSONPath, "json", "", "write the result as JSON to this file")
+	fs.StringVar(&c.StagesPath, "stages", "", "with --rate and receivers: write each message's moments (scheduled, handed to the client library,\naccepted, delivered; ms since the start) to this CSV file, for laying slow episodes beside the broker's events")
 	fs.StringVar(&c.PlotPath, "plot", "", "draw throughput over time and the latency distribution (.png or .svg)")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no live progress line")
 	return fs

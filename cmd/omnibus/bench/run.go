@@ -115,6 +115,11 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		r.BrokerCPU = (cpu1.broker - cpu0.broker).Seconds()
 	}
 	r.MachineBusyPct, r.MachineStealPct = machineUse(cpu0, cpu1)
+	if c.StagesPath != "" && stats.stages != nil {
+		if err := stats.stages.writeCSV(c.StagesPath, stats.measureFrom); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 

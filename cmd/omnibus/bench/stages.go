@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"bufio"
 	"cmp"
+	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -138,4 +141,43 @@ func (l *stageLog) slowest(measureFrom time.Time) (SlowestStages, bool) {
 	s.Count = len(tail)
 	s.EndToEnd, s.Generator, s.Broker, s.Acked = s.EndToEnd/n, s.Generator/n, s.Broker/n, s.Acked/n
 	return s, true
+}
+
+// writeCSV writes every message's moments to path: a comment line with
+// the run's start (wall clock, RFC 3339 with nanoseconds, and Unix
+// nanoseconds, so that the broker's log lines and GC traces can be laid
+// beside it) and where the warm-up ends, a header, then one line per
+// message in send order: its scheduled time, when it was handed to the
+// client library, when its acceptance and its (first) delivery arrived,
+// in milliseconds since the start; empty where not known.
+func (l *stageLog) writeCSV(path string, measureFrom time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing stages: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintf(w, "# start %s (unix ns %d); measured from %.3f ms\n", l.start.UTC().Format(time.RFC3339Nano),
+		l.start.UnixNano(), float64(measureFrom.Sub(l.start))/1e6)
+	fmt.Fprintln(w, "sched_ms,handed_ms,acked_ms,arrived_ms")
+	for _, e := range l.times {
+		for i, v := range [4]int64{e.sched, e.handed, e.acked, e.arrived} {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			if v != 0 {
+				fmt.Fprintf(w, "%.3f", float64(v)/1e6)
+			}
+		}
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing stages: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing stages: %w", err)
+	}
+	return nil
 }

@@ -2,6 +2,9 @@ package bench
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -60,3 +63,33 @@ func TestSlowestStagesWithoutMessages(t *testing.T) {
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+// --stages writes every message's moments, in send order, in
+// milliseconds since the run's start, with the start itself on the
+// first line; unknown moments are empty.
+func TestStagesCSV(t *testing.T) {
+	start := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+	l := newStageLog(start)
+	at := func(ms float64) time.Time { return start.Add(time.Duration(ms * float64(time.Millisecond))) }
+	l.handed(1, at(1), at(1.25))
+	l.acked(1, at(2.5))
+	l.arrived(1, at(3.125))
+	l.handed(2, at(2), at(2))
+	l.arrived(2, at(4)) // delivered, its acceptance not (yet) seen
+
+	path := filepath.Join(t.TempDir(), "stages.csv")
+	if err := l.writeCSV(path, at(1000)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# start 2026-11-29T11:00:00Z (unix ns " + strconv.FormatInt(start.UnixNano(), 10) + "); measured from 1000.000 ms\n" +
+		"sched_ms,handed_ms,acked_ms,arrived_ms\n" +
+		"1.000,1.250,2.500,3.125\n" +
+		"2.000,2.000,,4.000\n"
+	if string(got) != want {
+		t.Errorf("stages CSV:\n%s\nwant:\n%s", got, want)
+	}
+}
