@@ -46,9 +46,12 @@ const (
 // settleRetryable reports whether err, the result of a settlement, may
 // go away if the settlement is applied again.
 func settleRetryable(err error) bool {
+	if err == nil {
+		return false // most results: no need to ask for a code
+	}
 	switch core.CodeOf(err) {
 	case core.CodeServerBusy, core.CodeOutcomeUnknown, core.CodeTimeout:
-		return err != nil
+		return true
 	}
 	return false
 }
