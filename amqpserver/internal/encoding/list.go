@@ -7,9 +7,13 @@ import (
 	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 )
 
-// compoundHeader is the size of the placeholder written by beginCompound:
-// a constructor, a 4-byte size and a 4-byte count.
-const compoundHeader = 9
+// compoundHeader is the size of a compound's 32-bit header: a
+// constructor, a 4-byte size and a 4-byte count. smallHeader is the
+// 8-bit form's: a constructor, a size byte and a count byte.
+const (
+	compoundHeader = 9
+	smallHeader    = 3
+)
 
 // compoundMode says how endCompound writes a list, map or array header.
 type compoundMode int
@@ -24,11 +28,15 @@ const (
 )
 
 // beginCompound reserves room for a compound header (list, map or array) in
-// the given mode and returns its offset for endCompound.
+// the given mode and returns its offset for endCompound: in smallest mode
+// the 8-bit form's, which most compounds the broker writes take (a
+// performative, a message's header, properties and annotations).
 func beginCompound(w *buffer.Buffer, mode compoundMode) int {
 	start := w.Size()
 	if mode == smallest {
 		w.AppendByte(0)
+		w.AppendUint16(0)
+		return start
 	}
 	w.AppendUint32(0)
 	w.AppendUint32(0)
@@ -36,8 +44,10 @@ func beginCompound(w *buffer.Buffer, mode compoundMode) int {
 }
 
 // endCompound fills in the header reserved at start for count elements. In
-// smallest mode it shrinks to the 8-bit form when size and count fit in a
-// byte, moving the content written since beginCompound.
+// smallest mode it writes the 8-bit form when size and count fit in a
+// byte, and otherwise widens the header to the 32-bit form, moving the
+// content written since beginCompound. (It used to reserve the 32-bit
+// form and move the content of every small compound back instead.)
 func endCompound(w *buffer.Buffer, start, count int, code8, code32 byte, mode compoundMode) {
 	raw := w.Raw()
 	if mode == elementWide {
@@ -45,15 +55,16 @@ func endCompound(w *buffer.Buffer, start, count int, code8, code32 byte, mode co
 		binary.BigEndian.PutUint32(raw[start+4:], uint32(count))
 		return
 	}
-	content := len(raw) - start - compoundHeader
+	content := len(raw) - start - smallHeader
 	if content+1 <= math.MaxUint8 && count <= math.MaxUint8 {
 		raw[start] = code8
 		raw[start+1] = byte(content + 1)
 		raw[start+2] = byte(count)
-		copy(raw[start+3:], raw[start+compoundHeader:])
-		w.Truncate(len(raw) - (compoundHeader - 3))
 		return
 	}
+	w.Append(make([]byte, compoundHeader-smallHeader))
+	raw = w.Raw()
+	copy(raw[start+compoundHeader:], raw[start+smallHeader:len(raw)-(compoundHeader-smallHeader)])
 	raw[start] = code32
 	binary.BigEndian.PutUint32(raw[start+1:], uint32(content+4))
 	binary.BigEndian.PutUint32(raw[start+5:], uint32(count))
