@@ -117,32 +117,44 @@ func TestSDKSendWhoseOutcomeIsUnknown(t *testing.T) {
 	}
 }
 
-// A completion the store refuses for a moment is retried by the server,
-// not answered server-busy: the Go SDK would retry that rejection by
-// settling the same go-amqp message again, which go-amqp reports done
-// without asking the broker, so CompleteMessage returned nil and the
-// message came back (settleretry.go). Here the disk refuses the
-// completion three times, then takes it: CompleteMessage succeeds and the
-// message is gone. Before the server retried, the count below found it
-// still there.
-func TestSDKCompleteOnADiskFullForAMoment(t *testing.T) {
-	env, fs := coretest.NewFault(t)
-	addr := serveFaultBroker(t, env)
-	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
-	env.MustSend(t, "q", coretest.Text("x"))
-	rcv := newSDKReceiver(t, addr, "q")
-	m := receiveOne(t, rcv)
-	fs.FailApplies(0, 3, fmt.Errorf("test disk: %w", storage.ErrNoSpace))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := rcv.CompleteMessage(ctx, m, nil); err != nil {
-		t.Fatalf("complete while the disk frees up: %v", err)
-	}
-	if n := fs.Failed.Load(); n != 3 {
-		t.Errorf("%d writes refused, want 3", n)
-	}
-	if c := env.MustCounts(t, "q"); c.Total != 0 {
-		t.Fatalf("counts %+v after CompleteMessage reported success", c)
+// A completion whose writes fail for a moment is retried by the server,
+// not answered with the failure: the Go SDK would retry a rejection with
+// server-busy or timeout by settling the same go-amqp message again,
+// which go-amqp reports done without asking the broker, so
+// CompleteMessage returned nil and the message came back
+// (settleretry.go). Here the disk refuses the completion three times
+// (server busy), or fails it once with its outcome unknown; then it
+// takes it: CompleteMessage succeeds and the message is gone. Before the
+// server retried, the count below found it still there.
+func TestSDKCompleteThroughPassingWriteFaults(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		fails int
+		err   error
+	}{
+		{"the disk full for three writes", 3, fmt.Errorf("test disk: %w", storage.ErrNoSpace)},
+		{"a write of unknown outcome", 1, fmt.Errorf("test disk: %w: %w", storage.ErrUnavailable, storage.ErrOutcomeUnknown)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env, fs := coretest.NewFault(t)
+			addr := serveFaultBroker(t, env)
+			env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
+			env.MustSend(t, "q", coretest.Text("x"))
+			rcv := newSDKReceiver(t, addr, "q")
+			m := receiveOne(t, rcv)
+			fs.FailApplies(0, c.fails, c.err)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			if err := rcv.CompleteMessage(ctx, m, nil); err != nil {
+				t.Fatalf("complete through %s: %v", c.name, err)
+			}
+			if n := fs.Failed.Load(); n != int64(c.fails) {
+				t.Errorf("%d writes failed, want %d", n, c.fails)
+			}
+			if cnt := env.MustCounts(t, "q"); cnt.Total != 0 {
+				t.Fatalf("counts %+v after CompleteMessage reported success", cnt)
+			}
+		})
 	}
 }
 
@@ -287,32 +299,6 @@ func TestShutdownDoesNotWaitForSettlementRetries(t *testing.T) {
 	}
 	if c := env.MustCounts(t, "q"); c.Active != 1 {
 		t.Fatalf("counts %+v: the message must stay", c)
-	}
-}
-
-// A completion whose write's outcome is unknown (the disk failed under
-// it) is retried by the server as well: the retry completes the message
-// and the Go SDK's CompleteMessage succeeds, the message gone. Before,
-// the answer was com.microsoft:timeout, which the SDK retried into a
-// success go-amqp made up, with the message still there.
-func TestSDKCompleteWhoseOutcomeWasUnknown(t *testing.T) {
-	env, fs := coretest.NewFault(t)
-	addr := serveFaultBroker(t, env)
-	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q"})
-	env.MustSend(t, "q", coretest.Text("x"))
-	rcv := newSDKReceiver(t, addr, "q")
-	m := receiveOne(t, rcv)
-	fs.FailApplies(0, 1, fmt.Errorf("test disk: %w: %w", storage.ErrUnavailable, storage.ErrOutcomeUnknown))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := rcv.CompleteMessage(ctx, m, nil); err != nil {
-		t.Fatalf("complete after a write of unknown outcome: %v", err)
-	}
-	if n := fs.Failed.Load(); n != 1 {
-		t.Errorf("%d writes failed, want 1", n)
-	}
-	if c := env.MustCounts(t, "q"); c.Total != 0 {
-		t.Fatalf("counts %+v after CompleteMessage reported success", c)
 	}
 }
 
