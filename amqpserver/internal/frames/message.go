@@ -137,8 +137,14 @@ type StoreDecoder struct {
 
 // Decode decodes p into the decoder's Message, which is valid (and
 // aliases p, as UnmarshalMessageSharing's does) until the next Decode or
-// Clear.
+// Clear. It takes the message apart in one pass where it can (see
+// storefast.go) and with the general decoder where it cannot: the result
+// and the errors are those of UnmarshalMessageSharing either way.
 func (d *StoreDecoder) Decode(p []byte) (*Message, error) {
+	d.Clear()
+	if d.unmarshalFast(p) {
+		return &d.m, nil
+	}
 	d.Clear()
 	if err := d.m.unmarshal(p, true, d); err != nil {
 		d.Clear()
