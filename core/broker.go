@@ -148,6 +148,8 @@ type Broker struct {
 	// and the in-memory registry change in the same order.
 	manage sync.Mutex
 
+	pulls pulls // delivery records no message needs, deleted by the next write (pull.go)
+
 	orphans struct { // body deletions the store refused, retried (orphans.go)
 		sync.Mutex // guards keys; taken alone
 		keys       [][]byte

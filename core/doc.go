@@ -69,7 +69,9 @@
 // taking the other) → entity.refs → brokerTimer.mu. Broker.mu is taken
 // alone; so is idleReaper.mu (autodelete.go), after the queue mutexes
 // have been released. write.abort takes the mutex of each queue it gives
-// records back to in turn, never two at once, and entity.refs under it. No mutex is held across storage I/O, except inlet.mu while
+// records back to in turn, never two at once, and entity.refs under it.
+// Broker.pulls.mu (pull.go) is taken last, under a queue's mutex or
+// alone. No mutex is held across storage I/O, except inlet.mu while
 // publishing, which is in-memory work only.
 //
 // # Durability
@@ -79,7 +81,8 @@
 // message. Writes whose loss a crash cannot make visible (delivery counts,
 // expiry deletions, scheduled activation) are not synced. Locks are not
 // persisted: after a restart a message that was locked is available again,
-// its delivery already counted.
+// its delivery already counted (a pull's counts in one delivery record,
+// pull.go).
 //
 // # Writes
 //

@@ -8,14 +8,14 @@ type recHeap []*msgRec
 
 func (h recHeap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].idx = i
-	h[j].idx = j
+	h[i].idx = int32(i)
+	h[j].idx = int32(j)
 }
 
 func (h *recHeap) push(r *msgRec) {
-	r.idx = len(*h)
+	r.idx = int32(len(*h))
 	*h = append(*h, r)
-	h.up(r.idx)
+	h.up(len(*h) - 1)
 }
 
 // pop removes and returns the record with the lowest sequence number.
@@ -69,10 +69,10 @@ func (h recHeap) up(j int) {
 		if r.seq >= p.seq {
 			break
 		}
-		h[j], p.idx = p, j
+		h[j], p.idx = p, int32(j)
 		j = i
 	}
-	h[j], r.idx = r, j
+	h[j], r.idx = r, int32(j)
 }
 
 // down moves the record at i towards the leaves to its place. A pop
@@ -95,10 +95,10 @@ func (h recHeap) down(i int) {
 		if c.seq >= r.seq {
 			break
 		}
-		h[i], c.idx = c, i
+		h[i], c.idx = c, int32(i)
 		i = j
 	}
-	h[i], r.idx = r, i
+	h[i], r.idx = r, int32(i)
 }
 
 // timeItem is an entry of a queue's timeHeap: the expiry of a message

@@ -16,7 +16,7 @@ func TestRecHeapKeepsOrderAndPositions(t *testing.T) {
 	check := func(step int) {
 		t.Helper()
 		for i, r := range h {
-			if r.idx != i {
+			if int(r.idx) != i {
 				t.Fatalf("step %d: record %d at %d thinks it is at %d", step, r.seq, i, r.idx)
 			}
 			if p := (i - 1) / 2; i > 0 && h[p].seq > r.seq {

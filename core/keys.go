@@ -10,6 +10,8 @@ import "encoding/binary"
 //	'N' id:8                      → sequence numbers reserved up to (uint64)
 //	'Q' id:8 seq:8                → state record (record.go)
 //	'B' owner:8 seq:8             → body record (record.go)
+//	'L' id:8 pull:8               → delivery record: the counts a pull gave its messages (pull.go)
+//	'L' id:8 pull:8 seq:8         → (empty) cancels message seq's entry in that record
 //	'D' id:8 message-id           → duplicate-detection history: first seen (unix nanos)
 //	'S' id:8 session-id           → session state
 //	'R' id:8 rule-name            → rule (JSON)
@@ -23,6 +25,7 @@ const (
 	tabSeq     = 'N'
 	tabState   = 'Q'
 	tabBody    = 'B'
+	tabPull    = 'L'
 	tabDedup   = 'D'
 	tabSession = 'S'
 	tabRule    = 'R'

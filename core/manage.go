@@ -405,7 +405,7 @@ func (b *Broker) deleteLocked(path string) error {
 		batch.Delete(entityRecordKey(v.key))
 		for _, x := range append([]*entity{v}, v.parts...) {
 			for _, id := range []uint64{x.id, x.id | dlqBit} {
-				for _, tab := range []byte{tabSeq, tabState, tabBody, tabDedup, tabSession, tabRule} {
+				for _, tab := range []byte{tabSeq, tabState, tabPull, tabBody, tabDedup, tabSession, tabRule} {
 					batch.DeletePrefix(idKey(tab, id))
 				}
 			}

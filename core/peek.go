@@ -105,6 +105,16 @@ func (q *queue) peek(opts PeekOptions, total int) ([]*Message, int, error) {
 	if err != nil {
 		return nil, 0, storeError(err)
 	}
+	if len(hits) > 0 {
+		// Counts given by pulls are in delivery records (pull.go).
+		pulls, err := q.readPulls()
+		if err != nil {
+			return nil, 0, storeError(err)
+		}
+		for i := range hits {
+			hits[i].st.deliveryCount, _ = pulls.count(hits[i].seq, hits[i].st.deliveryCount)
+		}
+	}
 	out := make([]*Message, 0, len(hits))
 	first := total == 0
 	for _, h := range hits {

@@ -174,10 +174,10 @@ func (q *queue) takeForDelete(w *write, cands []deleteCand) []*msgRec {
 			continue // taken by a receiver (or set aside) since it was found
 		}
 		if s := q.sessionLocked(r); s != nil {
-			s.avail.remove(r.idx)
+			s.avail.remove(int(r.idx))
 			q.mu.sessions.changed(s)
 		} else {
-			q.mu.avail.remove(r.idx)
+			q.mu.avail.remove(int(r.idx))
 		}
 		w.hold(holdAside, q, r, LockToken{})
 		taken = append(taken, r)

@@ -11,11 +11,15 @@ import (
 type msgRec struct {
 	seq int64
 	stateRec
-	idx         int       // position in a recHeap, -1 when not in one
 	lock        LockToken // zero when not locked
 	lockedUntil int64     // unix nanos
 	msg         *Message  // body kept in memory for hand-over, or nil
-	tpos        int32     // 1 + index in the queue's timers; 0 when not there
+	pull        *pullRec  // the delivery record holding its count, or nil (pull.go)
+	// idx is the position in a recHeap, -1 when not in one. An int32 (a
+	// queue of 2^31 messages would need far more memory than a broker
+	// has) so that it shares a word with tpos.
+	idx  int32
+	tpos int32 // 1 + index in the queue's timers; 0 when not there
 }
 
 func (r *msgRec) locked() bool { return r.lock != (LockToken{}) }
@@ -36,8 +40,9 @@ type queue struct {
 	// reference counted by shared.refs; all others belong to one message.
 	shared *entity
 
-	cachedBytes  atomic.Int64 // cost of the messages held in msgRec.msg (cache.go)
-	readingAhead atomic.Bool  // a readAhead runs (bodies.go)
+	cachedBytes  atomic.Int64  // cost of the messages held in msgRec.msg (cache.go)
+	pullNo       atomic.Uint64 // the last delivery record's number (pull.go)
+	readingAhead atomic.Bool   // a readAhead runs (bodies.go)
 
 	wake wakeEntry // the queue's place in the broker timer; guarded by b.timer.mu
 
@@ -130,6 +135,7 @@ func (q *queue) removeLocked(r *msgRec) {
 		q.mu.activeN--
 	}
 	q.addBytesLocked(-r.storedBytes())
+	q.unpullLocked(r)
 	q.dropTimerLocked(r) // a cancelled scheduled message's activation
 	q.dropCacheLocked(r)
 	if s := q.sessionLocked(r); s != nil {

@@ -357,21 +357,31 @@ func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
 	}
 	w := q.b.newWrite(mode == ReceiveAndDelete)
 	defer w.abort()
-	for i := range got {
-		t := &got[i]
-		if mode == PeekLock {
-			w.setState(q, t.seq, &t.st)
-		} else {
-			w.deleteRecords(q, t.seq, t.st.owner, t.shared)
-		}
-	}
 	if mode == PeekLock {
-		if err := w.commit(); err != nil && !q.b.closed() {
-			q.b.warnStorage("recording delivery counts failed; they are kept in memory and written with the next change of each message",
-				zap.String("entity", q.path), zap.Error(err))
+		// The new counts: one delivery record for a pull of several
+		// (pull.go), the state record of a single message.
+		var p *pullRec
+		if len(got) >= minPull {
+			p = w.setPull(q, got)
+		} else {
+			for i := range got {
+				w.setState(q, got[i].seq, &got[i].st)
+			}
+		}
+		if err := w.commit(); err != nil {
+			if !q.b.closed() {
+				q.b.warnStorage("recording delivery counts failed; they are kept in memory and written with the next change of each message",
+					zap.String("entity", q.path), zap.Error(err))
+			}
+		} else if p != nil {
+			q.notePulled(got, p)
 		}
 		q.noteDelivered(out, mode)
 		return out, nil
+	}
+	for i := range got {
+		t := &got[i]
+		w.deleteRecords(q, t.seq, t.st.owner, t.shared)
 	}
 	w.holdTaken(q, got, mode)
 	if err := w.commit(); err != nil {

@@ -154,12 +154,21 @@ func (q *queue) recoverMessages(now int64) ([]*msgRec, error) {
 	var maxSeq int64
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	err := q.b.store.Scan(idKey(tabState, q.id), nil, func(k, v []byte) (bool, error) {
+	// Counts given by pulls are in delivery records (pull.go).
+	pulls, err := q.readPulls()
+	if err != nil {
+		return nil, err
+	}
+	err = q.b.store.Scan(idKey(tabState, q.id), nil, func(k, v []byte) (bool, error) {
 		st, err := decodeState(v)
 		if err != nil {
 			return false, fmt.Errorf("core: the state record of message %d of '%s' cannot be read: %w", seqFromKey(k), q.path, err)
 		}
 		r := &msgRec{seq: seqFromKey(k), idx: -1, stateRec: st}
+		if dc, p := pulls.count(r.seq, st.deliveryCount); p != nil {
+			r.deliveryCount, r.pull = dc, p
+			p.live++
+		}
 		maxSeq = max(maxSeq, r.seq)
 		if r.state == StateScheduled && r.scheduledAt <= now {
 			r.state = StateActive
@@ -186,6 +195,7 @@ func (q *queue) recoverMessages(now int64) ([]*msgRec, error) {
 	if err != nil {
 		return nil, err
 	}
+	q.recoveredPullsLocked(pulls)
 	// A queue's own counter must pass every sequence number still stored
 	// (its dead-letter subqueue shares the numbering).
 	if in := q.ent.in; in != nil && maxSeq >= in.next {
@@ -198,14 +208,14 @@ func (q *queue) recoverMessages(now int64) ([]*msgRec, error) {
 // takeBackLocked removes an available record from avail (or its session).
 func (q *queue) takeBackLocked(r *msgRec) {
 	if s := q.sessionLocked(r); s != nil {
-		if r.idx >= 0 && r.idx < len(s.avail) && s.avail[r.idx] == r {
-			s.avail.remove(r.idx)
+		if r.idx >= 0 && int(r.idx) < len(s.avail) && s.avail[r.idx] == r {
+			s.avail.remove(int(r.idx))
 			q.mu.sessions.changed(s)
 		}
 		return
 	}
-	if r.idx >= 0 && r.idx < len(q.mu.avail) && q.mu.avail[r.idx] == r {
-		q.mu.avail.remove(r.idx)
+	if r.idx >= 0 && int(r.idx) < len(q.mu.avail) && q.mu.avail[r.idx] == r {
+		q.mu.avail.remove(int(r.idx))
 	}
 }
 

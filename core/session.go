@@ -375,15 +375,32 @@ func (b *Broker) CloseSession(path string, sl *SessionLock) error {
 	q.unlockSessionLocked(s, false, b.Now())
 	// The deliveries taken back are taken back in the store too, like a
 	// release's, without waiting for fsync.
+	// A delivery record's entry for them is cancelled (pull.go); the
+	// record deletes the cancellation with itself, written or not.
 	var batch storage.Batch
-	for _, r := range released {
+	pulled := make([]*pullRec, len(released))
+	for i, r := range released {
 		batch.Set(seqKey(tabState, q.id, r.seq), r.stateRec.encode(nil))
+		if p := r.pull; p != nil {
+			batch.Set(cancelKey(p.key, r.seq), nil)
+			p.cancelled = append(p.cancelled, r.seq)
+			pulled[i] = p
+		}
 	}
 	q.mu.Unlock()
 	if len(batch.Ops) > 0 {
 		if err := b.store.Apply(&batch); err != nil {
 			b.warnStorage("recording the delivery counts of a closed session failed", zap.String("entity", q.path), zap.Error(err))
+			return nil
 		}
+		q.mu.Lock()
+		for i, r := range released {
+			// Unless a later delivery depends on a newer record already.
+			if p := pulled[i]; p != nil && r.pull == p {
+				q.unpullLocked(r)
+			}
+		}
+		q.mu.Unlock()
 	}
 	return nil
 }

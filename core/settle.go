@@ -162,6 +162,9 @@ func (q *queue) planAbandon(w *write, r *msgRec, st stateRec, o Outcome, now int
 		w.batch.Sync = false
 		w.setState(q, r.seq, &st)
 	}
+	if o.Kind == Release {
+		w.cancelPull(r) // the count taken back is below its delivery record's (pull.go)
+	}
 	return settled{q: q, kind: settledReturned, r: r, st: st, now: now, released: o.Kind == Release}, nil
 }
 

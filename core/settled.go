@@ -84,6 +84,9 @@ func (sd *settled) apply() {
 		now := sd.now
 		q.mu.Lock()
 		r.deliveryCount, r.owner = st.deliveryCount, st.owner
+		if sd.released {
+			q.cancelledLocked(r)
+		}
 		if q.pastExpiry(r, now) && !q.isDeadLetter() && r.state != StateDeferred {
 			q.mu.expiring = append(q.mu.expiring, r)
 			q.mu.Unlock()

@@ -230,7 +230,10 @@ func (w *write) commit() error {
 	w.batch.Ops = append(w.batch.Ops, w.bodies.Ops...)
 	w.bodies.Ops = nil
 	if len(w.batch.Ops) > 0 {
+		// Delivery records no message needs go with any write (pull.go).
+		n := w.b.takeDonePulls(&w.batch)
 		if err := w.b.store.Apply(&w.batch); err != nil {
+			w.b.putBackPulls(w.batch.Ops[len(w.batch.Ops)-n:])
 			w.abort()
 			return storeError(err)
 		}
