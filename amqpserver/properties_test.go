@@ -184,6 +184,9 @@ func FuzzPlainProperties(f *testing.F) {
 	f.Add([]byte{encoding.TypeCodeMap8, 4, 2, encoding.TypeCodeStr8, 0, encoding.TypeCodeLong})
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		n, size, ok := plainProperties(raw)
+		if wn, wsize, wok := plainPropertiesByEntry(raw); n != wn || size != wsize || ok != wok {
+			t.Fatalf("one pass: %d entries of %d bytes, %v; the entry-by-entry walk: %d, %d, %v", n, size, ok, wn, wsize, wok)
+		}
 		if !ok {
 			return
 		}
