@@ -86,7 +86,8 @@ func seedBodies() []Body {
 // FuzzFrame feeds arbitrary bytes to a Reader. Decoding must never panic,
 // must stay within the allocation budget (encoding.AllocFactor bytes per
 // input byte), and any frame it accepts must re-encode to bytes that
-// decode to an identical encoding.
+// decode to an identical encoding. A transfer's fast path must agree
+// with the general decoder on whatever it takes.
 func FuzzFrame(f *testing.F) {
 	for _, b := range seedBodies() {
 		var w buffer.Buffer
@@ -110,6 +111,14 @@ func FuzzFrame(f *testing.F) {
 				got = append(got, fr)
 			}
 		})
+		// Whatever follows a transfer's descriptor anywhere in the
+		// input, the transfer's fast path takes only as the general
+		// decoder does.
+		for i := 0; i+3 <= len(in); i++ {
+			if in[i] == encoding.TypeCodeDescribed && in[i+1] == encoding.TypeCodeSmallUlong && in[i+2] == byte(codeTransfer) {
+				checkTransferFast(t, "after a transfer descriptor", in[i+3:])
+			}
+		}
 		for _, fr := range got {
 			var w buffer.Buffer
 			if err := Write(&w, fr); err != nil {

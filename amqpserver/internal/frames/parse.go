@@ -84,7 +84,12 @@ func ParseBody(r *buffer.Buffer) (Body, error) {
 	case codeTransfer:
 		// One allocation for the transfer and the numbers it points to
 		// (transferAlloc): it is the performative of every message.
+		// Read straight off the bytes where it can (transferfast.go).
 		a := new(transferAlloc)
+		if a.t.unmarshalFast(r, &a.room) {
+			return &a.t, nil
+		}
+		*a = transferAlloc{}
 		return whole(&a.t, a.t.unmarshalInto(r, &a.room), r)
 	case codeDisposition:
 		// The same for the disposition and its last delivery-id.
