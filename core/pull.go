@@ -36,6 +36,10 @@ import (
 // keep the count the record gives, so the record may stay. When no
 // message depends on a record any more, its deletion (and its
 // cancellations') rides along the broker's next write (takeDonePulls).
+// A record thus lives as long as the longest-lived message that depends
+// on it: a message deferred for a week keeps its pull's record (a few
+// bytes per message of the pull) for that week; the records in memory
+// and on disk are bounded by the messages stored.
 //
 // The max rule is sound because a message's count only grows, except by
 // a take-back, which lowers it by one below its latest delivery's count

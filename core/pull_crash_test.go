@@ -227,3 +227,87 @@ func keys(m map[int64]*core.Message) []int64 {
 	}
 	return out
 }
+
+// A session closed cleanly takes back the deliveries of the messages
+// locked under it (CloseSession): their counts drop by one, below what
+// their pull's delivery record says, and the record's entries for them
+// are cancelled, so that a crash brings back the lowered counts while a
+// deferred message of the same pull keeps the record and its count. A
+// session whose lock is not closed keeps them all.
+func TestSessionCloseTakesBackPulledCountsAcrossCrash(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	st, err := pebblestore.Open("db", pebblestore.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(coretest.Epoch)
+	b, err := core.New(core.Config{Store: st, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := b.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "q", RequiresSession: true, LockDuration: time.Minute, MaxDeliveryCount: 10}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sid := range []string{"a", "b"} {
+		for i := range 6 {
+			m := coretest.Text(fmt.Sprint(sid, i))
+			m.SessionID = sid
+			if _, err := b.Send(ctx, "q", m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := map[int64]int32{}
+	pull := func(sid string, close bool) {
+		t.Helper()
+		sl, err := b.AcceptSession(ctx, "q", sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Mode: core.PeekLock, Max: 6, Session: sl})
+		if err != nil || len(got) != 6 {
+			t.Fatalf("session %s: received %d, %v", sid, len(got), err)
+		}
+		// The first completed, the second deferred (it keeps its count,
+		// and the pull's record with it); the rest locked until the
+		// session closes (counts back to 0) or not (counts 1).
+		if err := b.Settle(ctx, "q", got[0].LockToken, core.Outcome{Kind: core.Complete}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Settle(ctx, "q", got[1].LockToken, core.Outcome{Kind: core.Defer}); err != nil {
+			t.Fatal(err)
+		}
+		want[got[1].SequenceNumber] = 1
+		for _, m := range got[2:] {
+			want[m.SequenceNumber] = 1
+			if close {
+				want[m.SequenceNumber] = 0
+			}
+		}
+		if close {
+			if err := b.CloseSession("q", sl); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pull("a", true)
+	pull("b", false)
+	checkPeek(t, b, want, "before the crash")
+	synced := coretest.Text("synced")
+	synced.SessionID = "c"
+	seqs, err := b.Send(ctx, "q", synced) // makes everything before it durable
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[seqs[0]] = 0
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	b.Close()
+	st.Close()
+
+	_, b2 := recoverCrashed(t, crashed, clk)
+	if err := b2.Check(); err != nil {
+		t.Fatalf("consistency after the crash: %v", err)
+	}
+	checkPeek(t, b2, want, "after the crash")
+}
