@@ -62,11 +62,11 @@ const maxPlainProperties = 32
 // classify it, was a tenth of the front's instructions per send), and
 // takes exactly what that reading took (TestPlainPropertiesIsTheWalk).
 func plainProperties(raw []byte) (n, size int, ok bool) {
-	if len(raw) == 0 {
+	if len(raw) == 0 || uint64(len(raw)) > math.MaxUint32 { // keyAt holds offsets in raw
 		return 0, 0, false
 	}
-	var content int // the offset of the entries
-	var count int   // keys and values
+	var i int     // the offset of the entries, then of the next key or value
+	var count int // keys and values
 	switch raw[0] {
 	case encoding.TypeCodeNull:
 		return 0, 0, len(raw) == 1
@@ -74,140 +74,157 @@ func plainProperties(raw []byte) (n, size int, ok bool) {
 		if len(raw) < 3 || int(raw[1])-1 != len(raw)-3 {
 			return 0, 0, false
 		}
-		content, count = 3, int(raw[2])
+		i, count = 3, int(raw[2])
 	case encoding.TypeCodeMap32:
 		if len(raw) < 9 || int(binary.BigEndian.Uint32(raw[1:]))-4 != len(raw)-9 {
 			return 0, 0, false
 		}
-		content, count = 9, int(binary.BigEndian.Uint32(raw[5:]))
+		i, count = 9, int(binary.BigEndian.Uint32(raw[5:]))
 	default:
 		return 0, 0, false
 	}
 	if count%2 != 0 || count/2 > maxPlainProperties {
 		return 0, 0, false
 	}
-	var keys [maxPlainProperties][]byte
-	p := raw[content:]
+	// Where in raw each key read so far starts and ends (an array of
+	// the keys' slices was 768 bytes to zero for every send).
+	var keyAt, keyEnd [maxPlainProperties]uint32
 	for range count / 2 {
-		key, ok := plainVariable(&p, encoding.TypeCodeStr8, encoding.TypeCodeStr32)
+		start, end, ok := plainVariable(raw, i, encoding.TypeCodeStr8, encoding.TypeCodeStr32)
 		if !ok {
 			return 0, 0, false
 		}
-		for _, seen := range keys[:n] {
-			if string(seen) == string(key) {
+		key := raw[start:end]
+		for j := range n {
+			if string(raw[keyAt[j]:keyEnd[j]]) == string(key) {
 				return 0, 0, false
 			}
 		}
-		vs, ok := plainValue(&p)
-		if !ok {
+		keyAt[n], keyEnd[n] = uint32(start), uint32(end)
+		n++
+		i = end
+		if i == len(raw) {
 			return 0, 0, false
 		}
-		keys[n] = key
-		n++
-		size += len(key) + vs
+		code := raw[i]
+		switch w := plainWidths[code]; w {
+		case plainVariableWidth: // a binary, string or symbol: its length
+			start, end, ok := plainVariable(raw, i, code&^0x10, code|0x10)
+			if !ok {
+				return 0, 0, false
+			}
+			size += len(key) + end - start
+			i = end
+		case plainDescribed: // a TimeSpan
+			if i, ok = plainTimeSpan(raw, i); !ok {
+				return 0, 0, false
+			}
+			size += len(key) + 8
+		case plainRefused:
+			return 0, 0, false
+		default: // a fixed-width scalar of w bytes after its constructor
+			if len(raw)-i <= int(w) {
+				return 0, 0, false
+			}
+			size += len(key) + 8
+			i += 1 + int(w)
+		}
 	}
-	if len(p) != 0 { // bytes after the entries
+	if i != len(raw) { // bytes after the entries
 		return 0, 0, false
 	}
 	return n, size, true
 }
 
-// plainVariable reads, from the front of *p, a binary, string or symbol
-// whose constructor is code8 or code32 (its 8- and 32-bit length forms),
-// returns its data and advances *p past it.
-func plainVariable(p *[]byte, code8, code32 byte) ([]byte, bool) {
-	b := *p
-	if len(b) < 2 {
-		return nil, false
+// What plainWidths holds for a constructor that is not a fixed-width
+// scalar plainProperties keeps.
+const (
+	plainRefused       = -1 // char, decimals, list0, lists, maps, arrays, unknown
+	plainVariableWidth = -2 // binary, string, symbol
+	plainDescribed     = -3 // a TimeSpan, or refused
+)
+
+// plainWidths is, for every constructor, how many bytes follow it in a
+// fixed-width scalar that plainProperties keeps as it arrived (counted
+// at 8 bytes, as core's valueSize counts it), or what else it is.
+var plainWidths = func() (t [256]int8) {
+	for c := range t {
+		t[c] = plainRefused
 	}
-	var n, hdr int
+	for _, c := range []byte{encoding.TypeCodeNull, encoding.TypeCodeBoolTrue, encoding.TypeCodeBoolFalse, encoding.TypeCodeUint0, encoding.TypeCodeUlong0} {
+		t[c] = 0
+	}
+	for _, c := range []byte{encoding.TypeCodeBool, encoding.TypeCodeUbyte, encoding.TypeCodeByte, encoding.TypeCodeSmallUint,
+		encoding.TypeCodeSmallUlong, encoding.TypeCodeSmallInt, encoding.TypeCodeSmallLong} {
+		t[c] = 1
+	}
+	for _, c := range []byte{encoding.TypeCodeUshort, encoding.TypeCodeShort} {
+		t[c] = 2
+	}
+	for _, c := range []byte{encoding.TypeCodeUint, encoding.TypeCodeInt, encoding.TypeCodeFloat} {
+		t[c] = 4
+	}
+	for _, c := range []byte{encoding.TypeCodeUlong, encoding.TypeCodeLong, encoding.TypeCodeDouble, encoding.TypeCodeTimestamp} {
+		t[c] = 8
+	}
+	t[encoding.TypeCodeUUID] = 16
+	for _, c := range []byte{encoding.TypeCodeVbin8, encoding.TypeCodeVbin32, encoding.TypeCodeStr8, encoding.TypeCodeStr32,
+		encoding.TypeCodeSym8, encoding.TypeCodeSym32} {
+		t[c] = plainVariableWidth
+	}
+	t[encoding.TypeCodeDescribed] = plainDescribed
+	return t
+}()
+
+// plainVariable reads the binary, string or symbol at raw[i] whose
+// constructor is code8 or code32 (its 8- and 32-bit length forms) and
+// returns where its data starts and ends in raw.
+func plainVariable(raw []byte, i int, code8, code32 byte) (start, end int, ok bool) {
+	b := raw[i:]
+	if len(b) < 2 {
+		return 0, 0, false
+	}
+	var n int
 	switch b[0] {
 	case code8:
-		n, hdr = int(b[1]), 2
+		n, start = int(b[1]), i+2
 	case code32:
 		if len(b) < 5 {
-			return nil, false
+			return 0, 0, false
 		}
-		n, hdr = int(binary.BigEndian.Uint32(b[1:])), 5
+		n, start = int(binary.BigEndian.Uint32(b[1:])), i+5
 	default:
-		return nil, false
+		return 0, 0, false
 	}
-	if n > len(b)-hdr {
-		return nil, false
+	if n > len(raw)-start {
+		return 0, 0, false
 	}
-	*p = b[hdr+n:]
-	return b[hdr : hdr+n], true
+	return start, start + n, true
 }
 
-// plainValue reads, from the front of *p, a value plainProperties keeps
-// as it arrived and returns its accounted size (core's valueSize of what
-// valueFromAMQP makes of it), advancing *p past it; false for a value
-// it does not keep (char, decimals, lists, maps, arrays, described
-// values but a TimeSpan) or one the input does not hold.
-func plainValue(p *[]byte) (int, bool) {
-	b := *p
-	if len(b) == 0 {
+// plainTimeSpan reads the .NET TimeSpan at raw[i] that valueFromAMQP
+// keeps (the timespan descriptor symbol and a long whose ticks fit a
+// time.Duration) and returns the offset after it.
+func plainTimeSpan(raw []byte, i int) (int, bool) {
+	start, end, ok := plainVariable(raw, i+1, encoding.TypeCodeSym8, encoding.TypeCodeSym32) // after the 0x00
+	if !ok || string(raw[start:end]) != string(timeSpanDescriptor) || end == len(raw) {
 		return 0, false
 	}
-	width := 0
-	switch b[0] {
-	case encoding.TypeCodeVbin8, encoding.TypeCodeVbin32:
-		d, ok := plainVariable(p, encoding.TypeCodeVbin8, encoding.TypeCodeVbin32)
-		return len(d), ok
-	case encoding.TypeCodeStr8, encoding.TypeCodeStr32:
-		d, ok := plainVariable(p, encoding.TypeCodeStr8, encoding.TypeCodeStr32)
-		return len(d), ok
-	case encoding.TypeCodeSym8, encoding.TypeCodeSym32:
-		d, ok := plainVariable(p, encoding.TypeCodeSym8, encoding.TypeCodeSym32)
-		return len(d), ok
-	case encoding.TypeCodeNull, encoding.TypeCodeBoolTrue, encoding.TypeCodeBoolFalse, encoding.TypeCodeUint0, encoding.TypeCodeUlong0:
-	case encoding.TypeCodeBool, encoding.TypeCodeUbyte, encoding.TypeCodeByte, encoding.TypeCodeSmallUint,
-		encoding.TypeCodeSmallUlong, encoding.TypeCodeSmallInt, encoding.TypeCodeSmallLong:
-		width = 1
-	case encoding.TypeCodeUshort, encoding.TypeCodeShort:
-		width = 2
-	case encoding.TypeCodeUint, encoding.TypeCodeInt, encoding.TypeCodeFloat:
-		width = 4
-	case encoding.TypeCodeUlong, encoding.TypeCodeLong, encoding.TypeCodeDouble, encoding.TypeCodeTimestamp:
-		width = 8
-	case encoding.TypeCodeUUID:
-		width = 16
-	case encoding.TypeCodeDescribed:
-		return 8, plainTimeSpan(p)
-	default:
-		return 0, false
-	}
-	if len(b) <= width {
-		return 0, false
-	}
-	*p = b[1+width:]
-	return 8, true
-}
-
-// plainTimeSpan reads, from the front of *p, a .NET TimeSpan that
-// valueFromAMQP keeps (the timespan descriptor symbol and a long whose
-// ticks fit a time.Duration) and advances *p past it.
-func plainTimeSpan(p *[]byte) bool {
-	b := (*p)[1:] // after the described constructor
-	sym, ok := plainVariable(&b, encoding.TypeCodeSym8, encoding.TypeCodeSym32)
-	if !ok || string(sym) != string(timeSpanDescriptor) || len(b) == 0 {
-		return false
-	}
+	b := raw[end:]
 	var ticks int64
 	switch b[0] {
 	case encoding.TypeCodeLong:
 		if len(b) < 9 {
-			return false
+			return 0, false
 		}
-		ticks, b = int64(binary.BigEndian.Uint64(b[1:])), b[9:]
+		ticks, end = int64(binary.BigEndian.Uint64(b[1:])), end+9
 	case encoding.TypeCodeSmallLong:
 		if len(b) < 2 {
-			return false
+			return 0, false
 		}
-		ticks, b = int64(int8(b[1])), b[2:]
+		ticks, end = int64(int8(b[1])), end+2
 	default:
-		return false
+		return 0, false
 	}
-	*p = b
-	return ticks <= math.MaxInt64/100 && ticks >= math.MinInt64/100
+	return end, ticks <= math.MaxInt64/100 && ticks >= math.MinInt64/100
 }
