@@ -35,13 +35,13 @@ import (
 // when it did not, d's Message holds anything and must be cleared.
 func (d *StoreDecoder) unmarshalFast(p []byte) bool {
 	m := &d.m
-	rest := p
+	c := cursor{b: p}
 	last := -1
 	bodyStart, bodyEnd := -1, -1
 	otherBody := false // an amqp-value or amqp-sequence section
-	for len(rest) > 0 {
-		offset := len(p) - len(rest)
-		code, ok := fastDescriptor(&rest)
+	for c.i < len(p) {
+		offset := c.i
+		code, ok := c.descriptor()
 		if !ok {
 			return false
 		}
@@ -53,36 +53,36 @@ func (d *StoreDecoder) unmarshalFast(p []byte) bool {
 		switch code {
 		case codeMessageHeader:
 			m.Header = &d.hdr
-			ok = d.hdr.unmarshalFast(&rest)
+			ok = d.hdr.unmarshalFast(&c)
 		case codeMessageProperties:
 			m.Properties = &d.props
-			ok = d.props.unmarshalFast(&rest)
+			ok = d.props.unmarshalFast(&c)
 		case codeApplicationProperties:
-			m.RawApplicationProperties, ok = fastMapOrNull(&rest)
+			m.RawApplicationProperties, ok = c.mapOrNull()
 		case codeData:
 			if bodyStart < 0 {
 				bodyStart = offset
 				m.Data = d.data[:0]
 			}
 			var data []byte
-			if data, ok = fastBinary(&rest); ok {
+			if data, ok = c.binary(); ok {
 				m.Data = append(m.Data, data)
-				bodyEnd = len(p) - len(rest)
+				bodyEnd = c.i
 			}
 		case codeAMQPSequence, codeAMQPValue:
 			if bodyStart < 0 {
 				bodyStart = offset
 			}
 			otherBody = true
-			r := buffer.Make(rest)
+			r := buffer.Make(p[c.i:])
 			ok = encoding.Skip(&r) == nil
-			rest = r.Bytes()
-			bodyEnd = len(p) - len(rest)
+			c.i = len(p) - r.Len()
+			bodyEnd = c.i
 		default: // annotations, footer: as the general decoder reads them
-			r := buffer.Make(rest)
+			r := buffer.Make(p[c.i:])
 			sm, err := readSectionMap(&r)
 			ok = err == nil
-			rest = r.Bytes()
+			c.i = len(p) - r.Len()
 			switch code {
 			case codeDeliveryAnnotations:
 				m.DeliveryAnnotations = sm
@@ -115,10 +115,21 @@ func (d *StoreDecoder) unmarshalFast(p []byte) bool {
 	return true
 }
 
-// fastDescriptor reads a section's numeric descriptor, as
+// cursor reads encoded values off b from offset i, each by a switch on
+// its constructor. Its readers report false for a value that is not one
+// they take, or that b does not hold whole, leaving i anywhere; they
+// never look past len(b), so a list's elements are read with a cursor
+// whose b ends where the list does ([cursor.list]). It is an offset, not
+// a slice cut at each value: moving it past a value costs an addition.
+type cursor struct {
+	b []byte
+	i int
+}
+
+// descriptor reads a section's numeric descriptor, as
 // [encoding.ReadDescriptor] does.
-func fastDescriptor(p *[]byte) (uint64, bool) {
-	b := *p
+func (c *cursor) descriptor() (uint64, bool) {
+	b := c.b[c.i:]
 	if len(b) < 2 || b[0] != encoding.TypeCodeDescribed {
 		return 0, false
 	}
@@ -127,58 +138,76 @@ func fastDescriptor(p *[]byte) (uint64, bool) {
 		if len(b) < 3 {
 			return 0, false
 		}
-		*p = b[3:]
+		c.i += 3
 		return uint64(b[2]), true
 	case encoding.TypeCodeUlong:
 		if len(b) < 10 {
 			return 0, false
 		}
-		*p = b[10:]
+		c.i += 10
 		return binary.BigEndian.Uint64(b[2:]), true
 	case encoding.TypeCodeUlong0:
-		*p = b[2:]
+		c.i += 2
 		return 0, true
 	}
 	return 0, false
 }
 
-// fastList reads a list's header as [encoding.OpenList] checks it and
-// returns its content and element count, advancing p past the list.
-func fastList(p *[]byte) (content []byte, count int, ok bool) {
-	b := *p
+// list reads a list's header as [encoding.OpenList] checks it, moves c
+// past the whole list and returns a cursor over its elements, which it
+// does not check, and how many there are.
+func (c *cursor) list() (elems cursor, count int, ok bool) {
+	b := c.b[c.i:]
 	if len(b) == 0 {
-		return nil, 0, false
+		return cursor{}, 0, false
 	}
 	var size, hdr int
 	switch b[0] {
 	case encoding.TypeCodeList0:
-		*p = b[1:]
-		return nil, 0, true
+		c.i++
+		return cursor{}, 0, true
 	case encoding.TypeCodeList8:
 		if len(b) < 3 {
-			return nil, 0, false
+			return cursor{}, 0, false
 		}
 		size, count, hdr = int(b[1])-1, int(b[2]), 3
 	case encoding.TypeCodeList32:
 		if len(b) < 9 {
-			return nil, 0, false
+			return cursor{}, 0, false
 		}
 		size, count, hdr = int(binary.BigEndian.Uint32(b[1:]))-4, int(binary.BigEndian.Uint32(b[5:])), 9
 	default:
-		return nil, 0, false
+		return cursor{}, 0, false
 	}
 	if size < 0 || size > len(b)-hdr || count > size {
-		return nil, 0, false
+		return cursor{}, 0, false
 	}
-	*p = b[hdr+size:]
-	return b[hdr : hdr+size], count, true
+	start := c.i + hdr
+	c.i = start + size
+	return cursor{b: c.b[:c.i], i: start}, count, true
 }
 
-// fastVariable reads a binary, string or symbol whose constructor is one
-// of the two given (the 8- and 32-bit length forms) and returns its
-// bytes, aliasing p.
-func fastVariable(p *[]byte, code8, code32 byte) ([]byte, bool) {
-	b := *p
+// null reports whether the next element is a null, and moves past it
+// if it is; false too at the end of b.
+func (c *cursor) null() (null, ok bool) {
+	if c.i >= len(c.b) {
+		return false, false
+	}
+	if c.b[c.i] == encoding.TypeCodeNull {
+		c.i++
+		return true, true
+	}
+	return false, true
+}
+
+// done reports whether c has read all of b.
+func (c *cursor) done() bool { return c.i == len(c.b) }
+
+// variable reads a binary, string or symbol whose constructor is one of
+// the two given (the 8- and 32-bit length forms) and returns its bytes,
+// aliasing b.
+func (c *cursor) variable(code8, code32 byte) ([]byte, bool) {
+	b := c.b[c.i:]
 	if len(b) < 2 {
 		return nil, false
 	}
@@ -197,145 +226,154 @@ func fastVariable(p *[]byte, code8, code32 byte) ([]byte, bool) {
 	if n > len(b)-hdr {
 		return nil, false
 	}
-	*p = b[hdr+n:]
+	c.i += hdr + n
 	return b[hdr : hdr+n], true
 }
 
-// fastBinary reads a binary (a data section's content), aliasing p.
-func fastBinary(p *[]byte) ([]byte, bool) {
-	return fastVariable(p, encoding.TypeCodeVbin8, encoding.TypeCodeVbin32)
+// binary reads a binary (a data section's content), aliasing b.
+func (c *cursor) binary() ([]byte, bool) {
+	return c.variable(encoding.TypeCodeVbin8, encoding.TypeCodeVbin32)
 }
 
-// fastString reads a string as [encoding.ReadString] does.
-func fastString(p *[]byte) (string, bool) {
-	s, ok := fastVariable(p, encoding.TypeCodeStr8, encoding.TypeCodeStr32)
+// string reads a string as [encoding.ReadString] does.
+func (c *cursor) string() (string, bool) {
+	s, ok := c.variable(encoding.TypeCodeStr8, encoding.TypeCodeStr32)
 	return string(s), ok
 }
 
-// fastSymbol reads a symbol as [encoding.ReadSymbol] does.
-func fastSymbol(p *[]byte) (encoding.Symbol, bool) {
-	s, ok := fastVariable(p, encoding.TypeCodeSym8, encoding.TypeCodeSym32)
+// symbol reads a symbol as [encoding.ReadSymbol] does.
+func (c *cursor) symbol() (encoding.Symbol, bool) {
+	s, ok := c.variable(encoding.TypeCodeSym8, encoding.TypeCodeSym32)
 	return encoding.Symbol(s), ok
 }
 
-// fastAddress reads an address (a string or a symbol) as readAddress does.
-func fastAddress(p *[]byte) (string, bool) {
-	if b := *p; len(b) > 0 && (b[0] == encoding.TypeCodeSym8 || b[0] == encoding.TypeCodeSym32) {
-		s, ok := fastSymbol(p)
+// address reads an address (a string or a symbol) as readAddress does.
+func (c *cursor) address() (string, bool) {
+	if b := c.b[c.i:]; len(b) > 0 && (b[0] == encoding.TypeCodeSym8 || b[0] == encoding.TypeCodeSym32) {
+		s, ok := c.symbol()
 		return string(s), ok
 	}
-	return fastString(p)
+	return c.string()
 }
 
-// fastBool reads a boolean as [encoding.ReadBool] does (null is not
-// passed: the list walks skip null fields).
-func fastBool(p *[]byte) (bool, bool) {
-	b := *p
-	switch b[0] {
+// bool reads a boolean as [encoding.ReadBool] does (null is not passed:
+// the list walks skip null fields). c is at a value.
+func (c *cursor) bool() (bool, bool) {
+	switch c.b[c.i] {
 	case encoding.TypeCodeBoolTrue:
-		*p = b[1:]
+		c.i++
 		return true, true
 	case encoding.TypeCodeBoolFalse:
-		*p = b[1:]
+		c.i++
 		return false, true
 	case encoding.TypeCodeBool:
-		if len(b) < 2 {
+		if c.i+2 > len(c.b) {
 			return false, false
 		}
-		*p = b[2:]
-		return b[1] != 0, true
+		c.i += 2
+		return c.b[c.i-1] != 0, true
 	}
 	return false, false
 }
 
-// fastUint reads a uint as [encoding.ReadUint] does: a uint, ushort or
-// ubyte in any of their encodings.
-func fastUint(p *[]byte) (uint32, bool) {
-	b := *p
+// ubyte reads a ubyte as [encoding.ReadUbyte] does. c is at a value.
+func (c *cursor) ubyte() (uint8, bool) {
+	if c.b[c.i] != encoding.TypeCodeUbyte || c.i+2 > len(c.b) {
+		return 0, false
+	}
+	c.i += 2
+	return c.b[c.i-1], true
+}
+
+// uint reads a uint as [encoding.ReadUint] does: a uint, ushort or ubyte
+// in any of their encodings. c is at a value.
+func (c *cursor) uint() (uint32, bool) {
+	b := c.b[c.i:]
 	switch b[0] {
 	case encoding.TypeCodeUint0:
-		*p = b[1:]
+		c.i++
 		return 0, true
 	case encoding.TypeCodeSmallUint, encoding.TypeCodeUbyte:
 		if len(b) < 2 {
 			return 0, false
 		}
-		*p = b[2:]
+		c.i += 2
 		return uint32(b[1]), true
 	case encoding.TypeCodeUshort:
 		if len(b) < 3 {
 			return 0, false
 		}
-		*p = b[3:]
+		c.i += 3
 		return uint32(binary.BigEndian.Uint16(b[1:])), true
 	case encoding.TypeCodeUint:
 		if len(b) < 5 {
 			return 0, false
 		}
-		*p = b[5:]
+		c.i += 5
 		return binary.BigEndian.Uint32(b[1:]), true
 	}
 	return 0, false
 }
 
-// fastTimestamp reads a timestamp as [encoding.ReadTimestamp] does.
-func fastTimestamp(p *[]byte) (time.Time, bool) {
-	b := *p
+// timestamp reads a timestamp as [encoding.ReadTimestamp] does.
+func (c *cursor) timestamp() (time.Time, bool) {
+	b := c.b[c.i:]
 	if len(b) < 9 || b[0] != encoding.TypeCodeTimestamp {
 		return time.Time{}, false
 	}
-	*p = b[9:]
+	c.i += 9
 	return time.UnixMilli(int64(binary.BigEndian.Uint64(b[1:]))).UTC(), true
 }
 
-// fastID reads a message-id or correlation-id of the types an id may
-// have (a string, ulong, uuid or binary) into what [encoding.Unmarshal]
-// makes of it. Any other value is left to the general decoder.
-func fastID(p *[]byte) (any, bool) {
-	b := *p
+// id reads a message-id or correlation-id of the types an id may have
+// (a string, ulong, uuid or binary) into what [encoding.Unmarshal] makes
+// of it. Any other value is left to the general decoder. c is at a
+// value.
+func (c *cursor) id() (any, bool) {
+	b := c.b[c.i:]
 	switch b[0] {
 	case encoding.TypeCodeStr8, encoding.TypeCodeStr32:
-		return fastString(p)
+		return c.string()
 	case encoding.TypeCodeVbin8, encoding.TypeCodeVbin32:
-		v, ok := fastBinary(p)
+		v, ok := c.binary()
 		return append([]byte{}, v...), ok
 	case encoding.TypeCodeUUID:
 		if len(b) < 17 {
 			return nil, false
 		}
-		*p = b[17:]
+		c.i += 17
 		return encoding.UUID(b[1:17]), true
 	case encoding.TypeCodeUlong0:
-		*p = b[1:]
+		c.i++
 		return uint64(0), true
 	case encoding.TypeCodeSmallUlong:
 		if len(b) < 2 {
 			return nil, false
 		}
-		*p = b[2:]
+		c.i += 2
 		return uint64(b[1]), true
 	case encoding.TypeCodeUlong:
 		if len(b) < 9 {
 			return nil, false
 		}
-		*p = b[9:]
+		c.i += 9
 		return binary.BigEndian.Uint64(b[1:]), true
 	}
 	return nil, false
 }
 
-// fastMapOrNull reads an application-properties section's value as
+// mapOrNull reads an application-properties section's value as
 // [encoding.SkipRaw] does for a map or null (its entries are checked
-// later, where they are read) and returns its encoding, aliasing p.
-func fastMapOrNull(p *[]byte) ([]byte, bool) {
-	b := *p
+// later, where they are read) and returns its encoding, aliasing b.
+func (c *cursor) mapOrNull() ([]byte, bool) {
+	b := c.b[c.i:]
 	if len(b) == 0 {
 		return nil, false
 	}
 	var size, count, hdr int
 	switch b[0] {
 	case encoding.TypeCodeNull:
-		*p = b[1:]
+		c.i++
 		return b[:1], true
 	case encoding.TypeCodeMap8:
 		if len(b) < 3 {
@@ -353,40 +391,35 @@ func fastMapOrNull(p *[]byte) ([]byte, bool) {
 	if size < 0 || size > len(b)-hdr || count > size {
 		return nil, false
 	}
-	*p = b[hdr+size:]
+	c.i += hdr + size
 	return b[:hdr+size], true
 }
 
 // unmarshalFast reads the header section's list as
 // [MessageHeader.unmarshal] does.
-func (h *MessageHeader) unmarshalFast(p *[]byte) bool {
+func (h *MessageHeader) unmarshalFast(c *cursor) bool {
 	h.Priority = DefaultPriority
-	c, count, ok := fastList(p)
+	l, count, ok := c.list()
 	if !ok {
 		return false
 	}
 	for i := range count {
-		if len(c) == 0 {
+		if null, ok := l.null(); !ok {
 			return false
-		}
-		if c[0] == encoding.TypeCodeNull {
-			c = c[1:]
+		} else if null {
 			continue
 		}
 		switch i {
 		case 0:
-			h.Durable, ok = fastBool(&c)
+			h.Durable, ok = l.bool()
 		case 1:
-			if len(c) < 2 || c[0] != encoding.TypeCodeUbyte {
-				return false
-			}
-			h.Priority, c = c[1], c[2:]
+			h.Priority, ok = l.ubyte()
 		case 2:
-			h.TTL, ok = fastUint(&c)
+			h.TTL, ok = l.uint()
 		case 3:
-			h.FirstAcquirer, ok = fastBool(&c)
+			h.FirstAcquirer, ok = l.bool()
 		case 4:
-			h.DeliveryCount, ok = fastUint(&c)
+			h.DeliveryCount, ok = l.uint()
 		default:
 			return false
 		}
@@ -394,56 +427,54 @@ func (h *MessageHeader) unmarshalFast(p *[]byte) bool {
 			return false
 		}
 	}
-	return len(c) == 0
+	return l.done()
 }
 
 // unmarshalFast reads the properties section's list as
 // [MessageProperties.unmarshal] does.
-func (mp *MessageProperties) unmarshalFast(p *[]byte) bool {
-	c, count, ok := fastList(p)
+func (mp *MessageProperties) unmarshalFast(c *cursor) bool {
+	l, count, ok := c.list()
 	if !ok {
 		return false
 	}
 	for i := range count {
-		if len(c) == 0 {
+		if null, ok := l.null(); !ok {
 			return false
-		}
-		if c[0] == encoding.TypeCodeNull {
-			c = c[1:]
+		} else if null {
 			continue
 		}
 		switch i {
 		case 0:
-			mp.MessageID, ok = fastID(&c)
+			mp.MessageID, ok = l.id()
 		case 1:
 			var v []byte
-			v, ok = fastBinary(&c)
+			v, ok = l.binary()
 			mp.UserID = append([]byte{}, v...)
 		case 2:
-			mp.To, ok = fastAddress(&c)
+			mp.To, ok = l.address()
 		case 3:
-			mp.Subject, ok = fastString(&c)
+			mp.Subject, ok = l.string()
 		case 4:
-			mp.ReplyTo, ok = fastAddress(&c)
+			mp.ReplyTo, ok = l.address()
 		case 5:
-			mp.CorrelationID, ok = fastID(&c)
+			mp.CorrelationID, ok = l.id()
 		case 6:
-			mp.ContentType, ok = fastSymbol(&c)
+			mp.ContentType, ok = l.symbol()
 		case 7:
-			mp.ContentEncoding, ok = fastSymbol(&c)
+			mp.ContentEncoding, ok = l.symbol()
 		case 8:
-			mp.AbsoluteExpiryTime, ok = fastTimestamp(&c)
+			mp.AbsoluteExpiryTime, ok = l.timestamp()
 		case 9:
-			mp.CreationTime, ok = fastTimestamp(&c)
+			mp.CreationTime, ok = l.timestamp()
 		case 10:
-			mp.GroupID, ok = fastString(&c)
+			mp.GroupID, ok = l.string()
 		case 11:
 			var v uint32
-			if v, ok = fastUint(&c); ok {
+			if v, ok = l.uint(); ok {
 				mp.GroupSequence = &v
 			}
 		case 12:
-			mp.ReplyToGroupID, ok = fastAddress(&c)
+			mp.ReplyToGroupID, ok = l.address()
 		default:
 			return false
 		}
@@ -451,5 +482,5 @@ func (mp *MessageProperties) unmarshalFast(p *[]byte) bool {
 			return false
 		}
 	}
-	return len(c) == 0
+	return l.done()
 }

@@ -1,9 +1,6 @@
 package frames
 
-import (
-	"github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
-	"github.com/omnibusmq/omnibus/amqpserver/internal/encoding"
-)
+import "github.com/omnibusmq/omnibus/amqpserver/internal/buffer"
 
 // A transfer's fast path (issue 30), as the store decoder's
 // (storefast.go): the transfer is the performative of every message a
@@ -23,51 +20,50 @@ import (
 // whether it did. When it did not, r is as it was and t and room hold
 // anything.
 func (t *Transfer) unmarshalFast(r *buffer.Buffer, room *transferRoom) bool {
-	rest := r.Bytes()
-	c, count, ok := fastList(&rest)
-	if !ok {
+	c := cursor{b: r.Bytes()}
+	l, count, ok := c.list()
+	if !ok || count == 0 {
+		return false // no handle
+	}
+	// The handle, mandatory.
+	if null, ok := l.null(); !ok || null {
 		return false
 	}
-	handle := false
-	for i := range count {
-		if len(c) == 0 {
+	if t.Handle, ok = l.uint(); !ok {
+		return false
+	}
+	for i := 1; i < count; i++ {
+		if null, ok := l.null(); !ok {
 			return false
-		}
-		if c[0] == encoding.TypeCodeNull {
-			c = c[1:]
+		} else if null {
 			continue
 		}
 		switch i {
-		case 0:
-			t.Handle, ok = fastUint(&c)
-			handle = true
 		case 1:
-			room.deliveryID, ok = fastUint(&c)
+			room.deliveryID, ok = l.uint()
 			t.DeliveryID = &room.deliveryID
 		case 2:
 			var tag []byte
-			tag, ok = fastBinary(&c)
+			tag, ok = l.binary()
 			t.DeliveryTag = append(room.tag[:0], tag...)
 		case 3:
-			room.messageFormat, ok = fastUint(&c)
+			room.messageFormat, ok = l.uint()
 			t.MessageFormat = &room.messageFormat
 		case 4:
-			t.Settled, ok = fastBool(&c)
+			t.Settled, ok = l.bool()
 		case 5:
-			t.More, ok = fastBool(&c)
+			t.More, ok = l.bool()
 		case 6:
-			if len(c) < 2 || c[0] != encoding.TypeCodeUbyte {
-				return false
-			}
-			room.rcvSettleMode = ReceiverSettleMode(c[1])
+			var m uint8
+			m, ok = l.ubyte()
+			room.rcvSettleMode = ReceiverSettleMode(m)
 			t.RcvSettleMode = &room.rcvSettleMode
-			c = c[2:]
 		case 8:
-			t.Resume, ok = fastBool(&c)
+			t.Resume, ok = l.bool()
 		case 9:
-			t.Aborted, ok = fastBool(&c)
+			t.Aborted, ok = l.bool()
 		case 10:
-			t.Batchable, ok = fastBool(&c)
+			t.Batchable, ok = l.bool()
 		default: // 7, the delivery state, and fields past the spec's
 			return false
 		}
@@ -75,11 +71,11 @@ func (t *Transfer) unmarshalFast(r *buffer.Buffer, room *transferRoom) bool {
 			return false
 		}
 	}
-	if len(c) != 0 || !handle {
+	if !l.done() {
 		return false
 	}
-	if len(rest) > 0 {
-		t.Payload = rest
+	if c.i < len(c.b) {
+		t.Payload = c.b[c.i:]
 	}
 	r.Skip(r.Len())
 	return true
