@@ -227,3 +227,40 @@ func TestTransferTagsDecodeWhateverTheirLength(t *testing.T) {
 		}
 	}
 }
+
+// cycleReader returns its bytes over and over, as much of them as each
+// Read asks for.
+type cycleReader struct {
+	p []byte
+	i int
+}
+
+func (c *cycleReader) Read(p []byte) (int, error) {
+	n := copy(p, c.p[c.i:])
+	c.i = (c.i + n) % len(c.p)
+	return n, nil
+}
+
+// BenchmarkReadFrameTransfers reads transfers from a stream, as a
+// connection's reader goroutine does: most are buffered whole, some
+// straddle two reads of the stream. 1 KiB payloads, and frames of the
+// broker's default maximum (64 KiB).
+func BenchmarkReadFrameTransfers(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		payload int
+	}{{"1KiB", 1024}, {"64KiB", 65536 - 64}} {
+		b.Run(c.name, func(b *testing.B) {
+			id, format := uint32(12345), uint32(0)
+			enc := mustWrite(b, Frame{Channel: 1, Body: &Transfer{Handle: 1, DeliveryID: &id, DeliveryTag: make([]byte, 16), MessageFormat: &format, Payload: make([]byte, c.payload)}})
+			rd := NewReader(&cycleReader{p: bytes.Repeat(enc, 64)}, 1<<20)
+			b.SetBytes(int64(len(enc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := rd.ReadFrame(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
