@@ -335,8 +335,13 @@ func decodePull(v []byte, out []pullEntryAt) ([]pullEntryAt, error) {
 }
 
 // notePulled records, once the delivery record p committed, that the
-// messages of got depend on it. A message whose lock ended meanwhile
-// (expired, and perhaps delivered again) is left to its later delivery.
+// messages of got depend on it. A message delivered again meanwhile (its
+// lock expired between the take and now) has a higher count in memory
+// than p gives it and is left to that later delivery; one whose lock
+// expired with no delivery since still depends on p for its count. (One
+// that also left the queue meanwhile, dead-lettered after its last
+// delivery, keeps p until a restart deletes it; that takes a lock
+// duration to pass within one pull's write.)
 // A message delivered with its state record rewritten (a pull too small
 // for a record) keeps the older record it may depend on: that entry's
 // count is below the new one, and the message lets go of it when it
@@ -346,7 +351,7 @@ func (q *queue) notePulled(got []taken, p *pullRec) {
 	defer q.mu.Unlock()
 	p.live++ // held while noting, so that it cannot end half-way
 	for i := range got {
-		if t := &got[i]; t.r.lock == t.lock {
+		if t := &got[i]; t.r.deliveryCount == t.st.deliveryCount {
 			q.pullLocked(t.r, p)
 		}
 	}

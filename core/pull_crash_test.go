@@ -1,7 +1,9 @@
 package core_test
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -310,4 +312,122 @@ func TestSessionCloseTakesBackPulledCountsAcrossCrash(t *testing.T) {
 		t.Fatalf("consistency after the crash: %v", err)
 	}
 	checkPeek(t, b2, want, "after the crash")
+}
+
+// Pulls, settlements and lock expiries racing each other never let a
+// delivery record go while a message still depends on it: once they
+// stop, the counts the store gives (Peek: state records and delivery
+// records) are the counts in memory (a delivery gives each one more),
+// and once every message is gone no record is left.
+func TestDeliveryRecordsKeepUpWithConcurrentSettlements(t *testing.T) {
+	st, err := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	clk := clock.NewFake(coretest.Epoch)
+	b, err := core.New(core.Config{Store: st, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := t.Context()
+	if _, err := b.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute, MaxDeliveryCount: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	for i := range n {
+		if _, err := b.Send(ctx, "q", coretest.Text(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var deferred sync.Map // sequence number → true
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for round := range 30 {
+				got, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Mode: core.PeekLock, Max: 3 + (g+round)%8})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i, m := range got {
+					var o core.Outcome
+					switch (g + round + i) % 6 {
+					case 0:
+						o.Kind = core.Complete
+					case 1, 2:
+						o.Kind = core.Abandon
+					case 3:
+						o.Kind = core.Release
+					case 4:
+						if m.SequenceNumber%7 == 0 {
+							o.Kind = core.Defer
+						} else {
+							o.Kind = core.Abandon
+						}
+					default:
+						continue // left locked until it expires
+					}
+					// Another receiver's clock advance may have ended the lock.
+					err := b.Settle(ctx, "q", m.LockToken, o)
+					switch {
+					case err == nil && o.Kind == core.Defer:
+						deferred.Store(m.SequenceNumber, true)
+					case err != nil && !errors.Is(err, core.ErrLockLost):
+						t.Errorf("settle %d: %v", m.SequenceNumber, err)
+					}
+				}
+				if round%10 == 9 && g == 0 {
+					clk.Advance(2 * time.Minute) // the locks left expire
+				}
+			}
+		})
+	}
+	wg.Wait()
+	clk.Advance(2 * time.Minute)
+	if err := b.Check(); err != nil {
+		t.Fatal(err)
+	}
+	stored := map[int64]int32{}
+	msgs, err := b.Peek(ctx, "q", core.PeekOptions{Max: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		stored[m.SequenceNumber] = m.DeliveryCount
+	}
+	var seqs []int64
+	deferred.Range(func(k, _ any) bool { seqs = append(seqs, k.(int64)); return true })
+	def, err := b.ReceiveDeferred(ctx, "q", core.PeekLock, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Mode: core.PeekLock, Max: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, def...)
+	if len(all) != len(stored) {
+		t.Errorf("peek shows %d messages, receiving them all %d", len(stored), len(all))
+	}
+	for _, m := range all {
+		if want := stored[m.SequenceNumber] + 1; m.DeliveryCount != want {
+			t.Errorf("message %d delivered with count %d, the store says %d before", m.SequenceNumber, m.DeliveryCount, want-1)
+		}
+		if err := b.Settle(ctx, "q", m.LockToken, core.Outcome{Kind: core.Complete}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A write of the core's (a receive-and-delete) carries the last
+	// records' deletions.
+	if _, err := b.Send(ctx, "q", coretest.Text("last")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Mode: core.ReceiveAndDelete, Max: 1}); err != nil || len(got) != 1 {
+		t.Fatalf("receive-and-delete: %d, %v", len(got), err)
+	}
+	if n := countKeys(t, st, 'L'); n != 0 {
+		t.Errorf("%d delivery records (or cancellations) left once the queue was drained", n)
+	}
 }
