@@ -27,19 +27,20 @@ import (
 // count: each msgRec delivered under it points at it (msgRec.pull) and
 // the record counts them (live). A message stops depending on it when it
 // leaves the queue (removeLocked: completed, dead-lettered, expired,
-// received and deleted), when a later delivery writes its newer count
-// (another record or its state record), or when its delivery is taken
-// back (a release, a session closed cleanly), which lowers the count
-// below the record's: that write also writes a cancellation of the
-// message's entry ('L' queue-id pull-number seq, empty), which the
-// readers honour. Other state rewrites (defer, abandon with properties)
-// keep the count the record gives, so the record may stay. When no
-// message depends on a record any more, its deletion (and its
-// cancellations') rides along the broker's next write (takeDonePulls).
-// A record thus lives as long as the longest-lived message that depends
-// on it: a message deferred for a week keeps its pull's record (a few
-// bytes per message of the pull) for that week; the records in memory
-// and on disk are bounded by the messages stored.
+// received and deleted, purged), when a later pull records its newer
+// count, when a settlement writes its state record with its count
+// (defer, abandon with properties, a dead letter dead-lettered again),
+// or when its delivery is taken back (a release, a session closed
+// cleanly), which lowers the count below the record's: that write also
+// writes a cancellation of the message's entry ('L' queue-id
+// pull-number seq, empty), which the readers honour. An abandon without
+// properties and a lock expiry write nothing: the message depends on the
+// record until it is delivered again, settled or gone. When no message
+// depends on a record any more, its deletion (and its cancellations')
+// rides along the broker's next write (takeDonePulls). The records in
+// memory and on disk are thus bounded by the messages that were
+// delivered in a pull and are neither settled nor delivered since: in a
+// queue with receivers, those of the pulls in flight.
 //
 // The max rule is sound because a message's count only grows, except by
 // a take-back, which lowers it by one below its latest delivery's count

@@ -233,8 +233,8 @@ func keys(m map[int64]*core.Message) []int64 {
 // A session closed cleanly takes back the deliveries of the messages
 // locked under it (CloseSession): their counts drop by one, below what
 // their pull's delivery record says, and the record's entries for them
-// are cancelled, so that a crash brings back the lowered counts while a
-// deferred message of the same pull keeps the record and its count. A
+// are cancelled, so that a crash brings back the lowered counts while an
+// abandoned message of the same pull keeps the record and its count. A
 // session whose lock is not closed keeps them all.
 func TestSessionCloseTakesBackPulledCountsAcrossCrash(t *testing.T) {
 	fs := vfs.NewCrashableMem()
@@ -271,13 +271,13 @@ func TestSessionCloseTakesBackPulledCountsAcrossCrash(t *testing.T) {
 		if err != nil || len(got) != 6 {
 			t.Fatalf("session %s: received %d, %v", sid, len(got), err)
 		}
-		// The first completed, the second deferred (it keeps its count,
+		// The first completed, the second abandoned (it keeps its count,
 		// and the pull's record with it); the rest locked until the
 		// session closes (counts back to 0) or not (counts 1).
 		if err := b.Settle(ctx, "q", got[0].LockToken, core.Outcome{Kind: core.Complete}); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Settle(ctx, "q", got[1].LockToken, core.Outcome{Kind: core.Defer}); err != nil {
+		if err := b.Settle(ctx, "q", got[1].LockToken, core.Outcome{Kind: core.Abandon}); err != nil {
 			t.Fatal(err)
 		}
 		want[got[1].SequenceNumber] = 1
@@ -430,4 +430,63 @@ func TestDeliveryRecordsKeepUpWithConcurrentSettlements(t *testing.T) {
 	if n := countKeys(t, st, 'L'); n != 0 {
 		t.Errorf("%d delivery records (or cancellations) left once the queue was drained", n)
 	}
+}
+
+// A settlement that writes a message's state record with its count
+// (defer, abandon with properties) ends its dependence on its pull's
+// record: a pull whose messages are all deferred or abandoned with
+// properties leaves no record behind, and peek gives their counts from
+// their state records.
+func TestDeferredMessagesLetTheirPullsRecordGo(t *testing.T) {
+	st, err := pebblestore.Open("db", pebblestore.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := core.New(core.Config{Store: st, Clock: clock.NewFake(coretest.Epoch)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := t.Context()
+	if _, err := b.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := b.Send(ctx, "q", coretest.Text(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Mode: core.PeekLock, Max: 4})
+	if err != nil || len(got) != 4 {
+		t.Fatalf("received %d, %v", len(got), err)
+	}
+	want := map[int64]int32{}
+	for i, m := range got {
+		o := core.Outcome{Kind: core.Defer}
+		if i%2 == 1 {
+			o = core.Outcome{Kind: core.Abandon, Properties: map[string]any{"seen": true}}
+		}
+		if err := b.Settle(ctx, "q", m.LockToken, o); err != nil {
+			t.Fatal(err)
+		}
+		want[m.SequenceNumber] = 1
+	}
+	want[5] = 0
+	// Any write of the core's carries the record's deletion: a
+	// receive-and-delete on another queue.
+	if _, err := b.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Send(ctx, "other", coretest.Text("x")); err != nil {
+		t.Fatal(err)
+	}
+	last, err := b.Receive(coretest.Now(t), "other", core.ReceiveOptions{Mode: core.ReceiveAndDelete, Max: 1})
+	if err != nil || len(last) != 1 {
+		t.Fatalf("receive-and-delete: %d, %v", len(last), err)
+	}
+	if n := countKeys(t, st, 'L'); n != 0 {
+		t.Errorf("%d delivery records left with every message of the pull deferred or abandoned with properties", n)
+	}
+	checkPeek(t, b, want, "after the settlements")
 }

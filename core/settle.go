@@ -165,7 +165,7 @@ func (q *queue) planAbandon(w *write, r *msgRec, st stateRec, o Outcome, now int
 	if o.Kind == Release {
 		w.cancelPull(r) // the count taken back is below its delivery record's (pull.go)
 	}
-	return settled{q: q, kind: settledReturned, r: r, st: st, now: now, released: o.Kind == Release}, nil
+	return settled{q: q, kind: settledReturned, r: r, st: st, now: now, released: o.Kind == Release, rewrote: len(o.Properties) > 0}, nil
 }
 
 // planDamaged plans a settlement that had to rewrite a body it could not

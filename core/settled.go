@@ -30,6 +30,7 @@ type settled struct {
 	now         int64      // returned: the time of the settlement
 	wasDeferred bool       // deferred: it already was
 	released    bool       // returned: by a release, which is no abandon (stats.go)
+	rewrote     bool       // returned: its state record was written (properties modified)
 	recs        []*msgRec  // dead-lettered, kept, forwarded: the records
 	moved       []*msgRec  // dead-lettered: their new records in the subqueue
 	sts         []stateRec // kept: their states as written
@@ -73,6 +74,7 @@ func (sd *settled) apply() {
 	case settledDeferred:
 		q.mu.Lock()
 		r.owner = st.owner
+		q.unpullLocked(r) // its state record holds its count (pull.go)
 		if !sd.wasDeferred {
 			q.mu.activeN--
 			r.state = StateDeferred
@@ -86,6 +88,8 @@ func (sd *settled) apply() {
 		r.deliveryCount, r.owner = st.deliveryCount, st.owner
 		if sd.released {
 			q.cancelledLocked(r)
+		} else if sd.rewrote {
+			q.unpullLocked(r) // its state record holds its count (pull.go)
 		}
 		if q.pastExpiry(r, now) && !q.isDeadLetter() && r.state != StateDeferred {
 			q.mu.expiring = append(q.mu.expiring, r)
@@ -109,6 +113,7 @@ func (sd *settled) apply() {
 		now := q.b.Now()
 		q.mu.Lock()
 		for i, r := range sd.recs {
+			q.unpullLocked(r)                                // its state record holds its count (pull.go)
 			q.addBytesLocked(int64(sd.sts[i].size - r.size)) // a stub's size differs
 			r.owner, r.size = sd.sts[i].owner, sd.sts[i].size
 			q.returnLocked(r)
