@@ -264,3 +264,14 @@ func BenchmarkReadFrameTransfers(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadDisposition is a receiver's completion of one message.
+func BenchmarkReadDisposition(b *testing.B) {
+	enc := mustWrite(b, Frame{Channel: 1, Body: &Disposition{Role: RoleReceiver, First: 12345, Settled: true, State: &Accepted{}}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseFrame(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -86,8 +86,8 @@ func seedBodies() []Body {
 // FuzzFrame feeds arbitrary bytes to a Reader. Decoding must never panic,
 // must stay within the allocation budget (encoding.AllocFactor bytes per
 // input byte), and any frame it accepts must re-encode to bytes that
-// decode to an identical encoding. A transfer's fast path must agree
-// with the general decoder on whatever it takes.
+// decode to an identical encoding. The transfer's and the disposition's
+// fast paths must agree with the general decoder on whatever they take.
 func FuzzFrame(f *testing.F) {
 	for _, b := range seedBodies() {
 		var w buffer.Buffer
@@ -111,12 +111,17 @@ func FuzzFrame(f *testing.F) {
 				got = append(got, fr)
 			}
 		})
-		// Whatever follows a transfer's descriptor anywhere in the
-		// input, the transfer's fast path takes only as the general
-		// decoder does.
+		// Whatever follows a transfer's or a disposition's descriptor
+		// anywhere in the input, their fast paths take only as the
+		// general decoder does.
 		for i := 0; i+3 <= len(in); i++ {
-			if in[i] == encoding.TypeCodeDescribed && in[i+1] == encoding.TypeCodeSmallUlong && in[i+2] == byte(codeTransfer) {
-				checkTransferFast(t, "after a transfer descriptor", in[i+3:])
+			if in[i] == encoding.TypeCodeDescribed && in[i+1] == encoding.TypeCodeSmallUlong {
+				switch in[i+2] {
+				case byte(codeTransfer):
+					checkTransferFast(t, "after a transfer descriptor", in[i+3:])
+				case byte(codeDisposition):
+					checkDispositionFast(t, "after a disposition descriptor", in[i+3:])
+				}
 			}
 		}
 		for _, fr := range got {

@@ -94,6 +94,10 @@ func ParseBody(r *buffer.Buffer) (Body, error) {
 	case codeDisposition:
 		// The same for the disposition and its last delivery-id.
 		a := new(dispositionAlloc)
+		if a.d.unmarshalFast(r, &a.last) {
+			return &a.d, nil
+		}
+		*a = dispositionAlloc{}
 		return whole(&a.d, a.d.unmarshalInto(r, &a.last), r)
 	case codeDetach:
 		b = new(Detach)

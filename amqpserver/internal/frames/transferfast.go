@@ -80,3 +80,71 @@ func (t *Transfer) unmarshalFast(r *buffer.Buffer, room *transferRoom) bool {
 	r.Skip(r.Len())
 	return true
 }
+
+// unmarshalFast is the disposition's fast path, as the transfer's: a
+// receiver's settlements (an accepted or released outcome, or none) read
+// straight off the bytes. On any other state (rejected, modified, a
+// transactional state), a field past the spec's, an unusual constructor,
+// a missing role or first delivery-id, or anything malformed it gives
+// up having consumed nothing, and ParseBody decodes the disposition with
+// the general decoder (TestDispositionFastIsGeneral).
+func (d *Disposition) unmarshalFast(r *buffer.Buffer, last *uint32) bool {
+	c := cursor{b: r.Bytes()}
+	l, count, ok := c.list()
+	if !ok || count < 2 {
+		return false // no role or first delivery-id
+	}
+	for i := range count {
+		if null, ok := l.null(); !ok || (null && i < 2) {
+			return false
+		} else if null {
+			continue
+		}
+		switch i {
+		case 0:
+			var role bool
+			role, ok = l.bool()
+			d.Role = Role(role)
+		case 1:
+			d.First, ok = l.uint()
+		case 2:
+			*last, ok = l.uint()
+			d.Last = last
+		case 3:
+			d.Settled, ok = l.bool()
+		case 4:
+			d.State, ok = l.outcome()
+		case 5:
+			d.Batchable, ok = l.bool()
+		default:
+			return false
+		}
+		if !ok {
+			return false
+		}
+	}
+	if !l.done() || !c.done() {
+		return false
+	}
+	r.Skip(r.Len())
+	return true
+}
+
+// outcome reads an accepted or released outcome without fields, as
+// [ReadDeliveryState] does; any other state is left to it.
+func (c *cursor) outcome() (DeliveryState, bool) {
+	code, ok := c.descriptor()
+	if !ok {
+		return nil, false
+	}
+	if fields, count, ok := c.list(); !ok || count != 0 || !fields.done() {
+		return nil, false
+	}
+	switch code {
+	case codeAccepted:
+		return &Accepted{}, true
+	case codeReleased:
+		return &Released{}, true
+	}
+	return nil, false
+}
