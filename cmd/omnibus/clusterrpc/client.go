@@ -3,6 +3,7 @@ package clusterrpc
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"net"
 	"sync"
 	"time"
@@ -258,12 +259,11 @@ func (c *Client) start(ctx context.Context, op byte, group uint64, args []byte, 
 	id := cc.next
 	cc.pending[id] = p
 	cc.mu.Unlock()
-	e := &enc{b: make([]byte, 0, len(args)+16)}
-	e.uvarint(id)
-	e.byte(op)
-	e.uvarint(group)
-	e.b = append(e.b, args...)
-	if err := cc.fc.write(e.b); err != nil {
+	var head [2*binary.MaxVarintLen64 + 1]byte
+	h := binary.AppendUvarint(head[:0], id)
+	h = append(h, op)
+	h = binary.AppendUvarint(h, group)
+	if err := cc.fc.writeFrame(h, args); err != nil {
 		cc.fail()
 		// The request may have gone out whole: its outcome is unknown.
 	}

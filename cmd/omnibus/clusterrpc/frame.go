@@ -54,15 +54,21 @@ func newFrameConn(nc net.Conn, br *bufio.Reader) *frameConn {
 }
 
 // write queues one frame (payload without its length) for the writer.
-func (c *frameConn) write(payload []byte) error {
+func (c *frameConn) write(payload []byte) error { return c.writeFrame(payload, nil) }
+
+// writeFrame queues the frame whose payload is head then body: both are
+// copied straight into what waits for the writer, so a caller that puts a
+// call id before encoded arguments (or a status before a result) needs no
+// buffer of its own for the whole frame.
+func (c *frameConn) writeFrame(head, body []byte) error {
 	var hdr [4]byte
-	binary.BigEndian.PutUint32(hdr[:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(head)+len(body)))
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
 		return c.err
 	}
-	c.pending = append(append(c.pending, hdr[:]...), payload...)
+	c.pending = append(append(append(c.pending, hdr[:]...), head...), body...)
 	if !c.started {
 		c.started = true
 		go c.writeLoop()

@@ -40,7 +40,7 @@ func (x *rigRouter) Place(context.Context, string) (core.Backend, error) { retur
 func (x *rigRouter) All() ([]core.Backend, error)                        { return []core.Backend{x.be}, nil }
 func (x *rigRouter) Local() []core.Backend                               { return nil }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	t.Helper()
 	r := &rig{remote: coretest.New(t)}
 	r.valid.Store(true)

@@ -3,6 +3,7 @@ package clusterrpc
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"net"
 	"sync"
 	"time"
@@ -304,11 +305,9 @@ func committed(op byte) bool {
 
 // answerCommitted writes a successful answer whatever the lease.
 func (c *serverConn) answerCommitted(id uint64, res []byte) {
-	e := &enc{b: make([]byte, 0, len(res)+12)}
-	e.uvarint(id)
-	e.byte(statusOK)
-	e.b = append(e.b, res...)
-	_ = c.fc.write(e.b)
+	var head [binary.MaxVarintLen64 + 1]byte
+	h := append(binary.AppendUvarint(head[:0], id), statusOK)
+	_ = c.fc.writeFrame(h, res)
 }
 
 func (c *serverConn) answerErr(id uint64, err error) {
