@@ -2,6 +2,7 @@ package clusterrpc
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"net"
@@ -181,13 +182,15 @@ func (c *serverConn) dispatch(payload []byte) bool {
 		return true
 	}
 	group := d.uvarint()
-	args := append([]byte(nil), d.b...) // the reader reuses payload
+	// The reader reuses payload: what runs on another goroutine gets a
+	// copy of its arguments; an asynchronous send is decoded here, into
+	// messages of their own (core.ReadMessage copies), and needs none.
 	if op == opPlace {
-		go c.place(id, args)
+		go c.place(id, bytes.Clone(d.b))
 		return true
 	}
 	if op == opMeta {
-		go c.meta(id, args)
+		go c.meta(id, bytes.Clone(d.b))
 		return true
 	}
 	g, ok := c.s.lookup(group)
@@ -196,9 +199,10 @@ func (c *serverConn) dispatch(payload []byte) bool {
 		return true
 	}
 	if op == opSendAsync {
-		c.sendAsync(id, g, args)
+		c.sendAsync(id, g, d.b)
 		return true
 	}
+	args := bytes.Clone(d.b)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.mu.Lock()
 	if len(c.calls) >= MaxCallsPerConn {
