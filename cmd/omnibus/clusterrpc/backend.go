@@ -44,6 +44,8 @@ func (b *Backend) do(ctx context.Context, op byte, e *enc, changes bool) (*dec, 
 
 // doOrphan is do for a call whose answer holds locks: orphan gives them
 // back when the answer comes after the call failed (Client.FailGroup).
+// The request's bytes are queued (copied) before the call waits, so the
+// caller may free e (a pooled encoder) as soon as it returns.
 func (b *Backend) doOrphan(ctx context.Context, op byte, e *enc, changes bool, orphan func(*dec)) (*dec, error) {
 	if e.err != nil {
 		return nil, e.err
@@ -80,7 +82,8 @@ func (b *Backend) releaseLate(path string) func(*dec) {
 
 // Send implements core.Backend.
 func (b *Backend) Send(ctx context.Context, path string, msgs ...*core.Message) ([]int64, error) {
-	e := &enc{}
+	e := getEnc()
+	defer e.free()
 	e.string(path)
 	e.messages(msgs)
 	d, err := b.do(context.WithoutCancel(ctx), opSend, e, true)
@@ -95,7 +98,8 @@ func (b *Backend) Send(ctx context.Context, path string, msgs ...*core.Message) 
 // are planned there, in that order; done runs when the answer comes. A
 // send that cannot be planned fails through done, not here.
 func (b *Backend) SendAsync(path string, msgs []*core.Message, done func(seqs []int64, err error)) error {
-	e := &enc{}
+	e := getEnc()
+	defer e.free()
 	e.string(path)
 	e.messages(msgs)
 	if e.err != nil {
@@ -123,7 +127,8 @@ func (b *Backend) SendAsync(path string, msgs []*core.Message, done func(seqs []
 
 // Receive implements core.Backend.
 func (b *Backend) Receive(ctx context.Context, path string, opts core.ReceiveOptions) ([]*core.Message, error) {
-	e := &enc{}
+	e := getEnc()
+	defer e.free()
 	e.varint(deadline(ctx))
 	e.string(path)
 	e.byte(byte(opts.Mode))
@@ -169,7 +174,8 @@ func deadlineEndedWait(ctx context.Context, err error) bool {
 
 // Settle implements core.Backend.
 func (b *Backend) Settle(ctx context.Context, path string, tok core.LockToken, o core.Outcome) error {
-	e := &enc{}
+	e := getEnc()
+	defer e.free()
 	e.string(path)
 	e.token(tok)
 	e.outcome(o)
@@ -180,7 +186,8 @@ func (b *Backend) Settle(ctx context.Context, path string, tok core.LockToken, o
 // CompleteMany implements core.Backend.
 func (b *Backend) CompleteMany(path string, toks []core.LockToken, durable bool) []error {
 	errs := make([]error, len(toks))
-	e := &enc{}
+	e := getEnc()
+	defer e.free()
 	e.string(path)
 	e.uvarint(uint64(len(toks)))
 	for _, t := range toks {

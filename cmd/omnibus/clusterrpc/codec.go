@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/omnibusmq/omnibus/core"
@@ -66,6 +67,32 @@ var errMalformed = errors.New("clusterrpc: malformed frame")
 type enc struct {
 	b   []byte
 	err error
+}
+
+// maxPooledEnc bounds the buffer of an encoder kept for reuse (as the
+// readers keep theirs, frame.go).
+const maxPooledEnc = 1 << 20
+
+// encPool holds encoders free for reuse. A call's arguments and an
+// answer's result are copied into the connection's pending bytes
+// (frameConn.writeFrame) as soon as they are encoded, so their buffer is
+// free again at once; a fresh one grew message by message (each growth
+// an allocation, a copy and the new part zeroed), which for a pull's
+// answer of ten 1 KiB messages allocated 3.6 times its size.
+var encPool = sync.Pool{New: func() any { return new(enc) }}
+
+// getEnc returns an empty encoder from the pool; give it back with free
+// once its bytes are queued.
+func getEnc() *enc { return encPool.Get().(*enc) }
+
+// free gives e back to the pool: neither e nor its bytes may be used
+// after.
+func (e *enc) free() {
+	if cap(e.b) > maxPooledEnc {
+		return
+	}
+	e.b, e.err = e.b[:0], nil
+	encPool.Put(e)
 }
 
 func (e *enc) byte(v byte)      { e.b = append(e.b, v) }

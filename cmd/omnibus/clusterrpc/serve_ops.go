@@ -7,11 +7,10 @@ import (
 	"github.com/omnibusmq/omnibus/core"
 )
 
-// call runs one operation on g's broker and returns its encoded result;
-// held gets the locks a peek-lock receive handed out.
-func (c *serverConn) call(ctx context.Context, g Group, op byte, d *dec, held *heldLocks) ([]byte, error) {
+// call runs one operation on g's broker and returns its result, encoded
+// into e; held gets the locks a peek-lock receive handed out.
+func (c *serverConn) call(ctx context.Context, g Group, op byte, d *dec, held *heldLocks, e *enc) ([]byte, error) {
 	b := g.Broker
-	e := &enc{}
 	var err error
 	switch op {
 	case opSend:

@@ -220,23 +220,30 @@ func (c *serverConn) dispatch(payload []byte) bool {
 			c.mu.Unlock()
 			cancel()
 		}()
-		var held heldLocks
-		res, err := c.call(ctx, g, op, &dec{b: args}, &held)
-		if err != nil {
-			c.answerErr(id, err)
-			return
-		}
-		if committed(op) {
-			c.answerCommitted(id, res)
-			return
-		}
-		if len(held.toks) > 0 {
-			c.answerHeld(id, g, res, held)
-			return
-		}
-		c.answer(id, g, res)
+		c.run(ctx, id, g, op, args)
 	}()
 	return true
+}
+
+// run makes call id and queues its answer.
+func (c *serverConn) run(ctx context.Context, id uint64, g Group, op byte, args []byte) {
+	var held heldLocks
+	e := getEnc()
+	defer e.free() // once the answer, a copy of res, is queued
+	res, err := c.call(ctx, g, op, &dec{b: args}, &held, e)
+	if err != nil {
+		c.answerErr(id, err)
+		return
+	}
+	if committed(op) {
+		c.answerCommitted(id, res)
+		return
+	}
+	if len(held.toks) > 0 {
+		c.answerHeld(id, g, res, held)
+		return
+	}
+	c.answer(id, g, res)
 }
 
 // notLeading is the answer for a group this node does not lead (any
