@@ -92,7 +92,7 @@ gotest: pydeps ## Go tests, with the race detector (TestPythonSDK and TestPython
 # does not run them all.
 AMQPSERVER_ALLOCS := ^(FuzzConn|FuzzConnUnauthenticated|TestSDKTrafficWithinBudget|TestHostileValuesAnswerDecodeError|TestPlainPropertiesAllocatesNothing|TestEncodeDeliveryAllocatesItsBytes|TestEncodePulledSharesHeads|TestSendBatchReservedGrowsNoMore)$$
 allocs: ## allocation-count tests, without -race (whose runtime allocates on its own, so they skip there)
-	$(GO) test -count=1 -run 'Alloc' ./core/... ./amqpserver/internal/...
+	$(GO) test -count=1 -run 'Alloc' ./core/... ./amqpserver/internal/... ./cmd/omnibus/clusterrpc/
 	@out=$$($(GO) test -count=1 -v -run '$(AMQPSERVER_ALLOCS)' ./amqpserver/ 2>&1); st=$$?; \
 	  echo "$$out" | grep -E '^(--- |ok|FAIL|panic)|_test.go:'; \
 	  [ $$st = 0 ] || exit $$st; \

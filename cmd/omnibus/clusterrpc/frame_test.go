@@ -38,7 +38,7 @@ func readQueued(t *testing.T, fc *frameConn) [][]byte {
 // A request's arguments go straight into the connection's pending bytes
 // behind their call id, operation and group: the client builds no frame
 // of its own, which for a send copied the message once more.
-func TestRequestIsQueuedWithoutACopy(t *testing.T) {
+func TestRequestAllocatesNoFrame(t *testing.T) {
 	cc := &clientConn{fc: newHeldFrameConn(), pending: map[uint64]*pendingCall{}}
 	c := &Client{cur: cc}
 	args := bytes.Repeat([]byte{'a'}, 4096)
@@ -68,7 +68,7 @@ func TestRequestIsQueuedWithoutACopy(t *testing.T) {
 
 // An answer's result goes straight into the pending bytes behind its
 // call id and status: a receive's messages are not copied once more.
-func TestAnswerIsQueuedWithoutACopy(t *testing.T) {
+func TestAnswerAllocatesNoFrame(t *testing.T) {
 	c := &serverConn{fc: newHeldFrameConn()}
 	res := bytes.Repeat([]byte{'r'}, 4096)
 	c.answerCommitted(1<<40, res)
@@ -92,7 +92,10 @@ func TestAnswerIsQueuedWithoutACopy(t *testing.T) {
 // A routed send is encoded into a pooled buffer, which the request is
 // copied out of: sending a 64 KiB message allocates far less than the
 // message (a fresh buffer for it was allocated per send).
-func TestRequestIsEncodedIntoAPooledBuffer(t *testing.T) {
+func TestRequestEncodingAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop what is put back at random (race_on_test.go); make allocs runs this without it")
+	}
 	cc := &clientConn{fc: newHeldFrameConn(), pending: map[uint64]*pendingCall{}}
 	be := NewBackend(&Client{cur: cc}, 1, nil)
 	msgs := []*core.Message{{Body: bytes.Repeat([]byte{'s'}, 64<<10)}}
