@@ -2,6 +2,8 @@ package clusterrpc
 
 import (
 	"bytes"
+	"encoding/binary"
+	"net"
 	"testing"
 	"time"
 
@@ -186,6 +188,49 @@ func benchmarkRoutedPull(b *testing.B, batch int) {
 			if err != nil {
 				b.Fatal(err)
 			}
+		}
+	}
+}
+
+// BenchmarkFrameRead reads 1 KiB frames off a loopback TCP connection
+// whose peer writes them 64 at a time, as answers gathered by the
+// writer (frameConn.writeLoop) arrive: per frame.
+func BenchmarkFrameRead(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		var burst []byte
+		for range 64 {
+			burst = binary.BigEndian.AppendUint32(burst, 1024)
+			burst = append(burst, make([]byte, 1024)...)
+		}
+		for {
+			if _, err := nc.Write(burst); err != nil {
+				return
+			}
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	fc := newFrameConn(nc, nil)
+	var buf []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer reportCPU(b, processCPU())
+	for range b.N {
+		if buf, err = fc.read(buf); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

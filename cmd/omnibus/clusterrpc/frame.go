@@ -119,10 +119,10 @@ func (c *frameConn) writeLoop() {
 
 // read reads the next frame's payload into buf (reused when it fits).
 func (c *frameConn) read(buf []byte) ([]byte, error) {
-	if err := c.nc.SetReadDeadline(time.Now().Add(c.silence)); err != nil {
+	var hdr [4]byte
+	if err := c.mayWait(len(hdr)); err != nil {
 		return nil, err
 	}
-	var hdr [4]byte
 	if _, err := io.ReadFull(c.br, hdr[:]); err != nil {
 		return nil, err
 	}
@@ -132,6 +132,9 @@ func (c *frameConn) read(buf []byte) ([]byte, error) {
 	}
 	if cap(buf) >= int(n) {
 		buf = buf[:n]
+		if err := c.mayWait(int(n)); err != nil {
+			return nil, err
+		}
 		_, err := io.ReadFull(c.br, buf)
 		return buf, err
 	}
@@ -139,11 +142,26 @@ func (c *frameConn) read(buf []byte) ([]byte, error) {
 	for len(buf) < int(n) {
 		step := min(int(n)-len(buf), max(len(buf), 1<<20))
 		buf = append(buf, make([]byte, step)...)
+		if err := c.mayWait(step); err != nil {
+			return nil, err
+		}
 		if _, err := io.ReadFull(c.br, buf[len(buf)-step:]); err != nil {
 			return nil, err
 		}
 	}
 	return buf, nil
+}
+
+// mayWait readies a read of n bytes: one the buffered reader cannot serve
+// from what it holds may wait for the peer, so the read deadline moves to
+// silence from now. One it can serve returns at once and needs none: a
+// burst of frames read in one system call sets the deadline once, not
+// once a frame (each a timer update, time.Now included).
+func (c *frameConn) mayWait(n int) error {
+	if c.br.Buffered() >= n {
+		return nil
+	}
+	return c.nc.SetReadDeadline(time.Now().Add(c.silence))
 }
 
 func (c *frameConn) close() error {

@@ -3,9 +3,14 @@ package clusterrpc
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"net"
+	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/omnibusmq/omnibus/core"
 )
@@ -124,5 +129,49 @@ func TestRequestEncodingAllocatesNothing(t *testing.T) {
 	wg.Wait()
 	if per := int64(after.TotalAlloc-before.TotalAlloc) / runs; per > 16<<10 {
 		t.Errorf("a routed send of a %d-byte message allocates %d bytes, want under %d", len(msgs[0].Body), per, 16<<10)
+	}
+}
+
+// deadlineCounter counts the read deadlines set on its connection.
+type deadlineCounter struct {
+	net.Conn
+	n atomic.Int64
+}
+
+func (c *deadlineCounter) SetReadDeadline(t time.Time) error {
+	c.n.Add(1)
+	return c.Conn.SetReadDeadline(t)
+}
+
+// Frames that arrive together are read with one read deadline, not one
+// each; a read that waits for the peer still has one (silence from the
+// moment it began to wait).
+func TestReadSetsADeadlineOnlyBeforeWaiting(t *testing.T) {
+	here, there := net.Pipe()
+	t.Cleanup(func() { here.Close(); there.Close() })
+	dc := &deadlineCounter{Conn: here}
+	fc := newFrameConn(dc, nil)
+	fc.silence = 50 * time.Millisecond
+	const frames = 100
+	var burst []byte
+	for i := range frames {
+		burst = binary.BigEndian.AppendUint32(burst, 8)
+		burst = binary.BigEndian.AppendUint64(burst, uint64(i))
+	}
+	go there.Write(burst) // one write: the reader's buffer takes it whole
+	var buf []byte
+	for i := range frames {
+		p, err := fc.read(buf)
+		if err != nil || len(p) != 8 || binary.BigEndian.Uint64(p) != uint64(i) {
+			t.Fatalf("frame %d: %x, %v", i, p, err)
+		}
+		buf = p
+	}
+	if n := dc.n.Load(); n > 2 {
+		t.Errorf("reading %d frames that came in one write set the read deadline %d times, want at most 2", frames, n)
+	}
+	// Nothing more comes: the read that waits gives up after silence.
+	if _, err := fc.read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("a read with nothing coming ended with %v, want the deadline exceeded", err)
 	}
 }
