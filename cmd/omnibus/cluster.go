@@ -36,6 +36,7 @@ type clusterFlags struct {
 	peerInsecure  bool
 	groups        int
 	replaceAfter  time.Duration
+	applyDelay    time.Duration
 }
 
 func addClusterFlags(fs *flag.FlagSet) *clusterFlags {
@@ -56,6 +57,9 @@ func addClusterFlags(fs *flag.FlagSet) *clusterFlags {
 		"fixed when the cluster is made, the same on every founding member and on a node that joins)", raftstore.MaxGroups))
 	fs.DurationVar(&cf.replaceAfter, "replace-after", raftstore.DefaultReplaceAfter, "how long a member may be out of the meta "+
 		"leader's reach before its data group replicas are moved to other nodes (negative: never; a removed member's are moved at once)")
+	fs.DurationVar(&cf.applyDelay, "follower-apply-delay", raftstore.DefaultFollowerApplyDelay, "how long a follower may hold "+
+		"committed writes before applying them to its copy, so that a message sent and settled meanwhile never reaches its disk "+
+		"(negative: apply at once)")
 	return cf
 }
 
@@ -71,7 +75,8 @@ func (cf *clusterFlags) options() (app.ClusterOptions, error) {
 	}
 	return app.ClusterOptions{NodeID: cf.nodeID, Peers: peers, Dir: cf.dir, Join: cf.join, PeerListen: cf.peerListen,
 		ProxyWait: cf.proxyWait, MaxProxied: cf.maxProxied, TickInterval: cf.tick, ElectionTicks: cf.electionTicks,
-		JoinToken: cf.joinToken, PeerInsecure: cf.peerInsecure, Groups: cf.groups, ReplaceAfter: cf.replaceAfter}, nil
+		JoinToken: cf.joinToken, PeerInsecure: cf.peerInsecure, Groups: cf.groups, ReplaceAfter: cf.replaceAfter,
+		FollowerApplyDelay: cf.applyDelay}, nil
 }
 
 // server is what serve runs: a single broker or a cluster node.

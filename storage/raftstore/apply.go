@@ -12,7 +12,7 @@ import (
 )
 
 // applyWork is one item for the applier: a MsgStorageApply, or a
-// snapshot to install.
+// snapshot to install (an item with neither only wakes the applier).
 type applyWork struct {
 	m       pb.Message
 	install *installWork
@@ -35,23 +35,32 @@ type applierState struct {
 	applied, appliedTerm    uint64
 	stateApplied, stateTerm uint64
 	ops                     []storage.Op // reused
+	held                    heldApplies  // a follower's applies not yet made (hold.go)
 	// flushCancel, closed when a snapshot replaces the state database,
 	// releases a compaction waiting for that database's flush.
 	flushCancel chan struct{}
 }
 
 // runApplier applies committed entries. Consecutive MsgStorageApply
-// messages become one batch on the state database.
+// messages become one batch on the state database; a follower holds them
+// for a while first (hold.go).
 func (n *Node) runApplier() {
 	defer close(n.applyDone)
 	defer n.recoverInto("state machine")
+	h := &n.apl.held
+	defer h.stop()
 	for {
 		select {
 		case <-n.stopc:
 			return
 		case <-n.applyQ.ready():
+		case <-h.due():
 		}
 		items := n.applyQ.takeAll()
+		if n.hold(items) {
+			continue
+		}
+		items, coalesce := h.takeWith(items)
 		for i := 0; i < len(items); {
 			if w := items[i].install; w != nil {
 				w.done <- n.installSnapshot(w.snap)
@@ -62,7 +71,7 @@ func (n *Node) runApplier() {
 			for j < len(items) && items[j].install == nil {
 				j++
 			}
-			if !n.applyRun(items[i:j]) {
+			if !n.applyRun(items[i:j], coalesce) {
 				return
 			}
 			i = j
@@ -75,8 +84,9 @@ func (n *Node) runApplier() {
 // with the applied index, then wakes the Apply calls they answer and
 // releases raft's responses. Entries the database already holds are
 // skipped; conf changes go to the loop (raft's RawNode is the loop's) in
-// order with the responses.
-func (n *Node) applyRun(items []applyWork) bool {
+// order with the responses. With coalesce (a follower's held run) the
+// batch first loses what later operations of it hide (coalesce.go).
+func (n *Node) applyRun(items []applyWork, coalesce bool) bool {
 	a := &n.apl
 	batch := storage.Batch{Ops: a.ops[:0]}
 	var ours []entryHeader
@@ -130,15 +140,22 @@ func (n *Node) applyRun(items []applyWork) bool {
 			}
 		}
 	}
+	all := batch.Ops
 	if last != nil && last.Index > a.stateApplied {
 		batch.Set(metaApplied, appliedRecord(last.Index, last.Term))
+		all = batch.Ops
+		if coalesce {
+			before := len(batch.Ops)
+			batch.Ops = coalesceOps(batch.Ops, a.held.seed)
+			n.heldDropped.Add(uint64(before - len(batch.Ops)))
+		}
 		if !n.retry("apply", func() error { return n.state.apply(&batch) }) {
 			return false
 		}
 		a.stateApplied, a.stateTerm = last.Index, last.Term
 	}
-	clear(batch.Ops) // drop references into the entries
-	a.ops = batch.Ops[:0]
+	clear(all) // drop references into the entries
+	a.ops = all[:0]
 	if last != nil {
 		a.applied, a.appliedTerm = last.Index, last.Term
 		n.setApplied(last.Index, last.Term)

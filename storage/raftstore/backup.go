@@ -41,15 +41,8 @@ func (n *Node) Backup(ctx context.Context, dir string) (BackupInfo, error) {
 	if err != nil {
 		return info, err
 	}
-	for n.applied.Load() < info.Index {
-		select {
-		case <-ctx.Done():
-			return info, fmt.Errorf("raftstore: backup: node %d has applied %d of the %d it needs: %w",
-				n.id, n.applied.Load(), info.Index, ctx.Err())
-		case <-n.stopc:
-			return info, storage.ErrClosed
-		case <-time.After(backupPoll):
-		}
+	if err := n.WaitApplied(ctx, info.Index); err != nil {
+		return info, fmt.Errorf("raftstore: backup: %w", err)
 	}
 	if err := n.state.checkpoint(dir); err != nil {
 		return info, fmt.Errorf("raftstore: backup: %w", err)

@@ -121,6 +121,11 @@ type Config struct {
 	// defaults. The lease is ElectionTicks-3 ticks.
 	TickInterval  time.Duration
 	ElectionTicks int
+	// FollowerApplyDelay is how long a follower may hold committed
+	// entries before applying them to its state database, so that a
+	// message set and deleted meanwhile never reaches it (hold.go): zero
+	// means DefaultFollowerApplyDelay, a negative value applies at once.
+	FollowerApplyDelay time.Duration
 	// MaxPendingBytes, MaxEntryBytes, SnapshotEntries and SnapshotBytes:
 	// zero means the defaults above.
 	MaxPendingBytes int
@@ -180,6 +185,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.ElectionTicks == 0 {
 		c.ElectionTicks = DefaultElectionTicks
+	}
+	if c.FollowerApplyDelay == 0 {
+		c.FollowerApplyDelay = DefaultFollowerApplyDelay
 	}
 	if c.ElectionTicks < 5 {
 		return fmt.Errorf("raftstore: ElectionTicks %d: at least 5 (the lease is ElectionTicks-3 ticks)", c.ElectionTicks)

@@ -63,6 +63,12 @@ type Node struct {
 	// once, so that the snapshot a new member gets names it.
 	compactNow atomic.Bool
 	stalled    atomic.Bool // a write of this node's disk is failing
+	// applyUpTo: WaitApplied waits for this index; a follower holds no
+	// applies while it has not applied it (hold.go).
+	applyUpTo atomic.Uint64
+	// heldDropped counts the operations coalescing took out of a
+	// follower's held applies (coalesce.go).
+	heldDropped atomic.Uint64
 	// votersPub is the group's voters as the loop last saw them, for
 	// other goroutines (status, the balancer).
 	votersPub, learnersPub atomic.Pointer[[]uint64]

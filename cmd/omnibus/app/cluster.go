@@ -54,6 +54,9 @@ type ClusterOptions struct {
 	// ReplaceAfter is how long a member may be out of reach before its
 	// data group replicas move to other nodes (raftstore.Config.ReplaceAfter).
 	ReplaceAfter time.Duration
+	// FollowerApplyDelay is how long a follower may hold committed
+	// entries before applying them (raftstore.Config.FollowerApplyDelay).
+	FollowerApplyDelay time.Duration
 
 	// configGate, set by tests, holds the meta leader's application of
 	// the config file until it is closed (cluster_configready.go).
@@ -159,8 +162,9 @@ func StartCluster(o Options, c ClusterOptions) (cl *Cluster, err error) {
 	cl.routed = newRouted(cl)
 	cl.node, err = raftstore.Open(raftstore.Config{ID: c.NodeID, Peers: c.Peers, Join: c.Join, Dir: c.Dir,
 		TLS: creds, Insecure: c.PeerInsecure, Admin: admin, Groups: c.Groups, ReplaceAfter: c.ReplaceAfter,
-		PeerProtocols: map[string]raftstore.PeerHandler{rpcProtocol: cl.routed.serveConn},
-		ListenAddr:    c.PeerListen, Logger: o.Logger.Named("raft"), TickInterval: c.TickInterval, ElectionTicks: c.ElectionTicks,
+		FollowerApplyDelay: c.FollowerApplyDelay,
+		PeerProtocols:      map[string]raftstore.PeerHandler{rpcProtocol: cl.routed.serveConn},
+		ListenAddr:         c.PeerListen, Logger: o.Logger.Named("raft"), TickInterval: c.TickInterval, ElectionTicks: c.ElectionTicks,
 		Store: pebblestore.Options{DiskReserve: o.DiskReserve, Repair: o.Repair}})
 	if err != nil {
 		return nil, fmt.Errorf("cluster node: %w", err)

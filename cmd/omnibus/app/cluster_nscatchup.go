@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/omnibusmq/omnibus/core"
 )
@@ -23,12 +22,8 @@ func (s sharedRegistry) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for s.r.meta.Applied() < a.Applied {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Millisecond):
-		}
+	if err := s.r.meta.WaitApplied(ctx, a.Applied); err != nil {
+		return err
 	}
 	if reg := s.r.namespaces(); reg != nil {
 		s.r.syncNamespaces(reg)

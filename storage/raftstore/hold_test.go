@@ -1,0 +1,125 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/omnibusmq/omnibus/storage"
+)
+
+// writeShortLived writes through s, in batches of ten, n messages as the
+// core does (a state record and a body set, the state set again for a
+// delivery count), then deletes every one but each tenth (the state
+// record deleted, the body deleted once). It returns the keys left.
+func writeShortLived(t *testing.T, s *Session, n int) []string {
+	t.Helper()
+	var left []string
+	for i := 0; i < n; i += 10 {
+		var send, deliver, complete storage.Batch
+		send.Sync, complete.Sync = true, true
+		for j := i; j < i+10; j++ {
+			st, body := fmt.Sprintf("s/%04d", j), fmt.Sprintf("b/%04d", j)
+			send.Set([]byte(st), []byte("count 0"))
+			send.Set([]byte(body), []byte(fmt.Sprintf("body %d", j)))
+			deliver.Set([]byte(st), []byte("count 1"))
+			if j%10 == 0 {
+				left = append(left, st, body)
+				continue
+			}
+			complete.Delete([]byte(st))
+			complete.DeleteOnce([]byte(body))
+		}
+		for _, b := range []*storage.Batch{&send, &deliver, &complete} {
+			if err := s.Apply(b); err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+		}
+	}
+	return left
+}
+
+// TestFollowerHoldsAndCoalescesApplies: with a long hold, followers apply
+// nothing of a burst of short-lived messages until asked (WaitApplied);
+// then their state databases hold what the leader's does, and coalescing
+// took the short-lived messages' operations out (the leader coalesces
+// nothing).
+func TestFollowerHoldsAndCoalescesApplies(t *testing.T) {
+	c := newTestCluster(t, 3, true, func(cfg *Config) {
+		patientTiming(cfg)
+		cfg.FollowerApplyDelay = time.Hour
+	})
+	s, leader := c.session()
+	defer s.Close()
+	left := writeShortLived(t, s, 200)
+	commit := c.nodes[leader].commit.Load()
+	for id, n := range c.nodes {
+		if id == leader {
+			continue
+		}
+		waitFor(t, fmt.Sprintf("node %d to know the commit index %d", id, commit), func() bool { return n.commit.Load() >= commit })
+		if got := n.applied.Load(); got >= commit {
+			t.Fatalf("node %d (a follower, holding for an hour) applied %d of %d: it held nothing", id, got, commit)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := n.WaitApplied(ctx, commit)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range left {
+			if _, err := stateGet(n, k); err != nil {
+				t.Fatalf("node %d: %s: %v", id, k, err)
+			}
+		}
+		for j := 1; j < 200; j += 7 {
+			for _, k := range []string{fmt.Sprintf("s/%04d", j), fmt.Sprintf("b/%04d", j)} {
+				if j%10 == 0 {
+					continue
+				}
+				if v, err := stateGet(n, k); !isNotFound(err) {
+					t.Fatalf("node %d: %s = %q, %v: want it deleted", id, k, v, err)
+				}
+			}
+		}
+		if v, _ := stateGet(n, "s/0010"); v != "count 1" {
+			t.Fatalf("node %d: s/0010 = %q, want the delivery count's record", id, v)
+		}
+		if d := n.heldDropped.Load(); d < 180*4 {
+			t.Fatalf("node %d: coalescing dropped %d operations, want at least 720 (four of each of 180 messages)", id, d)
+		}
+	}
+	if d := c.nodes[leader].heldDropped.Load(); d != 0 {
+		t.Fatalf("the leader coalesced %d operations: it must apply at once", d)
+	}
+}
+
+// TestNewLeaderAppliesWhatItHeld: a follower holding applies (for an
+// hour) that becomes leader applies them before it serves: every message
+// left is there, every one deleted is gone.
+func TestNewLeaderAppliesWhatItHeld(t *testing.T) {
+	c := newTestCluster(t, 3, true, func(cfg *Config) {
+		testTiming(cfg)
+		cfg.FollowerApplyDelay = time.Hour
+	})
+	s, leader := c.session()
+	left := writeShortLived(t, s, 100)
+	s.Close()
+	c.stop(leader)
+	s2, next := c.session(leader)
+	defer s2.Close()
+	if next == leader {
+		t.Fatal("the stopped leader served")
+	}
+	for _, k := range left {
+		if _, err := s2.Get([]byte(k)); err != nil {
+			t.Fatalf("new leader %d: %s: %v", next, k, err)
+		}
+	}
+	for _, k := range []string{"s/0001", "b/0001", "s/0099", "b/0099"} {
+		if v, err := s2.Get([]byte(k)); !isNotFound(err) {
+			t.Fatalf("new leader %d: %s = %q, %v: want it deleted", next, k, v, err)
+		}
+	}
+}
