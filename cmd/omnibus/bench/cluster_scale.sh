@@ -169,6 +169,22 @@ spread_costs() {
   done
 }
 
+# SERVE_FLAGS: more flags for every node's `omnibus serve` (an A/B of a
+# setting, e.g. SERVE_FLAGS=--follower-apply-delay=-1ns).
+#
+# SYSCALLS=1: each node's system calls per message, counted by perf stat
+# on the kernel's syscall tracepoints over the run but its first 2 and last
+# 2 seconds, divided by the messages of that window at the run's rate.
+SYSCALL_EVENTS=page-faults,syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync,syscalls:sys_enter_write,syscalls:sys_enter_pwrite64,syscalls:sys_enter_writev,syscalls:sys_enter_read,syscalls:sys_enter_futex
+syscall_counts() {
+  local dir=$1 n=$2 rate=$3 i window=$((${DURATION%s} - 4))
+  for i in $(seq 1 "$n"); do
+    awk -F, -v node="$i" -v msgs="$(awk -v r="$rate" -v w="$window" 'BEGIN { print r * w }')" '
+      $3 ~ /^(syscalls:sys_enter_|page-faults)/ { sub("syscalls:sys_enter_", "", $3); out = out sprintf("%s%s %.3f", sep, $3, $1 / (msgs ? msgs : 1)); sep = ", " }
+      END { print "cluster-scale: node " node ": system calls per message: " out }' "$dir/syscalls-node$i" >&2
+  done
+}
+
 # run NODES GROUPS: one measurement; writes "rate cpu_per_msg_list" to
 # $WORK/result.
 run() {
@@ -197,7 +213,7 @@ run() {
       "$BIN/omnibus" serve --node-id "$i" --peers "$peers" --groups "$groups" --data "$dir/node$i" --config "$dir/Config.json" \
       --amqp-addr "127.0.0.1:$(port 1 "$i")" --amqps-addr - --http-addr "127.0.0.1:$(port 2 "$i")" --https-addr - \
       --metrics-addr "127.0.0.1:$(port 3 "$i")" --key-name "$KEYNAME" --key "$KEY" --log-level warn \
-      --debug-addr "127.0.0.1:$(port 4 "$i")" "${extra[@]}" >"$dir/node$i.log" 2>&1 &
+      --debug-addr "127.0.0.1:$(port 4 "$i")" "${extra[@]}" ${SERVE_FLAGS:-} >"$dir/node$i.log" 2>&1 &
     PIDS+=($!)
     if [ "$i" = 1 ]; then sleep 1; fi
   done
@@ -251,6 +267,12 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
       --duration "$DURATION" --quiet --pass "$KEY" --json "$dir/b$i.json" >"$dir/b$i.out" 2>&1 &
     bpids+=($!)
   done
+  if [ "${SYSCALLS:-}" = 1 ]; then
+    local window=$((${DURATION%s} - 4))
+    for i in $(seq 1 "$n"); do
+      (sleep 2 && perf stat -x, -e "$SYSCALL_EVENTS" -p "${PIDS[$((i - 1))]}" -o "$dir/syscalls-node$i" -- sleep "$window") &
+    done
+  fi
   if [ "${PROFILE:-}" = 1 ]; then
     for i in $(seq 1 "$n"); do
       curl -s -o "$WORK/profile-n$n-g$groups-node$i.pb.gz" "http://127.0.0.1:$(port 4 "$i")/debug/pprof/profile?seconds=8" &
@@ -285,6 +307,7 @@ cpu = ["%.1f" % ((a - b) / 1e3 / max(msgs, 1)) for a, b in zip(after, before)]
 print("%.0f %s" % (rate, ",".join(cpu)))
 EOF
   ) >"$WORK/result"
+  if [ "${SYSCALLS:-}" = 1 ]; then syscall_counts "$dir" "$n" "$(cut -d' ' -f1 "$WORK/result")"; fi
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   PIDS=()
   sleep 1
