@@ -2,6 +2,7 @@ package clustersoak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -177,16 +178,24 @@ func waitQueue(ctx context.Context, adm *admin.Client, queue string, timeout tim
 	}
 }
 
-// createQueue creates queue, retrying while the cluster is busy.
+// createQueue creates queue, retrying while the cluster is busy. A retry
+// that finds the queue there succeeds: an attempt before it made the
+// queue and its answer was lost (a spread entity's create answers an
+// error when a group changes leaders after taking its part, and a retry
+// completes what is missing or finds every part made: 409).
 func createQueue(ctx context.Context, adm *admin.Client, queue string, props *admin.QueueProperties, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	failedBefore := false // an attempt failed otherwise than as a conflict
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, err := adm.CreateQueue(cctx, queue, &admin.CreateQueueOptions{Properties: props})
 		cancel()
-		if err == nil {
+		var re *azcore.ResponseError
+		conflict := errors.As(err, &re) && re.StatusCode == http.StatusConflict
+		if err == nil || conflict && failedBefore {
 			return nil
 		}
+		failedBefore = failedBefore || !conflict
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("creating %s: %w", queue, err)
 		}
