@@ -123,3 +123,96 @@ func TestNewLeaderAppliesWhatItHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldAppliesSurviveLeaderChanges writes messages' records as the
+// core does (set, set again, delete, delete once) through whichever node
+// leads, stopping the leader every 40 batches and starting it again, with
+// followers holding their applies. In the end every node's state
+// database holds exactly the records the acknowledged batches leave: a
+// record deleted is never back, one written is never lost.
+func TestHeldAppliesSurviveLeaderChanges(t *testing.T) {
+	c := newTestCluster(t, 3, true, func(cfg *Config) {
+		testTiming(cfg)
+		cfg.FollowerApplyDelay = 300 * time.Millisecond
+	})
+	want := map[string]string{} // key → value the acknowledged batches leave ("" deleted)
+	unsure := map[string]bool{} // keys a batch with an unknown outcome touched
+	s, leader := c.session()
+	apply := func(b *storage.Batch) {
+		if err := s.Apply(b); err != nil {
+			for _, op := range b.Ops {
+				unsure[string(op.Key)] = true
+			}
+			s.Close()
+			s, leader = c.session()
+			return
+		}
+		for _, op := range b.Ops {
+			k := string(op.Key)
+			if op.Kind == storage.OpSet {
+				want[k] = string(op.Value)
+			} else {
+				want[k] = ""
+			}
+		}
+	}
+	stopped := uint64(0)
+	for round := range 240 {
+		if round > 0 && round%40 == 0 {
+			if stopped != 0 {
+				c.start(stopped)
+			}
+			s.Close()
+			stopped = leader
+			c.stop(leader)
+			s, leader = c.session(stopped)
+		}
+		var send, deliver, complete storage.Batch
+		send.Sync, complete.Sync = true, true
+		for j := round * 10; j < round*10+10; j++ {
+			st, body := fmt.Sprintf("s/%05d", j), fmt.Sprintf("b/%05d", j)
+			send.Set([]byte(st), []byte("count 0"))
+			send.Set([]byte(body), []byte(fmt.Sprintf("body %d", j)))
+			deliver.Set([]byte(st), []byte("count 1"))
+			if j%3 == 0 {
+				continue // stays
+			}
+			complete.Delete([]byte(st))
+			complete.DeleteOnce([]byte(body))
+		}
+		apply(&send)
+		apply(&deliver)
+		apply(&complete)
+	}
+	if stopped != 0 {
+		c.start(stopped)
+	}
+	commit := c.nodes[leader].commit.Load()
+	s.Close()
+	for id, n := range c.nodes {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		waitFor(t, fmt.Sprintf("node %d to learn the commit index", id), func() bool { return n.commit.Load() >= commit })
+		err := n.WaitApplied(ctx, commit)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked := 0
+		for k, v := range want {
+			if unsure[k] {
+				continue
+			}
+			got, err := stateGet(n, k)
+			switch {
+			case v == "" && !isNotFound(err):
+				t.Fatalf("node %d: %s = %q, %v: it was deleted", id, k, got, err)
+			case v != "" && (err != nil || got != v):
+				t.Fatalf("node %d: %s = %q, %v: want %q", id, k, got, err, v)
+			}
+			checked++
+		}
+		if checked < 2000 {
+			t.Fatalf("node %d: only %d keys checked", id, checked)
+		}
+	}
+}
