@@ -105,12 +105,8 @@ func (b *Backend) SendAsync(path string, msgs []*core.Message, done func(seqs []
 	if e.err != nil {
 		return e.err
 	}
-	_, _, p, err := b.c.start(context.Background(), opSendAsync, b.group, e.b, true, nil)
-	if err != nil {
-		return err
-	}
-	go func() {
-		d, err := answer(<-p.ch, true)
+	_, _, _, err := b.c.start(context.Background(), opSendAsync, b.group, e.b, true, nil, func(ans []byte) {
+		d, err := answer(ans, true)
 		if err != nil {
 			done(nil, err)
 			return
@@ -121,8 +117,8 @@ func (b *Backend) SendAsync(path string, msgs []*core.Message, done func(seqs []
 			return
 		}
 		done(seqs, nil)
-	}()
-	return nil
+	})
+	return err
 }
 
 // Receive implements core.Backend.

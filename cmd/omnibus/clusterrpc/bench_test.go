@@ -125,7 +125,7 @@ func BenchmarkCodecCompletions(b *testing.B) {
 			e.token(t)
 		}
 		e.bool(true)
-		_, id, _, _ := c.start(b.Context(), opCompleteMany, 1, e.b, true, nil)
+		_, id, _, _ := c.start(b.Context(), opCompleteMany, 1, e.b, true, nil, nil)
 		delete(cc.pending, id)
 		cc.fc.pending = cc.fc.pending[:0]
 	}
@@ -150,6 +150,39 @@ func BenchmarkRoutedSendAsync(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRoutedSendAsyncDeepCallback is BenchmarkRoutedSendAsync with
+// a callback that needs a deep stack, as a front's does (the AMQP
+// front's posts its disposition through several calls): the stack the
+// answer's work runs on grows, or has grown already.
+func BenchmarkRoutedSendAsyncDeepCallback(b *testing.B) {
+	r := newRig(b)
+	r.remote.MustCreate(b, core.Entity{Kind: core.KindQueue, Name: "q"})
+	msgs := []*core.Message{benchMessage()}
+	done := make(chan error, 1)
+	b.ReportAllocs()
+	defer reportCPU(b, processCPU())
+	for b.Loop() {
+		if err := r.routed.SendAsync("q", msgs, func(_ []int64, err error) { done <- deepStack(err) }); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// deepStack returns err from under a 16 KiB stack frame.
+//
+//go:noinline
+func deepStack(err error) error {
+	var frame [2048]int64
+	frame[len(frame)-1] = 1
+	if frame[0] != 0 {
+		return nil
+	}
+	return err
 }
 
 // BenchmarkRoutedPull is one routed peek-lock receive of one bench

@@ -11,7 +11,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/gopool"
 )
+
+// maxIdleTasks bounds the goroutines a client keeps for the answers of
+// asynchronous sends (pendingCall.done), as core keeps its tasks'.
+const maxIdleTasks = 16
 
 // Dial opens a connection to a peer's RPC server (over the peer port:
 // storage/raftstore's Node.DialPeer); br holds what was read of the
@@ -28,6 +33,8 @@ type Client struct {
 	pingEvery, silence time.Duration
 	// Counts, when set before the first call, counts the calls made.
 	Counts *CallCounts
+	// tasks run the answers of asynchronous sends (pendingCall.done).
+	tasks *gopool.Pool
 
 	mu     sync.Mutex // guards the fields below
 	cur    *clientConn
@@ -39,7 +46,7 @@ func NewClient(dial Dial, log *zap.Logger) *Client {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Client{dial: dial, log: log, pingEvery: pingEvery, silence: silenceLimit}
+	return &Client{dial: dial, log: log, pingEvery: pingEvery, silence: silenceLimit, tasks: gopool.New(maxIdleTasks)}
 }
 
 // Close closes the connection; calls under way fail.
@@ -52,11 +59,13 @@ func (c *Client) Close() {
 	if cur != nil {
 		cur.fail()
 	}
+	c.tasks.Close() // the answers handed to it still run
 }
 
 // clientConn is one connection and the calls waiting on it.
 type clientConn struct {
-	fc *frameConn
+	fc    *frameConn
+	tasks *gopool.Pool // the client's
 
 	mu      sync.Mutex // guards the fields below
 	next    uint64
@@ -70,14 +79,28 @@ type clientConn struct {
 
 // pendingCall is a call waiting for its answer.
 type pendingCall struct {
-	ch      chan []byte // the answer's payload after the id; nil when the connection broke
-	changes bool        // the call may change state: a broken connection leaves its outcome unknown
+	ch chan []byte // the answer's payload after the id; nil when the connection broke
+	// done, set instead of ch (an asynchronous send), takes the answer
+	// on one of the client's pooled goroutines: no goroutine of its own
+	// waits for it while the call is under way, and the answer's work
+	// (the front's callback) runs on a stack already grown.
+	done    func(ans []byte)
+	changes bool // the call may change state: a broken connection leaves its outcome unknown
 	group   uint64
 	// orphan, when set, gives back what an answer that comes after the
 	// call failed holds (the locks of a receive's messages); such an
 	// answer is acknowledged (opAck) as soon as it is read, so that the
 	// server gives the locks back itself if the connection breaks first.
 	orphan func(ans []byte)
+}
+
+// deliver hands p its answer (nil: the connection broke).
+func (p *pendingCall) deliver(tasks *gopool.Pool, ans []byte) {
+	if p.done != nil {
+		tasks.Go(func() { p.done(ans) })
+		return
+	}
+	p.ch <- ans
 }
 
 // conn returns the live connection, opening one if needed.
@@ -94,7 +117,7 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 	if err != nil {
 		return nil, &core.Error{Code: core.CodeServerBusy, Msg: "cannot reach the node that leads the entity's group: " + err.Error()}
 	}
-	cc := &clientConn{fc: newFrameConn(nc, br), pending: map[uint64]*pendingCall{}, orphans: map[uint64]*pendingCall{}}
+	cc := &clientConn{fc: newFrameConn(nc, br), tasks: c.tasks, pending: map[uint64]*pendingCall{}, orphans: map[uint64]*pendingCall{}}
 	cc.fc.silence = c.silence
 	c.cur = cc
 	go c.readLoop(cc)
@@ -172,7 +195,7 @@ func (c *Client) FailGroups(g uint64, match func(group uint64) bool) {
 	c.log.Info("failed the calls under way on a group this node saw elect another leader",
 		zap.Uint64("group", g), zap.Int("calls", len(failed)))
 	for _, p := range failed {
-		p.ch <- nil
+		p.deliver(c.tasks, nil)
 	}
 	// A peer that is still there stops waiting for them: a blocked
 	// receive then takes nothing.
@@ -211,7 +234,7 @@ func (c *Client) readLoop(cc *clientConn) {
 		}
 		switch {
 		case p != nil:
-			p.ch <- append([]byte(nil), d.b...)
+			p.deliver(c.tasks, append([]byte(nil), d.b...))
 		case orphan != nil:
 			go orphan.orphan(append([]byte(nil), d.b...))
 		}
@@ -238,18 +261,23 @@ func (cc *clientConn) fail() {
 	cc.pending, cc.orphans = nil, nil
 	cc.mu.Unlock()
 	for _, p := range pending {
-		p.ch <- nil
+		p.deliver(cc.tasks, nil)
 	}
 }
 
-// start sends a request and returns the call to wait on.
-func (c *Client) start(ctx context.Context, op byte, group uint64, args []byte, changes bool, orphan func([]byte)) (*clientConn, uint64, *pendingCall, error) {
+// start sends a request and returns the call to wait on; with done set,
+// done takes the answer instead (pendingCall.done), and the call has no
+// channel to wait on.
+func (c *Client) start(ctx context.Context, op byte, group uint64, args []byte, changes bool, orphan func([]byte), done func([]byte)) (*clientConn, uint64, *pendingCall, error) {
 	cc, err := c.conn(ctx)
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	c.Counts.add(op)
-	p := &pendingCall{ch: make(chan []byte, 1), changes: changes, group: group, orphan: orphan}
+	p := &pendingCall{done: done, changes: changes, group: group, orphan: orphan}
+	if done == nil {
+		p.ch = make(chan []byte, 1)
+	}
 	cc.mu.Lock()
 	if cc.broken {
 		cc.mu.Unlock()
@@ -274,7 +302,7 @@ func (c *Client) start(ctx context.Context, op byte, group uint64, args []byte, 
 // is cancelled at the server when ctx ends first, and its answer still
 // awaited (it may carry what the server took meanwhile).
 func (c *Client) call(ctx context.Context, op byte, group uint64, args []byte, changes bool, orphan func([]byte)) (*dec, error) {
-	cc, id, p, err := c.start(ctx, op, group, args, changes, orphan)
+	cc, id, p, err := c.start(ctx, op, group, args, changes, orphan, nil)
 	if err != nil {
 		return nil, err
 	}

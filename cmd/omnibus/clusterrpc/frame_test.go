@@ -13,12 +13,34 @@ import (
 	"time"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/gopool"
 )
 
 // newHeldFrameConn is a frameConn whose writer never runs: what a write
 // queues stays in pending for the test to read.
 func newHeldFrameConn() *frameConn {
 	return &frameConn{started: true, wake: make(chan struct{}, 1), closed: make(chan struct{}), pending: make([]byte, 0, 1<<20)}
+}
+
+// newHeldClient is a client whose connection is a held frameConn: its
+// requests stay queued, and the test answers them (pendingCall.deliver).
+func newHeldClient(t testing.TB) (*Client, *clientConn) {
+	c := &Client{tasks: gopool.New(maxIdleTasks)}
+	t.Cleanup(c.tasks.Close)
+	cc := &clientConn{fc: newHeldFrameConn(), tasks: c.tasks, pending: map[uint64]*pendingCall{}}
+	c.cur = cc
+	return c, cc
+}
+
+// answerAll answers every call under way on cc with ans (nil: as a
+// broken connection does).
+func answerAll(cc *clientConn, ans []byte) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for id, p := range cc.pending {
+		delete(cc.pending, id)
+		p.deliver(cc.tasks, ans)
+	}
 }
 
 // readQueued splits the frames queued in fc into their payloads.
@@ -47,7 +69,7 @@ func TestRequestAllocatesNoFrame(t *testing.T) {
 	cc := &clientConn{fc: newHeldFrameConn(), pending: map[uint64]*pendingCall{}}
 	c := &Client{cur: cc}
 	args := bytes.Repeat([]byte{'a'}, 4096)
-	_, id, _, err := c.start(t.Context(), opSendAsync, 300, args, true, nil)
+	_, id, _, err := c.start(t.Context(), opSendAsync, 300, args, true, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +82,7 @@ func TestRequestAllocatesNoFrame(t *testing.T) {
 		t.Fatalf("the request decodes as id %d op %d group %d with %d bytes of arguments (%v), want %d %d 300 %d", gotID, op, g, len(d.b), d.err, id, opSendAsync, len(args))
 	}
 	allocs := testing.AllocsPerRun(100, func() {
-		_, id, _, _ := c.start(t.Context(), opSendAsync, 300, args, true, nil)
+		_, id, _, _ := c.start(t.Context(), opSendAsync, 300, args, true, nil, nil)
 		delete(cc.pending, id)
 		cc.fc.pending = cc.fc.pending[:0]
 	})
@@ -101,8 +123,8 @@ func TestRequestEncodingAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop what is put back at random (race_on_test.go); make allocs runs this without it")
 	}
-	cc := &clientConn{fc: newHeldFrameConn(), pending: map[uint64]*pendingCall{}}
-	be := NewBackend(&Client{cur: cc}, 1, nil)
+	c, cc := newHeldClient(t)
+	be := NewBackend(c, 1, nil)
 	msgs := []*core.Message{{Body: bytes.Repeat([]byte{'s'}, 64<<10)}}
 	var wg sync.WaitGroup
 	send := func() {
@@ -120,12 +142,7 @@ func TestRequestEncodingAllocatesNothing(t *testing.T) {
 		send()
 	}
 	runtime.ReadMemStats(&after)
-	cc.mu.Lock()
-	for id, p := range cc.pending {
-		delete(cc.pending, id)
-		p.ch <- nil // as a broken connection answers
-	}
-	cc.mu.Unlock()
+	answerAll(cc, nil)
 	wg.Wait()
 	if per := int64(after.TotalAlloc-before.TotalAlloc) / runs; per > 16<<10 {
 		t.Errorf("a routed send of a %d-byte message allocates %d bytes, want under %d", len(msgs[0].Body), per, 16<<10)
@@ -173,5 +190,58 @@ func TestReadSetsADeadlineOnlyBeforeWaiting(t *testing.T) {
 	// Nothing more comes: the read that waits gives up after silence.
 	if _, err := fc.read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("a read with nothing coming ended with %v, want the deadline exceeded", err)
+	}
+}
+
+// An asynchronous send under way holds no goroutine: its answer is
+// handed to the client's pooled goroutines when it comes (one goroutine
+// waited for each send's answer, its stack with it), and every send is
+// answered, with its sequence numbers or as a broken connection.
+func TestSendsUnderWayHoldNoGoroutine(t *testing.T) {
+	c, cc := newHeldClient(t)
+	be := NewBackend(c, 1, nil)
+	msgs := []*core.Message{{Body: []byte("m")}}
+	const sends = 200
+	var wg sync.WaitGroup
+	var answered, broken atomic.Int64
+	start := runtime.NumGoroutine()
+	for i := range sends {
+		wg.Add(1)
+		if err := be.SendAsync("q", msgs, func(seqs []int64, err error) {
+			defer wg.Done()
+			switch {
+			case err == nil && len(seqs) == 1 && seqs[0] == 42:
+				answered.Add(1)
+			case err != nil:
+				broken.Add(1)
+			default:
+				t.Errorf("send answered %v, %v", seqs, err)
+			}
+		}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	if n := runtime.NumGoroutine() - start; n > sends/10 {
+		t.Errorf("%d sends under way hold %d more goroutines, want at most %d", sends, n, sends/10)
+	}
+	// Half answered, the rest failed as a broken connection fails them.
+	e := &enc{}
+	e.byte(statusOK)
+	e.int64s([]int64{42})
+	cc.mu.Lock()
+	half := 0
+	for id, p := range cc.pending {
+		if half == sends/2 {
+			break
+		}
+		delete(cc.pending, id)
+		p.deliver(cc.tasks, e.b)
+		half++
+	}
+	cc.mu.Unlock()
+	answerAll(cc, nil)
+	wg.Wait()
+	if answered.Load() != sends/2 || broken.Load() != sends/2 {
+		t.Errorf("answered %d, failed %d, want %d each", answered.Load(), broken.Load(), sends/2)
 	}
 }
