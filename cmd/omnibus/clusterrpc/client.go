@@ -14,8 +14,9 @@ import (
 	"github.com/omnibusmq/omnibus/core/gopool"
 )
 
-// maxIdleTasks bounds the goroutines a client keeps for the answers of
-// asynchronous sends (pendingCall.done), as core keeps its tasks'.
+// maxIdleTasks bounds the idle goroutines a client keeps for the answers
+// of asynchronous sends (pendingCall.done), and a server for its calls,
+// as core keeps its tasks'.
 const maxIdleTasks = 16
 
 // Dial opens a connection to a peer's RPC server (over the peer port:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -121,5 +122,54 @@ func TestAnswerEncodingAllocatesNothing(t *testing.T) {
 	answer := 10 * len(msgs[0].Body)
 	if served-direct > int64(answer)/2 {
 		t.Errorf("serving a peek of %d bytes of messages allocates %d bytes beyond the peek's own %d, want under %d", answer, served-direct, direct, answer/2)
+	}
+}
+
+// goroutinesCreated is how many goroutines the process has started.
+func goroutinesCreated(t *testing.T) uint64 {
+	t.Helper()
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		t.Fatalf("the runtime does not count the goroutines it starts (%s)", s[0].Name)
+	}
+	return s[0].Value.Uint64()
+}
+
+// Calls one after the other run on the goroutines kept from the calls
+// before (their stacks grown by the core's work), not each on a new one.
+func TestCallsRunOnKeptGoroutines(t *testing.T) {
+	env := coretest.New(t)
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute})
+	s := NewServer(func(g uint64) (Group, bool) {
+		return Group{Broker: env.Broker, Valid: func() bool { return true }}, g == 1
+	}, zaptest.NewLogger(t))
+	t.Cleanup(s.Close)
+	c := &serverConn{s: s, fc: newHeldFrameConn(), calls: map[uint64]context.CancelFunc{}}
+	call := func(id uint64) {
+		e := &enc{}
+		e.uvarint(id)
+		e.byte(opCounts)
+		e.uvarint(1)
+		e.string("q")
+		if !c.dispatch(e.b) {
+			t.Fatal("dispatch refused a well-formed call")
+		}
+		<-c.fc.wake // the answer is queued
+		frames := readQueued(t, c.fc)
+		d := &dec{b: frames[len(frames)-1]}
+		if got := d.uvarint(); got != id || d.byte() != statusOK {
+			t.Fatalf("call %d answered as %d, not OK", id, got)
+		}
+		c.fc.pending = c.fc.pending[:0]
+	}
+	call(1) // the first call's goroutine is new
+	const calls = 100
+	before := goroutinesCreated(t)
+	for id := range uint64(calls) {
+		call(id + 2)
+	}
+	if n := goroutinesCreated(t) - before; n > calls/10 {
+		t.Errorf("%d calls one after the other started %d goroutines, want at most %d", calls, n, calls/10)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/gopool"
 )
 
 // Group is a data group this node leads, as the server sees it.
@@ -45,6 +46,10 @@ type Server struct {
 	// (meta.go). Set it before Serve.
 	Meta Meta
 	log  *zap.Logger
+	// tasks run the calls (all but asynchronous sends, planned on the
+	// reading goroutine): a call's goroutine is one kept from an earlier
+	// call, its stack grown already by the core's work.
+	tasks *gopool.Pool
 
 	mu     sync.Mutex // guards conns and closed
 	conns  map[*serverConn]struct{}
@@ -57,7 +62,7 @@ func NewServer(lookup Lookup, log *zap.Logger) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Server{lookup: lookup, log: log, conns: map[*serverConn]struct{}{}}
+	return &Server{lookup: lookup, log: log, conns: map[*serverConn]struct{}{}, tasks: gopool.New(maxIdleTasks)}
 }
 
 // serverConn is one peer's connection.
@@ -145,6 +150,7 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.tasks.Close() // the calls still running finish; their goroutines then exit
 }
 
 // dispatch decodes one request and runs it: an asynchronous send at once
@@ -213,7 +219,7 @@ func (c *serverConn) dispatch(payload []byte) bool {
 	}
 	c.calls[id] = cancel
 	c.mu.Unlock()
-	go func() {
+	c.s.tasks.Go(func() {
 		defer func() {
 			c.mu.Lock()
 			delete(c.calls, id)
@@ -221,7 +227,7 @@ func (c *serverConn) dispatch(payload []byte) bool {
 			cancel()
 		}()
 		c.run(ctx, id, g, op, args)
-	}()
+	})
 	return true
 }
 
