@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/go-amqp"
 
 	"github.com/omnibusmq/omnibus/core"
+	"github.com/omnibusmq/omnibus/core/clock"
 	"github.com/omnibusmq/omnibus/core/coretest"
 )
 
@@ -60,6 +61,18 @@ func (r oneBackend) Place(context.Context, string) (core.Backend, error) { retur
 func (r oneBackend) All() ([]core.Backend, error)                        { return []core.Backend{r.be}, nil }
 func (r oneBackend) Local() []core.Backend                               { return []core.Backend{r.be} }
 
+// backendClock is the clock of a backend broker, for the routed broker in
+// front of it: in a cluster both read the same time, and the front
+// compares a session lock's expiry, set by the backend, with the routed
+// broker's Now.
+type backendClock struct{ b *core.Broker }
+
+func (c backendClock) Now() time.Time { return time.Unix(0, c.b.Now()) }
+
+func (c backendClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return clock.Real{}.AfterFunc(d, f)
+}
+
 // newRoutedTestServer serves a routed broker whose one backend is the
 // test server's broker behind a refusingBackend.
 func newRoutedTestServer(t *testing.T) (*testServer, *refusingBackend) {
@@ -67,7 +80,7 @@ func newRoutedTestServer(t *testing.T) (*testServer, *refusingBackend) {
 	be := &refusingBackend{}
 	ts := newTestServer(t, func(c *Config) {
 		be.Backend = c.Broker
-		routed, err := core.New(core.Config{Router: oneBackend{be}})
+		routed, err := core.New(core.Config{Router: oneBackend{be}, Clock: backendClock{c.Broker}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,5 +247,49 @@ func TestRoutedDetachAfterSettlementUnderWay(t *testing.T) {
 	var le *amqp.LinkError
 	if !errors.As(err, &le) || le.RemoteErr == nil || le.RemoteErr.Condition != amqp.ErrCondDetachForced {
 		t.Fatalf("after the completion: %v, want the link detached with %s", err, amqp.ErrCondDetachForced)
+	}
+}
+
+// TestRoutedSessionCompletionRefusedIsNotReportedDone: a session
+// receiver's completion that the broker holding its lock refused (its
+// group changing leaders: the store takes no more writes, while the
+// session lock has not ended yet) must not reach the Go SDK as done. It
+// was answered rejected with message-lock-lost; on a session receiver the
+// SDK takes that for recoverable, settles the same go-amqp message again,
+// and go-amqp, which took the rejection as settling the delivery, reports
+// success without asking anyone: the cluster soak's "completed then
+// delivered again" (six messages of a session, all delivered again once
+// the session was accepted anew).
+func TestRoutedSessionCompletionRefusedIsNotReportedDone(t *testing.T) {
+	ts, be := newRoutedTestServer(t)
+	ts.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "sq", RequiresSession: true})
+	c := newSDKClient(t, ts)
+	s, err := c.NewSender("sq", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	sendSessions(t, s, "a:1")
+	ctx := sdkCtx(t)
+	sr, err := c.AcceptSessionForQueue(ctx, "sq", "a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close(context.Background())
+	msgs := receiveN(t, sr, 1)
+	be.refuse.Store(true)
+	// As in TestSDKSessionCompleteAfterLockLost, the deadline lets the
+	// SDK's first retry (about 4 s later) run, which is where a false
+	// success shows, and ends the wait before its second.
+	cctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	err = sr.CompleteMessage(cctx, msgs[0], nil)
+	cancel()
+	if err == nil {
+		t.Fatal("a session receiver's completion refused by its group was reported done")
+	}
+	t.Logf("CompleteMessage refused while the group moves: %v", err)
+	be.refuse.Store(false)
+	if got := ts.MustCounts(t, "sq"); got.Active != 1 {
+		t.Fatalf("counts %+v after a refused completion: the message must still be there", got)
 	}
 }
