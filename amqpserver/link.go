@@ -297,11 +297,15 @@ func (l *link) refuse(a *frames.Attach, e *frames.Error) {
 // the link under way when a pull fails is carried out all the same, and
 // a client that saw the detach first takes it for failed (the Go SDK
 // then settles again through $management, which finds no lock: lock
-// lost for a message that is gone, never delivered again).
+// lost for a message that is gone, never delivered again). Settlements
+// still queued in the connection (waiting for a CompleteMany in flight,
+// or for the pass's end) go to the broker first, so that they owe their
+// answers too: otherwise they were applied after the detach was written.
 func (l *link) detach(e *frames.Error) {
 	if l.detached {
 		return
 	}
+	l.s.c.submitPending()
 	l.release()
 	l.s.forgetLink(l.handle)
 	s, h := l.s, l.handle

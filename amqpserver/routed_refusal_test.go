@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"github.com/Azure/go-amqp"
 
+	"github.com/omnibusmq/omnibus/amqpserver/internal/frames"
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/clock"
 	"github.com/omnibusmq/omnibus/core/coretest"
@@ -291,5 +292,89 @@ func TestRoutedSessionCompletionRefusedIsNotReportedDone(t *testing.T) {
 	be.refuse.Store(false)
 	if got := ts.MustCounts(t, "sq"); got.Active != 1 {
 		t.Fatalf("counts %+v after a refused completion: the message must still be there", got)
+	}
+}
+
+// TestRoutedDetachAfterQueuedSettlement: a completion the client sent
+// while another completion of the connection was in flight waits in the
+// connection for that one's answer, to go to the broker with the next
+// batch (completeMany). A detach of its link decided meanwhile (a pull
+// refused: the entity's group changing leaders) must still come after
+// its answer. It used to overtake it: the detach waited only for the
+// completion in flight, the queued one was then applied and its answer
+// written after the detach, which the client had taken for the
+// completion's failure; the Go SDK settled again through $management, was
+// told the lock was lost, and the message was gone (the cluster soak's
+// "received, then gone without a completion" after a leadership
+// hand-over).
+func TestRoutedDetachAfterQueuedSettlement(t *testing.T) {
+	gb := &gatedBackend{refusingBackend: &refusingBackend{}, entered: make(chan struct{}, 1), open: make(chan struct{}), refused: make(chan struct{}, 1)}
+	ts := newTestServer(t, func(c *Config) {
+		gb.Backend = c.Broker
+		routed, err := core.New(core.Config{Router: oneBackend{gb}, Clock: backendClock{c.Broker}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { routed.Close() })
+		c.Broker = routed
+	})
+	ts.MustSend(t, "q", coretest.Text("a"), coretest.Text("b"))
+	var opened sync.Once
+	openGate := func() { opened.Do(func() { close(gb.open) }) }
+	defer openGate()
+
+	p := ts.rawDial(t)
+	p.open()
+	p.writeFrame(0, &frames.Begin{IncomingWindow: 1 << 20, OutgoingWindow: 1 << 20, HandleMax: 10})
+	p.readFrame()
+	second := frames.ReceiverSettleModeSecond
+	p.writeFrame(0, &frames.Attach{Name: "rcv", Handle: 0, Role: frames.RoleReceiver, RcvSettleMode: &second,
+		Source: &frames.Source{Address: "q"}, Target: &frames.Target{}})
+	if a, ok := p.readFrame().(*frames.Attach); !ok || a.Source == nil {
+		t.Fatalf("attach answered with %+v", a)
+	}
+	p.writeFrame(0, creditFlow(0, 0, 2))
+	for got := 0; got < 2; {
+		if _, ok := p.readFrame().(*frames.Transfer); ok {
+			got++
+		}
+	}
+	// The first completion waits at the gate: the connection has one in
+	// flight. The second arrives then and waits in the connection, and
+	// the credit after it starts a pull, which is refused.
+	p.writeFrame(0, &frames.Disposition{Role: frames.RoleReceiver, First: 0, State: &frames.Accepted{}})
+	<-gb.entered
+	gb.refuse.Store(true)
+	p.writeFrames(0,
+		&frames.Disposition{Role: frames.RoleReceiver, First: 1, State: &frames.Accepted{}},
+		creditFlow(0, 2, 1))
+	<-gb.refused
+	// The refused pull's answer reaches the connection, which decides the
+	// detach, while the first completion still waits.
+	time.Sleep(200 * time.Millisecond)
+	openGate()
+
+	answered := map[uint32]bool{}
+	for {
+		switch f := p.readFrame().(type) {
+		case *frames.Disposition:
+			last := f.First
+			if f.Last != nil {
+				last = *f.Last
+			}
+			for id := f.First; id <= last; id++ {
+				if _, ok := f.State.(*frames.Accepted); ok {
+					answered[id] = true
+				}
+			}
+		case *frames.Detach:
+			if !answered[0] || !answered[1] {
+				t.Fatalf("the link was detached (%v) before both completions were answered accepted (answered: %v)", f.Error, answered)
+			}
+			if c := ts.MustCounts(t, "q"); c.Active != 0 {
+				t.Fatalf("counts %+v after both completions", c)
+			}
+			return
+		}
 	}
 }
