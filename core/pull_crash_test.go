@@ -25,16 +25,7 @@ import (
 // crash. Every write before the crash image's last fsync is kept
 // (UnsyncedDataPercent 0), so the counts are exact.
 func TestDeliveryCountsSurviveCrashes(t *testing.T) {
-	fs := vfs.NewCrashableMem()
-	st, err := pebblestore.Open("db", pebblestore.Options{FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.NewFake(coretest.Epoch)
-	b, err := core.New(core.Config{Store: st, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, st, clk, b := openCrashable(t)
 	ctx := t.Context()
 	if _, err := b.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute, MaxDeliveryCount: 10}); err != nil {
 		t.Fatal(err)
@@ -237,16 +228,7 @@ func keys(m map[int64]*core.Message) []int64 {
 // abandoned message of the same pull keeps the record and its count. A
 // session whose lock is not closed keeps them all.
 func TestSessionCloseTakesBackPulledCountsAcrossCrash(t *testing.T) {
-	fs := vfs.NewCrashableMem()
-	st, err := pebblestore.Open("db", pebblestore.Options{FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.NewFake(coretest.Epoch)
-	b, err := core.New(core.Config{Store: st, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, st, clk, b := openCrashable(t)
 	ctx := t.Context()
 	if _, err := b.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "q", RequiresSession: true, LockDuration: time.Minute, MaxDeliveryCount: 10}); err != nil {
 		t.Fatal(err)

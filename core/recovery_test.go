@@ -173,16 +173,7 @@ func TestSequenceNumbersNeverReused(t *testing.T) {
 // crash survives it, even with sends in flight at the moment of the crash,
 // and so does every synced removal (receive-and-delete, complete).
 func TestCrashKeepsAcknowledgedWork(t *testing.T) {
-	fs := vfs.NewCrashableMem()
-	st, err := pebblestore.Open("db", pebblestore.Options{FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.NewFake(coretest.Epoch)
-	b, err := core.New(core.Config{Store: st, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, st, clk, b := openCrashable(t)
 	ctx := t.Context()
 	if _, err := b.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: "q"}); err != nil {
 		t.Fatal(err)
@@ -289,6 +280,24 @@ func TestCrashKeepsAcknowledgedWork(t *testing.T) {
 // recoverCrashed opens the store "db" on crashed (a CrashClone of the file
 // system a broker ran on) and recovers a broker from it, both closed when
 // the test ends.
+// openCrashable opens a broker on a Pebble store in a crashable memory
+// file system (vfs.MemFS.CrashClone takes its crash images), on a fake
+// clock at coretest.Epoch.
+func openCrashable(t *testing.T) (*vfs.MemFS, *pebblestore.Store, *clock.Fake, *core.Broker) {
+	t.Helper()
+	fs := vfs.NewCrashableMem()
+	st, err := pebblestore.Open("db", pebblestore.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(coretest.Epoch)
+	b, err := core.New(core.Config{Store: st, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, st, clk, b
+}
+
 func recoverCrashed(t *testing.T, crashed vfs.FS, clk clock.Clock) (*pebblestore.Store, *core.Broker) {
 	t.Helper()
 	st, err := pebblestore.Open("db", pebblestore.Options{FS: crashed})

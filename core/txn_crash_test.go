@@ -11,9 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/omnibusmq/omnibus/core"
-	"github.com/omnibusmq/omnibus/core/clock"
 	"github.com/omnibusmq/omnibus/core/coretest"
-	"github.com/omnibusmq/omnibus/storage/pebblestore"
 )
 
 // A crash in the middle of committing transactions leaves each of them
@@ -31,16 +29,7 @@ func TestTxnCrashAllOrNothing(t *testing.T) {
 
 func txnCrash(t *testing.T, seed uint64) {
 	const inputs = 400
-	fs := vfs.NewCrashableMem()
-	st, err := pebblestore.Open("db", pebblestore.Options{FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.NewFake(coretest.Epoch)
-	b, err := core.New(core.Config{Store: st, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, st, clk, b := openCrashable(t)
 	ctx := t.Context()
 	for _, name := range []string{"in", "out"} {
 		if _, err := b.CreateEntity(ctx, core.Entity{Kind: core.KindQueue, Name: name}); err != nil {
