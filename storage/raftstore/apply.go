@@ -61,6 +61,7 @@ func (n *Node) runApplier() {
 			continue
 		}
 		items, coalesce := h.takeWith(items)
+		n.heldThrough.Store(0)
 		for i := 0; i < len(items); {
 			if w := items[i].install; w != nil {
 				w.done <- n.installSnapshot(w.snap)

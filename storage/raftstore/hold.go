@@ -91,7 +91,7 @@ func (n *Node) hold(items []applyWork) bool {
 	if len(h.items) > 0 && n.mono() >= h.dueAt {
 		return false
 	}
-	size := h.bytes
+	size, through := h.bytes, n.heldThrough.Load()
 	for _, it := range items {
 		if it.install != nil {
 			return false
@@ -101,6 +101,7 @@ func (n *Node) hold(items []applyWork) bool {
 				return false
 			}
 			size += len(it.m.Entries[i].Data)
+			through = it.m.Entries[i].Index
 		}
 	}
 	if size > maxHeldApplyBytes {
@@ -117,6 +118,7 @@ func (n *Node) hold(items []applyWork) bool {
 	}
 	h.items = append(h.items, items...)
 	h.bytes = size
+	n.heldThrough.Store(through)
 	return true
 }
 

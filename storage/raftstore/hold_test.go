@@ -58,7 +58,10 @@ func TestFollowerHoldsAndCoalescesApplies(t *testing.T) {
 		if id == leader {
 			continue
 		}
-		waitFor(t, fmt.Sprintf("node %d to know the commit index %d", id, commit), func() bool { return n.commit.Load() >= commit })
+		// Knowing the commit index comes before the entries reach the
+		// applier: wait until it holds them all, so that one run
+		// coalesces the whole burst.
+		waitFor(t, fmt.Sprintf("node %d to hold the entries through the commit index %d", id, commit), func() bool { return n.heldThrough.Load() >= commit })
 		if got := n.applied.Load(); got >= commit {
 			t.Fatalf("node %d (a follower, holding for an hour) applied %d of %d: it held nothing", id, got, commit)
 		}

@@ -69,6 +69,9 @@ type Node struct {
 	// heldDropped counts the operations coalescing took out of a
 	// follower's held applies (coalesce.go).
 	heldDropped atomic.Uint64
+	// heldThrough is the last entry index a follower holds unapplied, 0
+	// while it holds none (hold.go).
+	heldThrough atomic.Uint64
 	// votersPub is the group's voters as the loop last saw them, for
 	// other goroutines (status, the balancer).
 	votersPub, learnersPub atomic.Pointer[[]uint64]
