@@ -345,6 +345,10 @@ func (b *Broker) updateLocked(e Entity) (*Entity, error) {
 		e.EnablePartitioning = old.EnablePartitioning // its topic's, never the caller's
 	} else if old.EnablePartitioning != e.EnablePartitioning {
 		return nil, errf(CodeBadRequest, "%s '%s': EnablePartitioning cannot be changed after creation", e.Kind, e.Path())
+	} else if old.RequiresDuplicateDetection != e.RequiresDuplicateDetection {
+		// Service Bus: duplicate detection is chosen when a queue or
+		// topic is created; only its window changes later.
+		return nil, errf(CodeBadRequest, "%s '%s': RequiresDuplicateDetection cannot be changed after creation", e.Kind, e.Path())
 	}
 	if err := b.checkForwarding(&e); err != nil {
 		return nil, err
