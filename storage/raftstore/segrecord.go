@@ -97,13 +97,17 @@ type recordWriter struct {
 	buf     []byte
 }
 
-// add appends a record of typ whose payload, of size bytes, fill writes.
+// add appends a record of typ whose payload, of size bytes, fill writes:
+// every byte of it (the buffer is reused: what fill leaves holds an
+// earlier record's bytes). Only the header and the padding are cleared,
+// not the payload: an entry's bytes were written twice, zeros first.
 func (w *recordWriter) add(typ recType, size int, fill func(p []byte) error) error {
 	start := len(w.buf)
 	n := int(recordLen(size))
 	w.buf = slices.Grow(w.buf, n)[:start+n]
 	rec := w.buf[start : start+n]
-	clear(rec)
+	clear(rec[:recHeaderLen])
+	clear(rec[recHeaderLen+size:])
 	payload := rec[recHeaderLen : recHeaderLen+size]
 	if err := fill(payload); err != nil {
 		w.buf = w.buf[:start]
@@ -125,7 +129,10 @@ type marshaler interface {
 
 func (w *recordWriter) addProto(typ recType, m marshaler) error {
 	return w.add(typ, m.Size(), func(p []byte) error {
-		_, err := m.MarshalToSizedBuffer(p)
+		n, err := m.MarshalToSizedBuffer(p)
+		if err == nil && n != len(p) {
+			err = fmt.Errorf("raftstore: a record's payload encoded to %d bytes, not the %d it said", n, len(p))
+		}
 		return err
 	})
 }
