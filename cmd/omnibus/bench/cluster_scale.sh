@@ -46,6 +46,16 @@
 # whatever the machine's load; and its calls on other nodes per delivered
 # message, by operation (omnibus_peer_calls_total).
 #
+# WARMUP (e.g. 15s; default none) runs the load that long before the
+# measured DURATION and leaves it out: the generators get --warmup and run
+# WARMUP + DURATION, the nodes' CPU is read from WARMUP after they start,
+# and PROFILE and SYSCALLS start then too. A node's memory grows for about
+# the first 15 s of load (to ~600 MB with five groups: in-memory Raft
+# logs up to their compaction, memtables, the collector's room), and each
+# fresh page costs a page fault, ~1.4 µs of CPU here: without a warm-up,
+# 0.2-0.3 faults per message per node, ~0.3 µs, are in the figures of a
+# 14-20 s run (raftstore README, "The non-leading nodes' cost").
+#
 # Needs root (cgroups); skips, saying why, where /sys/fs/cgroup/cpu is not
 # a writable cgroup v1 hierarchy. Take the numbers when the machine is
 # quiet: the script prints `uptime` before each run.
@@ -55,6 +65,7 @@ cd "$(dirname "$0")/../../.."
 NODES=${NODES:-"3 5"}
 CPU=${CPU:-0.2}
 DURATION=${DURATION:-20s}
+WARMUP=${WARMUP:-0s}
 QUEUES_PER_NODE=${QUEUES_PER_NODE:-}
 SCENARIO=${SCENARIO:-queues}
 CLIENTS_PER_NODE=${CLIENTS_PER_NODE:-}
@@ -248,14 +259,17 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
   fi
   sleep 2
   local before=() after=() b
-  for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
+  local gen=(--duration "$((${DURATION%s} + ${WARMUP%s}))s" --warmup "$WARMUP")
+  if [ "${WARMUP%s}" = 0 ]; then
+    for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
+  fi
   local bpids=()
   if [ "$SCENARIO" = partitioned ]; then
     status_commits "$dir" >"$dir/commits-before"
     local urls=""
     for i in $(seq 1 "$n"); do urls="$urls${urls:+,}amqp://127.0.0.1:$(port 1 "$i")"; done
     "$BIN/omnibus-tools" bench --scenario both --queue p --url "$urls" --connections $((n * ${CLIENTS_PER_NODE:-$n})) \
-      --partition-keys "$KEYS" --size "$SIZE" --duration "$DURATION" --quiet --pass "$KEY" --json "$dir/b0.json" >"$dir/b0.out" 2>&1 &
+      --partition-keys "$KEYS" --size "$SIZE" "${gen[@]}" --quiet --pass "$KEY" --json "$dir/b0.json" >"$dir/b0.out" 2>&1 &
     bpids+=($!)
     q=1
   fi
@@ -264,9 +278,13 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
     local node=$((((i + i / n) % n) + 1))
     if [ "${CLIENTS:-}" = leader ]; then node=$(((i % n) + 1)); fi
     "$BIN/omnibus-tools" bench --scenario both --queue "s$i" --url "amqp://127.0.0.1:$(port 1 "$node")" --size "$SIZE" \
-      --duration "$DURATION" --quiet --pass "$KEY" --json "$dir/b$i.json" >"$dir/b$i.out" 2>&1 &
+      "${gen[@]}" --quiet --pass "$KEY" --json "$dir/b$i.json" >"$dir/b$i.out" 2>&1 &
     bpids+=($!)
   done
+  if [ "${WARMUP%s}" != 0 ]; then
+    sleep "${WARMUP%s}"
+    for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
+  fi
   if [ "${SYSCALLS:-}" = 1 ]; then
     local window=$((${DURATION%s} - 4))
     for i in $(seq 1 "$n"); do
@@ -315,10 +333,10 @@ EOF
 
 if [ "$SCENARIO" = partitioned ]; then
   printf '%s\n' "cluster-scale: each node held to $CPU cores (cpu.cfs_quota_us $QUOTA per 100000), one partitioned queue (16 partitions)," \
-    "one bench --scenario both over ${CLIENTS_PER_NODE:-n} connections per node, partition keys $KEYS, ${SIZE} B, $DURATION; $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    "one bench --scenario both over ${CLIENTS_PER_NODE:-n} connections per node, partition keys $KEYS, ${SIZE} B, $DURATION after a warm-up of $WARMUP; $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 else
   printf '%s\n' "cluster-scale: each node held to $CPU cores (cpu.cfs_quota_us $QUOTA per 100000), ${QUEUES_PER_NODE:-n} queues per node," \
-    "one bench --scenario both per queue, ${SIZE} B, $DURATION; $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    "one bench --scenario both per queue, ${SIZE} B, $DURATION after a warm-up of $WARMUP; $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 fi
 printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' nodes groups "send+receive msg/s" "CPU µs per message, node by node" ratio
 printf '|%s|%s|%s|%s|%s|\n' -------- --------- ------------------------ ------------------------------------ --------
