@@ -30,6 +30,10 @@ type faultFS struct {
 	vfs.FS
 	faults *faults
 	mark   *walMark // told how far each log file is synced; nil: not
+	// logDir is the directory of the store's own write-ahead log files.
+	// Only they are the log: a .log file written elsewhere is a copy (a
+	// checkpoint's), whose length says nothing of the log's.
+	logDir string
 	// failLogSyncs, when true, fails the log's fsyncs (Options.FailLogSyncs).
 	failLogSyncs *atomic.Bool
 
@@ -192,7 +196,9 @@ func (fs *faultFS) retryOpen(what, name string, open func() (vfs.File, error)) (
 
 func (fs *faultFS) wrap(name string, role fileRole, f vfs.File) vfs.File {
 	ff := &faultFile{File: f, fs: fs, path: name, name: baseName(name), role: role}
-	ff.logNum, ff.wal = walLogNum(name)
+	if n, ok := walLogNum(name); ok && fs.FS.PathDir(name) == fs.logDir {
+		ff.logNum, ff.wal = n, true
+	}
 	if role.flushOutput() {
 		// Written whole, then synced: gather Pebble's 4 KiB writes
 		// (bufwrite.go). Each gathered write is still one faultFile
@@ -276,8 +282,9 @@ type faultFile struct {
 	path string
 	name string // for messages
 	role fileRole
-	// For a write-ahead log file: its number, and the bytes written so far
-	// (the log is written in order, with Write).
+	// For a file of the store's own write-ahead log (see faultFS.logDir):
+	// its number, and the bytes written so far (the log is written in
+	// order, with Write).
 	wal     bool
 	logNum  uint32
 	written atomic.Int64

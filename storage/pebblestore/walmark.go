@@ -23,6 +23,16 @@ import (
 // behind. (Fsyncing it with every commit would double the fsyncs a send
 // costs.)
 //
+// Only the fsyncs of the store's own log files move the mark: the files
+// named NNNNNN.log in the store's directory, and the synced length is
+// what the store wrote to that file, never the file's size. A checkpoint
+// writes a copy of the live log (whole, as Pebble copies it) into its
+// own directory: its length is not the live log's synced length, and
+// when Pebble reuses an old log file for the live log it is far longer
+// (the old log's bytes stay behind the new records). Counting that copy
+// made the store refuse to start after a checkpoint, after a clean close
+// as after a power loss, with nothing lost.
+//
 // The file's 32 bytes: a magic string (8), the log's number (8), the
 // synced length (8), a checksum of those (4), zeros (4).
 const (
