@@ -81,6 +81,27 @@ func (c *testCluster) waitSettled(from uint64, groups int, even func(map[uint64]
 	}
 }
 
+// waitLedAsPlaced waits (up to a minute) for each of the groups data
+// groups to be led by the preferred leader node from's records name: until
+// then the balancer may hand a group over (balance.go), which ends the
+// Session a test writes through, refusing its next write.
+func (c *testCluster) waitLedAsPlaced(from uint64, groups int) {
+	c.t.Helper()
+	waitFor(c.t, "every data group led by its preferred leader", func() bool {
+		recs := c.placementsOf(from)
+		for g := uint64(1); g <= uint64(groups); g++ {
+			n := c.nodes[recs[g].Leader]
+			if n == nil {
+				return false
+			}
+			if gn := n.GroupNode(g); gn == nil || gn.Leader() != gn.ID() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // heldBy counts the replicas each node holds by the records.
 func heldBy(recs map[uint64]placement) map[uint64]int {
 	out := map[uint64]int{}
@@ -211,6 +232,7 @@ func TestReplicasMoveToJoiningNodes(t *testing.T) {
 	if held := heldBy(recs); held[1] != 3 || held[2] != 3 || held[3] != 3 {
 		t.Fatalf("before the joins: %v", held)
 	}
+	c.waitLedAsPlaced(1, 3)
 	var writers []*groupWriter
 	for g := uint64(1); g <= 3; g++ {
 		s, _ := c.groupSession(g)
@@ -277,6 +299,7 @@ func TestReplicasMoveToJoiningNodes(t *testing.T) {
 func TestRemovedMemberIsReplaced(t *testing.T) {
 	c := newTestCluster(t, 4, false, func(cfg *Config) { cfg.Groups = 3 })
 	recs := c.waitSettled(1, 3, nil)
+	c.waitLedAsPlaced(1, 3)
 	for g := uint64(1); g <= 3; g++ {
 		if !slices.Contains(recs[g].Members, 3) {
 			t.Fatalf("group %d is not on node 3: %+v", g, recs[g])
@@ -337,6 +360,7 @@ func TestMoverKilledMidMove(t *testing.T) {
 		}
 	})
 	c.waitSettled(1, 3, nil)
+	c.waitLedAsPlaced(1, 3)
 	for g := uint64(1); g <= 3; g++ {
 		s, _ := c.groupSession(g)
 		mustPut(t, s, fmt.Sprint("before-", g), "v")
