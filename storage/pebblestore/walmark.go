@@ -33,6 +33,17 @@ import (
 // made the store refuse to start after a checkpoint, after a clean close
 // as after a power loss, with nothing lost.
 //
+// So whatever a crash keeps of the mark (the value last fsynced, or any
+// value written since) is at most what the named log file had durably
+// when that value was written, and a log file's synced bytes are never
+// rewritten: no crash, of the process or the machine, leaves the mark
+// beyond what its log holds. A switch of log moves the mark only with the
+// new log's first fsync, after the old log's last one (Pebble closes a log
+// before it creates or reuses the next). TestNoCrashPointLeavesTheMarkBeyondTheLog
+// takes crash images at each of these moments, with none, half or all of
+// the unsynced data kept; a mark written before its fsync, or a
+// checkpoint's copy counted, makes it fail.
+//
 // The file's 32 bytes: a magic string (8), the log's number (8), the
 // synced length (8), a checksum of those (4), zeros (4).
 const (
