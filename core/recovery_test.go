@@ -277,9 +277,6 @@ func TestCrashKeepsAcknowledgedWork(t *testing.T) {
 	}
 }
 
-// recoverCrashed opens the store "db" on crashed (a CrashClone of the file
-// system a broker ran on) and recovers a broker from it, both closed when
-// the test ends.
 // openCrashable opens a broker on a Pebble store in a crashable memory
 // file system (vfs.MemFS.CrashClone takes its crash images), on a fake
 // clock at coretest.Epoch.
@@ -298,6 +295,9 @@ func openCrashable(t *testing.T) (*vfs.MemFS, *pebblestore.Store, *clock.Fake, *
 	return fs, st, clk, b
 }
 
+// recoverCrashed opens the store "db" on crashed (a CrashClone of the file
+// system a broker ran on) and recovers a broker from it, both closed when
+// the test ends.
 func recoverCrashed(t *testing.T, crashed vfs.FS, clk clock.Clock) (*pebblestore.Store, *core.Broker) {
 	t.Helper()
 	st, err := pebblestore.Open("db", pebblestore.Options{FS: crashed})
