@@ -22,8 +22,9 @@ type crashPointFS struct {
 	*vfs.MemFS
 	acked *atomic.Int64 // writes acknowledged so far
 
-	mu     sync.Mutex // guards the fields below
-	images []crashPoint
+	mu      sync.Mutex // guards the fields below
+	images  []crashPoint
+	renamed map[string]string // a log file's new name → its old, until opened
 }
 
 type crashPoint struct {
@@ -55,14 +56,28 @@ func (fs *crashPointFS) Create(name string, cat vfs.DiskWriteCategory) (vfs.File
 	return fs.wrap("created", name, f, err)
 }
 
-func (fs *crashPointFS) ReuseForWrite(oldname, newname string, cat vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := fs.MemFS.ReuseForWrite(oldname, newname, cat)
-	return fs.wrap("reused "+oldname+" as", newname, f, err)
+// Rename notes an old log file renamed for reuse: the store reuses one
+// by a rename and an open (faultFS.ReuseForWrite).
+func (fs *crashPointFS) Rename(oldname, newname string) error {
+	err := fs.MemFS.Rename(oldname, newname)
+	if err == nil && strings.HasSuffix(oldname, ".log") {
+		fs.mu.Lock()
+		fs.renamed[newname] = oldname
+		fs.mu.Unlock()
+	}
+	return err
 }
 
 func (fs *crashPointFS) OpenReadWrite(name string, cat vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
 	f, err := fs.MemFS.OpenReadWrite(name, cat, opts...)
-	return fs.wrap("opened", name, f, err)
+	what := "opened"
+	fs.mu.Lock()
+	if old, ok := fs.renamed[name]; ok {
+		what = "reused " + old + " as"
+		delete(fs.renamed, name)
+	}
+	fs.mu.Unlock()
+	return fs.wrap(what, name, f, err)
 }
 
 type crashPointFile struct {
@@ -94,7 +109,7 @@ func (f crashPointFile) after(what string, err error) error {
 // The mark is written after the fsync it records, and only for the
 // store's own log files, so no crash leaves it beyond what the log holds.
 func TestNoCrashPointLeavesTheMarkBeyondTheLog(t *testing.T) {
-	mem := &crashPointFS{MemFS: vfs.NewCrashableMem(), acked: new(atomic.Int64)}
+	mem := &crashPointFS{MemFS: vfs.NewCrashableMem(), acked: new(atomic.Int64), renamed: map[string]string{}}
 	s := mustOpen(t, "db", pebblestore.Options{FS: mem, LazySyncDelay: -1})
 	n := 0
 	for round := range 5 {
