@@ -224,21 +224,27 @@ func (fs *faultFS) OpenReadWrite(name string, cat vfs.DiskWriteCategory, opts ..
 // of the file system below, as its default (disk) implementation makes
 // them. (Pebble's crashable MemFS takes its crash-image lock twice within
 // its own ReuseForWrite, which deadlocks with a CrashClone arriving in
-// between: TestLogReuseNeverDeadlocksACrashImage.) If a retry finds the
-// rename done, only the open is retried.
+// between: TestLogReuseNeverDeadlocksACrashImage.) A rename that fails
+// because an earlier attempt made it (the old name gone, the new there)
+// leaves only the open to retry.
 func (fs *faultFS) ReuseForWrite(oldname, newname string, cat vfs.DiskWriteCategory) (vfs.File, error) {
 	fs.noteCreated(newname)
 	return fs.retryOpen("reusing "+baseName(oldname)+" as", newname, func() (vfs.File, error) {
-		if _, err := fs.FS.Stat(oldname); os.IsNotExist(err) {
-			if _, err := fs.FS.Stat(newname); err == nil {
-				return fs.FS.OpenReadWrite(newname, cat)
-			}
-		}
-		if err := fs.FS.Rename(oldname, newname); err != nil {
+		if err := fs.FS.Rename(oldname, newname); err != nil && !fs.renamedBefore(oldname, newname) {
 			return nil, err
 		}
 		return fs.FS.OpenReadWrite(newname, cat)
 	})
+}
+
+// renamedBefore reports whether oldname is gone and newname there, as a
+// rename of one to the other leaves them.
+func (fs *faultFS) renamedBefore(oldname, newname string) bool {
+	if _, err := fs.FS.Stat(oldname); !os.IsNotExist(err) {
+		return false
+	}
+	_, err := fs.FS.Stat(newname)
+	return err == nil
 }
 
 // OpenDir implements vfs.FS. A directory's fsync makes file creations and
