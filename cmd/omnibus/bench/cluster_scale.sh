@@ -14,7 +14,7 @@
 # its cpuacct.usage gives its CPU time. The load: QUEUES_PER_NODE queues
 # per node (default: as many as there are nodes), one `omnibus-tools bench
 # --scenario both` per queue (send and receive at once, 1 KiB, 100 in
-# flight), for DURATION (default 20s). Queue i is placed in data group
+# flight), for DURATION (default 30s). Queue i is placed in data group
 # (i mod n) + 1, which node (i mod n) + 1 leads; its generator connects to
 # node ((i + i div n) mod n) + 1, so that each node's clients use every
 # group alike and 1 in n of them reach the node leading their queue's
@@ -46,15 +46,20 @@
 # whatever the machine's load; and its calls on other nodes per delivered
 # message, by operation (omnibus_peer_calls_total).
 #
-# WARMUP (e.g. 15s; default none) runs the load that long before the
+# WARMUP (default 30s; 0s for none) runs the load that long before the
 # measured DURATION and leaves it out: the generators get --warmup and run
 # WARMUP + DURATION, the nodes' CPU is read from WARMUP after they start,
-# and PROFILE and SYSCALLS start then too. A node's memory grows for about
-# the first 15 s of load (to ~600 MB with five groups: in-memory Raft
-# logs up to their compaction, memtables, the collector's room), and each
-# fresh page costs a page fault, ~1.4 µs of CPU here: without a warm-up,
-# 0.2-0.3 faults per message per node, ~0.3 µs, are in the figures of a
-# 14-20 s run (raftstore README, "The non-leading nodes' cost").
+# and PROFILE and SYSCALLS start then too. What is measured is the steady
+# state of a broker that runs for days, not its first seconds: for about
+# the first 15 s of load a node's memory grows (to ~600 MB with five
+# groups: in-memory Raft logs up to their compaction, memtables, the
+# collector's room), each fresh page a page fault of ~1.4 us, and every
+# group's log writes fresh segment files, whose pages the kernel allocates
+# and whose extents ext4 converts at each fdatasync, until the log is
+# compacted and its segments are recycled (a 5-node profile: pwrite 13 %
+# and memmove 31 % of a node's CPU without a warm-up, 2-4 % and 5-10 %
+# after 40 s; raftstore README, "Steady state"). Both clusters of a pair
+# get the same warm-up.
 #
 # Needs root (cgroups); skips, saying why, where /sys/fs/cgroup/cpu is not
 # a writable cgroup v1 hierarchy. Take the numbers when the machine is
@@ -64,8 +69,8 @@ cd "$(dirname "$0")/../../.."
 
 NODES=${NODES:-"3 5"}
 CPU=${CPU:-0.2}
-DURATION=${DURATION:-20s}
-WARMUP=${WARMUP:-0s}
+DURATION=${DURATION:-30s}
+WARMUP=${WARMUP:-30s}
 QUEUES_PER_NODE=${QUEUES_PER_NODE:-}
 SCENARIO=${SCENARIO:-queues}
 CLIENTS_PER_NODE=${CLIENTS_PER_NODE:-}
