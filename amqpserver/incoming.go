@@ -355,11 +355,11 @@ func (l *link) send(p *partial) {
 // their keys, although send joins them into one broker send.
 //
 // The entity's settings are read at attach, as its maximum message size
-// is, so the send path looks nothing up. EnablePartitioning cannot change
-// after an entity is created; a change of RequiresDuplicateDetection
-// (Service Bus allows none, omnibus's update does), or an entity deleted
-// and created again under the same name with other settings, applies to
-// the links attached after it.
+// is, so the send path looks nothing up. Neither EnablePartitioning nor
+// RequiresDuplicateDetection can change after an entity is created (an
+// update that tries is refused); an entity deleted and created again
+// under the same name with other settings applies to the links attached
+// after it.
 func (l *link) checkBatch(p *partial, msgs []*core.Message) error {
 	if l.in.partitioned == nil || p.format != frames.MessageFormatBatch {
 		return nil
