@@ -41,6 +41,14 @@
 // reading a body in it fails with storage.ErrCorrupt, as a damaged block
 // does, instead of panicking.
 //
+// Each write-ahead log Pebble replays on open is checked (walcheck.go): if
+// replay stops short of what had been synced, so acknowledged (the log's
+// own records say so, or the store's synced mark, walmark.go), Open fails
+// with storage.ErrCorrupt. With Options.Repair it keeps a copy of the log,
+// cuts it where replay stops, lowers the mark to that point and fsyncs it
+// before it goes on (walrepair.go), so that a power loss during the
+// repaired open does not refuse the next start over the loss accepted.
+//
 // # Single deletes
 //
 // storage.Batch.DeleteOnce is Pebble's SingleDelete: it cancels with the

@@ -44,6 +44,15 @@ import (
 // the unsynced data kept; a mark written before its fsync, or a
 // checkpoint's copy counted, makes it fail.
 //
+// A start with repair that accepts the loss of the end of the log the
+// mark names (Store.acceptLoss) lowers the mark to where that log's
+// replay stops, and fsyncs it, before the open goes on: the mark then
+// agrees with what is left of the log, and a power loss before the open
+// has flushed what it replayed (after which Pebble never replays that log
+// again) no longer leaves the older, longer mark on disk to refuse the
+// next start over a loss already accepted. TestPowerLossAfterARepairedStartOpens
+// takes that crash image.
+//
 // The file's 32 bytes: a magic string (8), the log's number (8), the
 // synced length (8), a checksum of those (4), zeros (4).
 const (
@@ -111,6 +120,24 @@ func (m *walMark) writeLocked() {
 	}
 	m.failing = false
 	m.written.logNum, m.written.synced = m.logNum, m.synced
+}
+
+// accept makes the mark say, durably, that log logNum is synced up to n
+// bytes, and holds that as what the file says, written and fsynced, so
+// that the writer never writes an older value back. It is called during
+// the open, before start: no writer runs.
+func (m *walMark) accept(logNum uint32, n int64) error {
+	var b [walMarkLen]byte
+	encodeMark(&b, logNum, n)
+	if err := m.writeFile(b[:]); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.logNum, m.synced = logNum, n
+	m.written.logNum, m.written.synced = logNum, n
+	m.fsynced = m.written
+	return nil
 }
 
 // encodeMark fills b with the mark for log logNum synced up to synced.

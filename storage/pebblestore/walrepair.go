@@ -41,6 +41,7 @@ func (s *Store) onPebbleInfo(format string, args []any) {
 // had been synced (so acknowledged) lie beyond where replay stopped, the
 // open is stopped with an error wrapping storage.ErrCorrupt, unless the
 // store was opened to repair, which keeps a copy of the file and goes on.
+// The loss accepted is recorded in the store's mark first (acceptLoss).
 // Unsynced records after the stop are what a crash leaves: they are
 // dropped, and said so. A log that cannot be read for the check (a disk
 // fault) stops the open too, with storage.ErrUnavailable, since nothing
@@ -63,12 +64,34 @@ func (s *Store) onReplayed(path string) {
 		panic(openAbort{fmt.Errorf("%w: %v; %s", storage.ErrCorrupt, rep, repairHint)})
 	case rep.damaged():
 		kept := s.keepDamaged(path)
+		if err := s.acceptLoss(rep); err != nil {
+			panic(openAbort{fmt.Errorf("%w: %v", storage.ErrUnavailable, err)})
+		}
 		s.log.Warn("write-ahead log damaged; accepting the loss (--repair)",
 			zap.Stringer("log", rep), zap.String("copy", kept))
 	case rep.later > 0:
 		s.log.Warn("write-ahead log ends with records that were never synced (a crash cut them): dropped",
 			zap.Stringer("log", rep))
 	}
+}
+
+// acceptLoss lowers the store's mark, durably, to where replay of the
+// log rep reports on stops, if the mark names that log and says it was
+// synced further: the open accepts the loss of the rest (--repair), and
+// the next start must not be refused over it again, even after a power
+// loss before the mark is next fsynced (see walMark). A mark naming
+// another log is left as it is.
+func (s *Store) acceptLoss(rep walReport) error {
+	n, ok := walLogNum(rep.path)
+	if !ok || !s.markOK || n != s.markLog || s.markSynced <= rep.stop {
+		return nil
+	}
+	if err := s.mark.accept(n, rep.stop); err != nil {
+		return fmt.Errorf("cannot record in %s that the loss of %s past offset %d is accepted: %w",
+			walMarkName, rep.path, rep.stop, err)
+	}
+	s.markSynced = rep.stop
+	return nil
 }
 
 // markFor returns how far the store's mark says the log at path was
@@ -102,7 +125,12 @@ func damagedLog(err error) string {
 // repairLog cuts a damaged log file where its replay stops and ends it
 // cleanly (Pebble's end-of-file trailer), keeping a copy of the whole
 // file first, so that Pebble replays what precedes the damage and goes on
-// with the logs after it.
+// with the logs after it. The mark is lowered (acceptLoss) before the
+// file is cut: a crash in between leaves the damaged file, which Pebble
+// refuses whatever the mark says, and once the file is cut no crash
+// leaves it with the old mark to be refused again. (Left there, the old
+// mark also made the open that follows report the cut file as damaged
+// and copy it over the copy of the whole file.)
 func (s *Store) repairLog(rep walReport) error {
 	data, err := readFile(s.fs, rep.path)
 	if err != nil {
@@ -111,6 +139,9 @@ func (s *Store) repairLog(rep walReport) error {
 	kept := s.keepDamaged(rep.path)
 	if kept == "" {
 		return fmt.Errorf("cannot keep a copy of %s before repairing it", rep.path)
+	}
+	if err := s.acceptLoss(rep); err != nil {
+		return err
 	}
 	logNum, _ := walLogNum(rep.path)
 	fixed := append([]byte(nil), data[:rep.stop]...)
