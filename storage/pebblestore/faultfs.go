@@ -26,13 +26,19 @@ import (
 //     are paced while it keeps failing.
 //   - SyncTo (sync_file_range, a hint) never fails: the fsync after it
 //     reports any error.
+//   - A file or directory outside the store's directory is a copy: a
+//     checkpoint's (a backup's, a snapshot for a replica). Its failures,
+//     of any operation, are returned at once and never park anything:
+//     the checkpoint fails and the store goes on.
 type faultFS struct {
 	vfs.FS
 	faults *faults
 	mark   *walMark // told how far each log file is synced; nil: not
-	// logDir is the directory of the store's own write-ahead log files.
-	// Only they are the log: a .log file written elsewhere is a copy (a
-	// checkpoint's), whose length says nothing of the log's.
+	// logDir is the store's directory, which holds its write-ahead log
+	// files and every other file of its own. Only its .log files are the
+	// log: a .log file written elsewhere is a copy (a checkpoint's), whose
+	// length says nothing of the log's (and whose failure is the copy's:
+	// roleCopy).
 	logDir string
 	// failLogSyncs, when true, fails the log's fsyncs (Options.FailLogSyncs).
 	failLogSyncs *atomic.Bool
@@ -130,9 +136,14 @@ const (
 	roleCritical                 // write-ahead log, MANIFEST, markers, the directory
 	roleBlob                     // blob files (bodies), written by flushes and compactions
 	roleTable                    // sstables: Pebble writes them again on failure
+	roleCopy                     // outside the store's directory: a checkpoint's files
 )
 
-func roleOf(name string) fileRole {
+// roleOf returns the role of the file name.
+func (fs *faultFS) roleOf(name string) fileRole {
+	if fs.FS.PathDir(name) != fs.logDir {
+		return roleCopy
+	}
 	switch base := baseName(name); {
 	case strings.HasSuffix(base, ".log"), strings.HasPrefix(base, "MANIFEST-"), strings.HasPrefix(base, "marker."):
 		return roleCritical
@@ -156,6 +167,11 @@ func (r fileRole) class() opClass {
 		// (its writer aborts a writable it already closed): no error of a
 		// blob file's may reach it. Only flushes wait on it.
 		return opClass{mustNotFail: true}
+	case roleCopy:
+		// A checkpoint's file: its failure fails the checkpoint, whose
+		// caller (a backup, a snapshot for a replica) reports it or tries
+		// again; nothing of the store waits on it.
+		return opClass{failsAtOnce: true}
 	}
 	return opClass{}
 }
@@ -174,7 +190,7 @@ func baseName(path string) string {
 // retryOpen runs an operation that creates or opens a file for writing,
 // retried as its file's role requires.
 func (fs *faultFS) retryOpen(what, name string, open func() (vfs.File, error)) (vfs.File, error) {
-	role := roleOf(name)
+	role := fs.roleOf(name)
 	if role.flushOutput() {
 		fs.faults.pauseBeforeCreate()
 	}
@@ -248,13 +264,18 @@ func (fs *faultFS) renamedBefore(oldname, newname string) bool {
 }
 
 // OpenDir implements vfs.FS. A directory's fsync makes file creations and
-// renames durable: it is critical.
+// renames durable: the store's directory is critical, any other a copy's
+// (a checkpoint's directory, or the one it is created in).
 func (fs *faultFS) OpenDir(name string) (vfs.File, error) {
 	f, err := fs.FS.OpenDir(name)
 	if err != nil {
 		return nil, err
 	}
-	return &faultFile{File: f, fs: fs, path: name, name: "directory " + name, role: roleCritical}, nil
+	role := roleCopy
+	if fs.FS.PathDir(fs.FS.PathJoin(name, "f")) == fs.logDir { // name, cleaned as a file's directory is
+		role = roleCritical
+	}
+	return &faultFile{File: f, fs: fs, path: name, name: "directory " + name, role: role}, nil
 }
 
 // Rename implements vfs.FS.
@@ -275,7 +296,7 @@ func (fs *faultFS) MkdirAll(dir string, perm os.FileMode) error {
 // retryNamed retries a name-space operation while it fails with a disk
 // fault; any other error is returned at once.
 func (fs *faultFS) retryNamed(what, name string, op func() error) error {
-	err := fs.faults.retry(what+" "+name, name, roleOf(name).class(), func() error {
+	err := fs.faults.retry(what+" "+name, name, fs.roleOf(name).class(), func() error {
 		err := op()
 		if err != nil && !isDiskFault(err) {
 			return permanent{err}

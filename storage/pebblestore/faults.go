@@ -90,6 +90,9 @@ type opClass struct {
 	// never given up, not even when the store closes (which then leaves
 	// Pebble as it is instead).
 	mustNotFail bool
+	// failsAtOnce: the operation's failure is returned as it is, never
+	// retried (a checkpoint's file: roleCopy).
+	failsAtOnce bool
 }
 
 // blockedOp is one write being retried.
@@ -171,7 +174,7 @@ func unwrapPermanent(err error) error {
 func (f *faults) retry(what, path string, class opClass, op func() error) error {
 	f.parkIfAbandoned()
 	err := op()
-	if _, ok := err.(permanent); err == nil || ok {
+	if _, ok := err.(permanent); err == nil || ok || class.failsAtOnce {
 		return err
 	}
 	f.mu.Lock()
