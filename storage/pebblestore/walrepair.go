@@ -168,18 +168,35 @@ func (s *Store) repairLog(rep walReport) error {
 // copy's path, or "" if it could not.
 func (s *Store) keepDamaged(path string) string {
 	data, err := readFile(s.fs, path)
+	dir := s.fs.PathJoin(s.dir, damagedDir)
 	if err == nil {
-		err = s.fs.MkdirAll(s.fs.PathJoin(s.dir, damagedDir), 0o755)
+		err = s.fs.MkdirAll(dir, 0o755)
 	}
-	dst := s.fs.PathJoin(s.dir, damagedDir, fmt.Sprintf("%s.%s", baseName(path), time.Now().UTC().Format("20060102T150405Z")))
+	var dst string
 	if err == nil {
+		dst = freeName(s.fs, s.fs.PathJoin(dir, fmt.Sprintf("%s.%s", baseName(path), time.Now().UTC().Format("20060102T150405Z"))))
 		err = writeSynced(s.fs, dst, data)
+	}
+	if err == nil {
+		err = syncDir(s.fs, dir)
 	}
 	if err != nil {
 		s.log.Error("cannot keep a copy of a damaged write-ahead log", zap.String("path", path), zap.Error(err))
 		return ""
 	}
 	return dst
+}
+
+// freeName returns name, or name.2, name.3, ... the first that Stat does
+// not find (or cannot tell: the write that follows reports that disk's
+// error): copies kept within the same second never overwrite each other.
+func freeName(fs vfs.FS, name string) string {
+	for i, try := 2, name; ; i++ {
+		if _, err := fs.Stat(try); err != nil {
+			return try
+		}
+		try = fmt.Sprintf("%s.%d", name, i)
+	}
 }
 
 // writeSynced writes data to a new file at path and syncs it.
