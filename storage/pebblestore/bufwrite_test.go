@@ -77,7 +77,7 @@ func TestBufferedFileKeepsEveryByte(t *testing.T) {
 // write-ahead log or the MANIFEST, whose every write must reach the file
 // before its fsync.
 func TestStoreFilesAreBufferedOnlyForTables(t *testing.T) {
-	ffs := &faultFS{FS: vfs.NewMem(), faults: newFaults(), created: map[string]bool{}, logDir: "."}
+	ffs := &faultFS{FS: vfs.NewMem(), faults: newFaults(), created: map[string]bool{}, storeDir: "."}
 	for name, buffered := range map[string]bool{
 		"000004.sst": true, "000005.blob": true, "000006.log": false, "MANIFEST-000001": false, "OPTIONS-000003": false,
 	} {

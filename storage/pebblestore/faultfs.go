@@ -34,12 +34,11 @@ type faultFS struct {
 	vfs.FS
 	faults *faults
 	mark   *walMark // told how far each log file is synced; nil: not
-	// logDir is the store's directory, which holds its write-ahead log
-	// files and every other file of its own. Only its .log files are the
-	// log: a .log file written elsewhere is a copy (a checkpoint's), whose
-	// length says nothing of the log's (and whose failure is the copy's:
-	// roleCopy).
-	logDir string
+	// storeDir is the store's directory, which holds its write-ahead log
+	// files and every other file of its own. A file elsewhere is a copy (a
+	// checkpoint's: roleCopy); a .log file there says nothing of the log's
+	// length.
+	storeDir string
 	// failLogSyncs, when true, fails the log's fsyncs (Options.FailLogSyncs).
 	failLogSyncs *atomic.Bool
 
@@ -141,7 +140,7 @@ const (
 
 // roleOf returns the role of the file name.
 func (fs *faultFS) roleOf(name string) fileRole {
-	if fs.FS.PathDir(name) != fs.logDir {
+	if fs.FS.PathDir(name) != fs.storeDir {
 		return roleCopy
 	}
 	switch base := baseName(name); {
@@ -212,7 +211,7 @@ func (fs *faultFS) retryOpen(what, name string, open func() (vfs.File, error)) (
 
 func (fs *faultFS) wrap(name string, role fileRole, f vfs.File) vfs.File {
 	ff := &faultFile{File: f, fs: fs, path: name, name: baseName(name), role: role}
-	if n, ok := walLogNum(name); ok && fs.FS.PathDir(name) == fs.logDir {
+	if n, ok := walLogNum(name); ok && role != roleCopy {
 		ff.logNum, ff.wal = n, true
 	}
 	if role.flushOutput() {
@@ -272,7 +271,7 @@ func (fs *faultFS) OpenDir(name string) (vfs.File, error) {
 		return nil, err
 	}
 	role := roleCopy
-	if fs.FS.PathDir(fs.FS.PathJoin(name, "f")) == fs.logDir { // name, cleaned as a file's directory is
+	if fs.FS.PathDir(fs.FS.PathJoin(name, "f")) == fs.storeDir { // name, cleaned as a file's directory is
 		role = roleCritical
 	}
 	return &faultFile{File: f, fs: fs, path: name, name: "directory " + name, role: role}, nil
@@ -316,7 +315,7 @@ type faultFile struct {
 	path string
 	name string // for messages
 	role fileRole
-	// For a file of the store's own write-ahead log (see faultFS.logDir):
+	// For a file of the store's own write-ahead log (see faultFS.storeDir):
 	// its number, and the bytes written so far (the log is written in
 	// order, with Write).
 	wal     bool

@@ -30,7 +30,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		noWAL: opts.NoWAL}
 	s.mark = &walMark{fs: popts.FS, path: popts.FS.PathJoin(dir, walMarkName), log: log}
 	s.markLog, s.markSynced, s.markOK = s.mark.read()
-	ffs := &faultFS{FS: popts.FS, faults: s.faults, mark: s.mark, logDir: popts.FS.PathDir(s.mark.path),
+	ffs := &faultFS{FS: popts.FS, faults: s.faults, mark: s.mark, storeDir: popts.FS.PathDir(s.mark.path),
 		failLogSyncs: opts.FailLogSyncs, created: map[string]bool{}}
 	s.ffs = ffs
 	s.faults.changed = s.healthChanged

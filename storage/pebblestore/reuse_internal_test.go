@@ -21,7 +21,7 @@ func TestLogReuseNeverDeadlocksACrashImage(t *testing.T) {
 	if err := mem.MkdirAll("db", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	fs := &faultFS{FS: mem, faults: newFaults(), logDir: "db"}
+	fs := &faultFS{FS: mem, faults: newFaults(), storeDir: "db"}
 	f, err := fs.Create("db/000001.log", vfs.WriteCategoryUnspecified)
 	if err != nil {
 		t.Fatal(err)

@@ -265,9 +265,6 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
   sleep 2
   local before=() after=() b
   local gen=(--duration "$((${DURATION%s} + ${WARMUP%s}))s" --warmup "$WARMUP")
-  if [ "${WARMUP%s}" = 0 ]; then
-    for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
-  fi
   local bpids=()
   if [ "$SCENARIO" = partitioned ]; then
     status_commits "$dir" >"$dir/commits-before"
@@ -286,10 +283,8 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
       "${gen[@]}" --quiet --pass "$KEY" --json "$dir/b$i.json" >"$dir/b$i.out" 2>&1 &
     bpids+=($!)
   done
-  if [ "${WARMUP%s}" != 0 ]; then
-    sleep "${WARMUP%s}"
-    for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
-  fi
+  sleep "${WARMUP%s}"
+  for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
   if [ "${SYSCALLS:-}" = 1 ]; then
     local window=$((${DURATION%s} - 4))
     for i in $(seq 1 "$n"); do
