@@ -293,6 +293,9 @@ func TestTransferEndsSessionFirst(t *testing.T) {
 // client was told failed (lock lost) that took effect all the same.
 func TestTransferAnswersWritesUnderWay(t *testing.T) {
 	c := newTestCluster(t, 3, true, func(cfg *Config) { cfg.Groups = 1 })
+	// Else the balancer's own hand-over to the preferred leader may end
+	// the Session first, and every writer stops before the test's.
+	c.waitLedAsPlaced(1, 1)
 	s, id := c.groupSession(1)
 	gn := c.nodes[id].GroupNode(1)
 	to := uint64(1)
@@ -300,10 +303,12 @@ func TestTransferAnswersWritesUnderWay(t *testing.T) {
 		to = 2
 	}
 	var began atomic.Int64 // unix nanos when the drain began (0: not yet)
-	var done, unknown atomic.Int64
+	var done, unknown, stopped atomic.Int64
 	var wg sync.WaitGroup
-	for w := range 8 {
+	const writers = 8
+	for w := range writers {
 		wg.Go(func() {
+			defer stopped.Add(1)
 			for i := 0; ; i++ {
 				start := time.Now().UnixNano()
 				b := &storage.Batch{Sync: true}
@@ -323,6 +328,9 @@ func TestTransferAnswersWritesUnderWay(t *testing.T) {
 		})
 	}
 	for done.Load() < 50 {
+		if stopped.Load() == writers {
+			t.Fatalf("every writer stopped after %d writes, before the hand-over began", done.Load())
+		}
 		time.Sleep(time.Millisecond)
 	}
 	gn.runOnLoop(func() {
