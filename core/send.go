@@ -344,7 +344,9 @@ func (p *sendPlan) place(e *entity, d *Entity, ps *pendingSend, m *Message, ms m
 			return err
 		}
 		p.batch.Set(bodyKey[:len(bodyKey):len(bodyKey)], body[:len(body):len(body)])
-		p.states.Set(stateKey[:len(stateKey):len(stateKey)], r.encode(body[len(body):]))
+		// SetNew: seq was just assigned, so the record holds nothing yet
+		// (a follower may then drop it with its deletion, coalesce.go).
+		p.states.SetNew(stateKey[:len(stateKey):len(stateKey)], r.encode(body[len(body):]))
 		ps.places = append(ps.places, placement{q: e.q, r: r})
 		return nil
 	}

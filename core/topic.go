@@ -166,7 +166,7 @@ func (p *sendPlan) fanOut(t *entity, d *Entity, ps *pendingSend, m *Message, seq
 		if q != s.q {
 			r.expiresAt = 0
 		}
-		p.states.Set(seqKey(tabState, q.id, seq), r.encode(nil))
+		p.states.SetNew(seqKey(tabState, q.id, seq), r.encode(nil)) // seq was just assigned
 		ps.places = append(ps.places, placement{q: q, r: r})
 	}
 	if sharedUsed {

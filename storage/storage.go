@@ -119,7 +119,11 @@ const (
 
 // Op is one operation of a [Batch].
 type Op struct {
-	Kind  OpKind
+	Kind OpKind
+	// New marks a Set of a key the caller knows holds no value when the
+	// Set applies (see Batch.SetNew); stores that have no use for it
+	// apply the Set as any other.
+	New   bool
 	Key   []byte
 	Value []byte
 }
@@ -139,6 +143,19 @@ type Batch struct {
 // must not modify them until Apply returns.
 func (b *Batch) Set(key, value []byte) {
 	b.Ops = append(b.Ops, Op{Kind: OpSet, Key: key, Value: value})
+}
+
+// SetNew appends a set of key to value for a key the caller knows holds
+// no value when the Set applies: never set, or deleted since (earlier in
+// the same batch included), such as the records of a message under a
+// sequence number just assigned. A store applies it as a Set; one that
+// holds writes back and merges them (storage/raftstore's followers) may
+// then drop this Set together with a later deletion of the key, where a
+// plain Set's deletion must be kept for a value that may lie beneath.
+// storage/memstore, the reference, refuses a batch whose SetNew meets a
+// key that holds a value.
+func (b *Batch) SetNew(key, value []byte) {
+	b.Ops = append(b.Ops, Op{Kind: OpSet, New: true, Key: key, Value: value})
 }
 
 // Delete appends a deletion of key.

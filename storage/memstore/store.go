@@ -10,7 +10,9 @@
 //
 // As the reference, it checks what other stores cannot: a
 // [storage.Batch.DeleteOnce] of a key set more than once since its last
-// deletion fails the batch (ErrDeleteOnceMisuse) instead of being applied.
+// deletion fails the batch (ErrDeleteOnceMisuse) instead of being applied,
+// and so does a [storage.Batch.SetNew] of a key that holds a value
+// (ErrSetNewMisuse).
 //
 // Finding a key, or the start of a Scan, costs O(log n); DeletePrefix costs
 // O(log n) however many keys it removes. Nothing is ever written to disk, so
@@ -32,6 +34,12 @@ import (
 // was set more than once since its last deletion: a caller's bug that
 // Pebble would turn into an older value coming back.
 var ErrDeleteOnceMisuse = errors.New("memstore: DeleteOnce of a key set more than once since its last deletion")
+
+// ErrSetNewMisuse is wrapped by the error Apply returns, applying nothing
+// of the batch, when a [storage.Batch.SetNew] meets a key that holds a
+// value: a caller's bug that would let a store merging held writes drop
+// the key's later deletion and keep the older value.
+var ErrSetNewMisuse = errors.New("memstore: SetNew of a key that holds a value")
 
 // Store is an in-memory [storage.Store]. The zero value is not usable; call
 // [New].
@@ -81,6 +89,11 @@ func (s *Store) Apply(b *storage.Batch) error {
 	for _, op := range b.Ops {
 		switch op.Kind {
 		case storage.OpSet:
+			// The reference checks the caller's side of SetNew, which
+			// only a store that merges held writes relies on.
+			if op.New && get(root, op.Key) != nil {
+				return fmt.Errorf("%w: key %q (nothing of the batch was applied)", ErrSetNewMisuse, op.Key)
+			}
 			root = insert(root, clone(op.Key), clone(op.Value))
 		case storage.OpDelete:
 			root = remove(root, op.Key)

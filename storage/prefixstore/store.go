@@ -78,7 +78,7 @@ func (s *Store) Apply(b *storage.Batch) error {
 	for _, op := range b.Ops {
 		start := len(buf)
 		buf = append(append(buf, s.prefix...), op.Key...)
-		ops = append(ops, storage.Op{Kind: op.Kind, Key: buf[start:len(buf):len(buf)], Value: op.Value})
+		ops = append(ops, storage.Op{Kind: op.Kind, New: op.New, Key: buf[start:len(buf):len(buf)], Value: op.Value})
 	}
 	sc.b.Ops, sc.b.Sync = ops, b.Sync
 	err := s.under.Apply(&sc.b)

@@ -10,17 +10,22 @@ import (
 // Coalescing a follower's held applies (apply.go, holdApplies). A
 // message that lives shorter than the hold is set and deleted within one
 // batch of the state database: its body is set by the send and deleted
-// once by the completion, its state record set by the send, set again by
-// a delivery count and deleted by the completion. Applied as they are,
-// those are five inserts into Pebble's memtable, a copy of the body among
-// them, then a flush that finds them cancelled. coalesceOps drops what a
-// later operation of the same batch makes invisible, so the batch applied
-// is one deletion of the state record.
+// once by the completion, its state record set by the send (marked New:
+// its sequence number was just assigned), set again by a delivery count
+// and deleted by the completion. Applied as they are, those are five
+// inserts into Pebble's memtable, a copy of the body among them, then a
+// flush that finds them cancelled and a tombstone compacted down the
+// levels. coalesceOps drops what a later operation of the same batch
+// makes invisible, so the batch applied holds nothing of that message.
 //
 // What is dropped, for one key, in batch order:
-//   - a Set followed by another Set: the first;
-//   - a Set followed by a Delete: the Set (the Delete stays: a value
-//     applied before the batch may lie under it);
+//   - a Set followed by another Set: the first; the second inherits the
+//     first's New mark (it now meets what the first met);
+//   - a Set followed by a Delete: the Set, and the Delete too when the
+//     Set was marked New (storage.Batch.SetNew: the key held no value
+//     before it, so it holds none after either way); otherwise the
+//     Delete stays, for a value applied before the batch may lie under
+//     it;
 //   - a Set followed by a DeleteOnce: both. DeleteOnce's contract
 //     (storage.Batch.DeleteOnce) is that the key was set at most once
 //     since it was last deleted, so that Set is the only value the
@@ -47,12 +52,17 @@ func coalesceOps(ops []storage.Op, seed maphash.Seed) []storage.Op {
 		switch op.Kind {
 		case storage.OpSet:
 			if matched {
+				op.New = ops[j].New
 				ops[j].Kind = opDropped
 				dropped++
 			}
 			lastSet[h] = i
 		case storage.OpDelete:
 			if matched {
+				if ops[j].New {
+					op.Kind = opDropped
+					dropped++
+				}
 				ops[j].Kind = opDropped
 				dropped++
 				delete(lastSet, h)

@@ -12,7 +12,7 @@ import (
 )
 
 // TestCoalescedBatchLeavesTheSameState applies random batches, which keep
-// DeleteOnce's contract, as they are and coalesced, each over the same
+// DeleteOnce's and SetNew's contracts, as they are and coalesced, each over the same
 // earlier state, to the reference store (which refuses a batch that
 // breaks the contract): the two must hold the same keys and values.
 func TestCoalescedBatchLeavesTheSameState(t *testing.T) {
@@ -46,19 +46,51 @@ func TestCoalescedBatchLeavesTheSameState(t *testing.T) {
 	}
 }
 
-// TestCoalesceDropsAShortLivedMessage: what a follower applies for a
-// message sent, delivered and completed within one hold is one deletion
-// of its state record.
+// TestCoalesceDropsAShortLivedMessage: a message sent, delivered and
+// completed within one hold leaves a follower nothing to apply when its
+// state record was created with SetNew (as core's sends do), and one
+// deletion of the state record when it was not (a record that may have
+// held a value before the batch).
 func TestCoalesceDropsAShortLivedMessage(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		new  bool
+		want string
+	}{
+		{"state record created with SetNew", true, ""},
+		{"state record set with Set", false, "delete s/1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b storage.Batch
+			if c.new {
+				b.SetNew([]byte("s/1"), []byte("state, delivery count 0"))
+			} else {
+				b.Set([]byte("s/1"), []byte("state, delivery count 0"))
+			}
+			b.Set([]byte("b/1"), []byte("body"))
+			b.Set([]byte("s/1"), []byte("state, delivery count 1"))
+			b.Delete([]byte("s/1"))
+			b.DeleteOnce([]byte("b/1"))
+			got := coalesceOps(b.Ops, maphash.MakeSeed())
+			if opsString(got) != c.want {
+				t.Fatalf("coalesced into %q, want %q", opsString(got), c.want)
+			}
+		})
+	}
+}
+
+// TestCoalesceKeepsTheMarkOfTheFirstSet: a Set that replaces a SetNew
+// in the batch takes its mark (the key held nothing before either), and
+// one that replaces a plain Set does not, whatever its own mark says.
+func TestCoalesceKeepsTheMarkOfTheFirstSet(t *testing.T) {
 	var b storage.Batch
-	b.Set([]byte("s/1"), []byte("state, delivery count 0"))
-	b.Set([]byte("b/1"), []byte("body"))
-	b.Set([]byte("s/1"), []byte("state, delivery count 1"))
-	b.Delete([]byte("s/1"))
-	b.DeleteOnce([]byte("b/1"))
+	b.SetNew([]byte("a"), []byte("1"))
+	b.Set([]byte("a"), []byte("2"))
+	b.Set([]byte("b"), []byte("1"))
+	b.SetNew([]byte("b"), []byte("2")) // the caller's contract broken: not trusted
 	got := coalesceOps(b.Ops, maphash.MakeSeed())
-	if want := "delete s/1"; opsString(got) != want {
-		t.Fatalf("coalesced into %s, want %s", opsString(got), want)
+	if want := "setnew a=2, set b=2"; opsString(got) != want {
+		t.Fatalf("coalesced into %q, want %q", opsString(got), want)
 	}
 }
 
@@ -80,9 +112,10 @@ type genBatch struct {
 	setsSince map[string]int // per key: sets since its last deletion, after the batch
 }
 
-// randomBatch makes up to 40 operations on 8 keys under two prefixes that keep DeleteOnce's
-// contract, given how many sets each key has had since its last
-// deletion (nil: none).
+// randomBatch makes up to 40 operations on 8 keys under two prefixes that
+// keep DeleteOnce's and SetNew's contracts, given how many sets each key
+// has had since its last deletion (nil: none; a key holds a value when
+// it has had any).
 func randomBatch(rng *rand.Rand, prior map[string]int) genBatch {
 	g := genBatch{setsSince: map[string]int{}}
 	for k, n := range prior {
@@ -92,7 +125,9 @@ func randomBatch(rng *rand.Rand, prior map[string]int) genBatch {
 		k := fmt.Sprintf("%c/%d", 'a'+rng.IntN(2), rng.IntN(4))
 		switch r := rng.IntN(10); {
 		case r < 5:
-			g.ops = append(g.ops, storage.Op{Kind: storage.OpSet, Key: []byte(k), Value: fmt.Appendf(nil, "v%d", rng.IntN(1000))})
+			// SetNew where the key holds nothing, half the time.
+			isNew := g.setsSince[k] == 0 && rng.IntN(2) == 0
+			g.ops = append(g.ops, storage.Op{Kind: storage.OpSet, New: isNew, Key: []byte(k), Value: fmt.Appendf(nil, "v%d", rng.IntN(1000))})
 			g.setsSince[k]++
 		case r < 7:
 			g.ops = append(g.ops, storage.Op{Kind: storage.OpDelete, Key: []byte(k)})
@@ -136,7 +171,12 @@ func opsString(ops []storage.Op) string {
 		}
 		switch op.Kind {
 		case storage.OpSet:
-			out += "set " + string(op.Key) + "=" + string(op.Value)
+			if op.New {
+				out += "setnew "
+			} else {
+				out += "set "
+			}
+			out += string(op.Key) + "=" + string(op.Value)
 		case storage.OpDelete:
 			out += "delete " + string(op.Key)
 		case storage.OpDeleteOnce:

@@ -41,12 +41,13 @@ func appendHeader(dst []byte, h entryHeader) []byte {
 // the form decodeEntry reads. It rejects an unknown kind.
 //
 // An operation is its kind's storage.OpKind byte (1 Set, 2 Delete,
-// 3 DeletePrefix, 4 DeleteOnce), the key, and for a Set the value. Kind 4
-// came later: every entry written before it still decodes, and a node
-// applies it to its state database as the store does (pebblestore: a
-// SingleDelete). A node of a version without it skips an entry holding
-// one (errBadEntry), so every node of a cluster must run a version that
-// knows kind 4 before any of them writes one.
+// 3 DeletePrefix, 4 DeleteOnce) or 5 (opCodeSetNew: a Set marked New,
+// storage.Batch.SetNew), the key, and for a Set the value. Kinds 4 and 5
+// came later: every entry written before them still decodes, and a node
+// applies them to its state database as the store does (pebblestore: a
+// SingleDelete; a Set). A node of a version without one skips an entry
+// holding it (errBadEntry), so every node of a cluster must run a version
+// that knows kind 5 before any of them writes one.
 func encodeBatch(dst []byte, b *storage.Batch) ([]byte, error) {
 	dst = binary.AppendUvarint(dst, uint64(len(b.Ops)))
 	for i, op := range b.Ops {
@@ -55,7 +56,11 @@ func encodeBatch(dst []byte, b *storage.Batch) ([]byte, error) {
 		default:
 			return nil, fmt.Errorf("raftstore: op %d: unknown kind %d", i, op.Kind)
 		}
-		dst = append(dst, byte(op.Kind))
+		code := byte(op.Kind)
+		if op.Kind == storage.OpSet && op.New {
+			code = opCodeSetNew
+		}
+		dst = append(dst, code)
 		dst = binary.AppendUvarint(dst, uint64(len(op.Key))+1)
 		dst = append(dst, dataPrefix)
 		dst = append(dst, op.Key...)
@@ -75,6 +80,9 @@ func encodedSize(b *storage.Batch) int {
 	}
 	return n
 }
+
+// opCodeSetNew is an operation's byte for a Set marked New (encodeBatch).
+const opCodeSetNew = 5
 
 var errBadEntry = errors.New("raftstore: malformed entry")
 
@@ -96,7 +104,11 @@ func decodeEntry(data []byte, ops []storage.Op) (entryHeader, []storage.Op, erro
 		}
 		n := r.uvarint()
 		for range n {
-			kind := storage.OpKind(r.byte())
+			code := r.byte()
+			kind, isNew := storage.OpKind(code), false
+			if code == opCodeSetNew {
+				kind, isNew = storage.OpSet, true
+			}
 			key := r.bytes()
 			var val []byte
 			if kind == storage.OpSet {
@@ -108,7 +120,7 @@ func decodeEntry(data []byte, ops []storage.Op) (entryHeader, []storage.Op, erro
 			if kind < storage.OpSet || kind > storage.OpDeleteOnce || len(key) == 0 || key[0] != dataPrefix {
 				return h, ops, errBadEntry
 			}
-			ops = append(ops, storage.Op{Kind: kind, Key: key, Value: val})
+			ops = append(ops, storage.Op{Kind: kind, New: isNew, Key: key, Value: val})
 		}
 	}
 	if r.err != nil || len(r.b) != 0 {

@@ -8,11 +8,12 @@ import (
 	"github.com/omnibusmq/omnibus/storage"
 )
 
-// Every kind of operation survives encoding, DeleteOnce (kind 4, added
-// later) among them.
+// Every kind of operation survives encoding, DeleteOnce (kind 4) and a
+// Set marked New (5), added later, among them.
 func TestCodecRoundTrip(t *testing.T) {
 	b := &storage.Batch{}
 	b.Set([]byte("k1"), []byte("v1"))
+	b.SetNew([]byte("k4"), []byte("v4"))
 	b.Delete([]byte("k2"))
 	b.DeletePrefix([]byte("p/"))
 	b.DeleteOnce([]byte("k3"))
@@ -33,14 +34,14 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	for i, op := range ops {
 		want := b.Ops[i]
-		if op.Kind != want.Kind || !bytes.Equal(op.Key, append([]byte{dataPrefix}, want.Key...)) || !bytes.Equal(op.Value, want.Value) {
-			t.Errorf("op %d = %d %q %q, want %d %q %q", i, op.Kind, op.Key, op.Value, want.Kind, want.Key, want.Value)
+		if op.Kind != want.Kind || op.New != want.New || !bytes.Equal(op.Key, append([]byte{dataPrefix}, want.Key...)) || !bytes.Equal(op.Value, want.Value) {
+			t.Errorf("op %d = %d (new %v) %q %q, want %d (new %v) %q %q", i, op.Kind, op.New, op.Key, op.Value, want.Kind, want.New, want.Key, want.Value)
 		}
 	}
 }
 
 // An entry written before DeleteOnce existed still decodes, byte for byte
-// as it was written then; a kind beyond DeleteOnce does not.
+// as it was written then; a kind beyond the Set marked New does not.
 func TestCodecOldEntriesAndUnknownKinds(t *testing.T) {
 	old := []byte{entryVersion, 7}
 	old = binary.BigEndian.AppendUint64(old, 9)
@@ -58,7 +59,7 @@ func TestCodecOldEntriesAndUnknownKinds(t *testing.T) {
 		t.Fatalf("decoded %+v", ops)
 	}
 	bad := append([]byte(nil), old...)
-	bad[len(bad)-4] = byte(storage.OpDeleteOnce) + 1 // the DeletePrefix's kind
+	bad[len(bad)-4] = opCodeSetNew + 1 // the DeletePrefix's kind
 	if _, _, err := decodeEntry(bad, nil); err == nil {
 		t.Fatal("an entry with an unknown kind decoded")
 	}
