@@ -102,8 +102,9 @@ func (q *queue) quarantine(got []taken, out []*Message, mode ReceiveMode) ([]tak
 		}
 		r := t.r
 		if mode == PeekLock {
+			q.undeliverLocked(&t)
 			if r.lock != t.lock {
-				continue // its lock expired meanwhile; whoever takes it next meets the damage
+				continue // its session closed meanwhile; whoever takes it next meets the damage
 			}
 			q.unlockLocked(r) // its timer entry goes with it (lock.go)
 		} else {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/coretest"
+	"github.com/omnibusmq/omnibus/storage"
 )
 
 // Competing receivers never get the same message while it is locked.
@@ -157,4 +158,136 @@ func TestMessageLockEndsWithSessionLock(t *testing.T) {
 		t.Errorf("renew message lock in a session: %v %v, want the session lock's %v", until, err, sl.LockedUntil)
 	}
 	env.MustSettle(t, "q", m[0].LockToken, core.Outcome{Kind: core.Complete})
+}
+
+// holdStore holds the next Apply after hold until the test lets it go,
+// so that a write stays in flight while the test acts.
+type holdStore struct {
+	storage.Store
+	armed   atomic.Bool
+	held    chan struct{} // receives once the held Apply has arrived
+	release chan struct{} // closed to let it go
+}
+
+func newHoldStore(t *testing.T) (*coretest.Env, *holdStore) {
+	hs := &holdStore{held: make(chan struct{}), release: make(chan struct{})}
+	env := coretest.NewWith(t, func(t testing.TB, prev storage.Store) storage.Store {
+		if hs.Store == nil {
+			hs.Store = coretest.MemOpener(t, nil)
+		}
+		return hs
+	})
+	return env, hs
+}
+
+func (h *holdStore) hold() { h.armed.Store(true) }
+
+func (h *holdStore) Apply(b *storage.Batch) error {
+	if h.armed.CompareAndSwap(true, false) {
+		h.held <- struct{}{}
+		<-h.release
+	}
+	return h.Store.Apply(b)
+}
+
+// A lock does not end while its delivery's write (the message's new
+// delivery count) is in flight, even when its time passes meanwhile:
+// otherwise the message would be delivered again and settled first, and
+// the late write would bring back the state record of a message that is
+// gone (completed), or make a deferred one Active in the store. The lock
+// ends once that write is done; the message is then delivered again.
+func TestLockOutlivesItsDeliveryWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		session bool
+		retake  bool // try to take the message again during the write
+		kind    core.OutcomeKind
+	}{
+		{"complete", false, true, core.Complete},
+		{"defer", false, true, core.Defer},
+		{"expires after", false, false, core.Complete},
+		{"session/complete", true, true, core.Complete},
+		{"session/expires after", true, false, core.Complete},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, hs := newHoldStore(t)
+			b, ctx := env.Broker, t.Context()
+			env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute, RequiresSession: tc.session})
+			env.MustSend(t, "q", &core.Message{Body: []byte("m"), SessionID: map[bool]string{true: "s"}[tc.session]})
+			accept := func() *core.SessionLock {
+				if !tc.session {
+					return nil
+				}
+				sl, err := b.AcceptSession(ctx, "q", "s")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return sl
+			}
+			sl := accept()
+			hs.hold()
+			first := make(chan []*core.Message, 1)
+			go func() {
+				got, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl})
+				if err != nil {
+					t.Error(err)
+				}
+				first <- got
+			}()
+			<-hs.held                          // its delivery count is being written
+			env.Clock.Advance(2 * time.Minute) // past the lock
+			var again []*core.Message
+			var err error
+			switch {
+			case !tc.retake:
+			case !tc.session:
+				again, err = b.Receive(coretest.Now(t), "q", core.ReceiveOptions{})
+			default:
+				var sl2 *core.SessionLock
+				if sl2, err = b.AcceptSession(ctx, "q", "s"); err == nil {
+					again, err = b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl2})
+				}
+			}
+			if err != nil {
+				t.Error(err)
+			}
+			for _, m := range again {
+				t.Errorf("message %d delivered again while its first delivery's write was in flight", m.SequenceNumber)
+				if err := b.Settle(ctx, "q", m.LockToken, core.Outcome{Kind: tc.kind}); err != nil {
+					t.Error(err)
+				}
+			}
+			close(hs.release)
+			got := <-first
+			if len(got) != 1 {
+				t.Fatalf("the first receive got %d messages", len(got))
+			}
+			if err := b.Check(); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.session && tc.retake:
+				// The session was accepted again over the lapsed lock;
+				// the message lock lives under the new one, which lapses.
+				env.Clock.Advance(2 * time.Minute)
+			case tc.session:
+				env.Clock.Advance(0) // the session lock's expiry, due now, runs
+			default:
+				// Its time had passed: the lock ends as the write is done.
+				if err := b.Settle(ctx, "q", got[0].LockToken, core.Outcome{Kind: core.Complete}); !errors.Is(err, core.ErrLockLost) {
+					t.Errorf("settling the first delivery after its lock's time: %v, want lock lost", err)
+				}
+				env.Clock.Advance(0) // the timers due now run
+			}
+			sl = accept()
+			next, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl})
+			if err != nil || len(next) != 1 || next[0].DeliveryCount != 2 {
+				t.Fatalf("after the first lock ended: %v, %v; want the message with delivery count 2", next, err)
+			}
+			env.MustSettle(t, "q", next[0].LockToken, core.Outcome{Kind: tc.kind})
+			if err := b.Check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

@@ -335,21 +335,30 @@ func decodePull(v []byte, out []pullEntryAt) ([]pullEntryAt, error) {
 	return out, nil
 }
 
-// notePulled records, once the delivery record p committed, that the
-// messages of got depend on it. A message delivered again meanwhile (its
-// lock expired between the take and now) has a higher count in memory
-// than p gives it and is left to that later delivery; one whose lock
-// expired with no delivery since still depends on p for its count. (One
-// that also left the queue meanwhile, dead-lettered after its last
-// delivery, keeps p until a restart deletes it; that takes a lock
-// duration to pass within one pull's write.)
+// delivered ends the peek-lock delivery of got once its write is done:
+// with p, the delivery record that write committed, the messages depend
+// on it; and their locks may expire from now on (lock.go).
+func (q *queue) delivered(got []taken, p *pullRec) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if p != nil {
+		q.notePulledLocked(got, p)
+	}
+	for i := range got {
+		q.deliveredLocked(&got[i])
+	}
+}
+
+// notePulledLocked records, once the delivery record p committed, that
+// the messages of got depend on it. Their locks cannot have expired
+// meanwhile (lock.go), but a delivery taken back meanwhile (its session
+// closed cleanly) has a lower count in memory than p gives it: it does
+// not depend on p.
 // A message delivered with its state record rewritten (a pull too small
 // for a record) keeps the older record it may depend on: that entry's
 // count is below the new one, and the message lets go of it when it
 // leaves the queue.
-func (q *queue) notePulled(got []taken, p *pullRec) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+func (q *queue) notePulledLocked(got []taken, p *pullRec) {
 	p.live++ // held while noting, so that it cannot end half-way
 	for i := range got {
 		if t := &got[i]; t.r.deliveryCount == t.st.deliveryCount {

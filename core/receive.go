@@ -64,7 +64,8 @@ type taken struct {
 	msg         *Message // the body kept in memory at send, shared: clone before use
 	loaded      *Message // the body read from storage for this delivery alone
 	shared      bool
-	bad         error // the body cannot be read (finish, quarantine)
+	bad         error    // the body cannot be read (finish, quarantine)
+	sess        *session // the session lock its message lock lives under (lockLocked)
 }
 
 // Receive returns up to opts.Max messages from the queue, subscription or
@@ -267,7 +268,7 @@ func (q *queue) deliverLocked(r *msgRec, now int64, mode ReceiveMode) taken {
 	r.deliveryCount++
 	t := taken{r: r, st: r.stateRec, seq: r.seq, msg: r.msg, shared: q.sharedBody(r)}
 	if mode == PeekLock {
-		q.lockLocked(r, now)
+		t.sess = q.lockLocked(r, now)
 		t.lock, t.lockedUntil = r.lock, r.lockedUntil
 		q.dropCacheLocked(r)
 	} else {
@@ -373,9 +374,10 @@ func (q *queue) finish(got []taken, mode ReceiveMode) ([]*Message, error) {
 				q.b.warnStorage("recording delivery counts failed; they are kept in memory and written with the next change of each message",
 					zap.String("entity", q.path), zap.Error(err))
 			}
-		} else if p != nil {
-			q.notePulled(got, p)
+			p = nil
 		}
+		// Only now may the locks expire (lock.go).
+		q.delivered(got, p)
 		q.noteDelivered(out, mode)
 		return out, nil
 	}
@@ -450,11 +452,13 @@ func (q *queue) untake(got []taken, mode ReceiveMode) {
 
 func (q *queue) untakeLocked(got []taken, mode ReceiveMode) {
 	now := q.b.Now()
-	for _, t := range got {
+	for i := range got {
+		t := &got[i]
 		r := t.r
 		if mode == PeekLock {
+			q.undeliverLocked(t)
 			if r.lock != t.lock {
-				continue // already expired and released
+				continue // already ended (its session closed)
 			}
 			q.unlockLocked(r)
 			r.deliveryCount--

@@ -62,9 +62,15 @@ func (e *entity) receiveAnyOnce(ctx context.Context, qs []*queue, opts ReceiveOp
 		}
 	}
 	if len(grabs) > 0 {
-		for _, g := range grabs {
+		for i, g := range grabs {
 			msgs, err := g.q.finish(g.got, opts.Mode)
 			if err != nil && len(out) == 0 {
+				// What the other partitions gave goes back untouched: a
+				// lock taken but never finished would never expire
+				// (lock.go).
+				for _, g := range grabs[i+1:] {
+					g.q.untake(g.got, opts.Mode)
+				}
 				return nil, false, err
 			}
 			out = append(out, msgs...)

@@ -36,6 +36,7 @@ type session struct {
 	count       int           // messages of this session stored in the queue
 	readyIdx    int           // index in sessionIndex.ready, -1 when not there
 	tpos        int           // 1 + index of the lock's expiry in the queue's timers; 0 when none
+	delivering  int           // deliveries under the lock whose write is in flight (lock.go)
 	ended       chan struct{} // the lock's: closed when it ends; nil when unlocked
 }
 
@@ -408,8 +409,11 @@ func (b *Broker) CloseSession(path string, sl *SessionLock) error {
 // expireSessionLockLocked runs when a session lock's timer falls due. It
 // returns the messages that were locked under it and are now out of
 // deliveries, for the caller to dead-letter once it drops the mutex.
+//
+// While deliveries under the lock are being written it does not expire:
+// the last one's end (undeliverLocked) arms its expiry again.
 func (q *queue) expireSessionLockLocked(s *session, now int64) []*msgRec {
-	if s.lock == (LockToken{}) || q.b.cfg.Faults.IgnoreLockExpiry {
+	if s.lock == (LockToken{}) || q.b.cfg.Faults.IgnoreLockExpiry || s.delivering > 0 {
 		return nil
 	}
 	return q.unlockSessionLocked(s, true, now)
