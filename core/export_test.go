@@ -179,3 +179,7 @@ func WithEncodedProperties(m *Message) *Message {
 	m.ApplicationProperties = nil
 	return m
 }
+
+// CloseSessionWait is how long CloseSession waits for the delivery
+// writes in flight under the lock it closes.
+const CloseSessionWait = closeSessionWait

@@ -19,7 +19,9 @@ package core
 // Active in the store. So a message lock's expiry is armed, and a session
 // lock's expiry waits for the deliveries under it (session.delivering),
 // only once the write is done; a lock whose time passed meanwhile expires
-// then, at once.
+// then, at once. For the same reason CloseSession takes back the messages
+// under a session lock only once those writes are done
+// (closeWhenDelivered).
 
 // lockLocked gives r a new lock for a delivery at now, and returns the
 // session whose lock it lives under, if any. The caller calls
@@ -62,7 +64,15 @@ func (q *queue) undeliverLocked(t *taken) {
 	}
 	t.sess = nil
 	s.delivering--
-	if s.delivering == 0 && s.lock != (LockToken{}) && s.tpos == 0 && !q.mu.closed {
+	if s.delivering > 0 {
+		return
+	}
+	if s.idle != nil {
+		close(s.idle) // a CloseSession waits for it (closeWhenDelivered)
+		s.idle = nil
+	}
+	// A closing lock is ended by its CloseSession, which waits for this.
+	if s.lock != (LockToken{}) && !s.closing && s.tpos == 0 && !q.mu.closed {
 		q.setSessionTimerLocked(s, s.lockedUntil)
 	}
 }

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -289,5 +290,153 @@ func TestLockOutlivesItsDeliveryWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// CloseSession while its holder's own receive is in flight (taken under
+// the session lock, its delivery count not yet written) gives the messages
+// back only once that write is done: taken back before, the late write
+// would record a delivery that the close had undone (the store's count
+// above memory's, or a delivery record the messages no longer depend
+// on). After the close, the next holder gets every message, in order,
+// with the delivery not counted, also after a restart (which reads the
+// counts from the store alone).
+func TestCloseSessionWaitsForItsDeliveryWrite(t *testing.T) {
+	for _, tc := range []struct {
+		n       int // 1: a state record each; minPull: a delivery record (pull.go)
+		restart bool
+	}{{1, false}, {4, false}, {1, true}, {4, true}} {
+		n := tc.n
+		t.Run(fmt.Sprintf("%d messages/restart=%v", n, tc.restart), func(t *testing.T) {
+			env, hs := newHoldStore(t)
+			b, ctx := env.Broker, t.Context()
+			env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute, RequiresSession: true})
+			for range n {
+				env.MustSend(t, "q", &core.Message{Body: []byte("m"), SessionID: "s"})
+			}
+			sl, err := b.AcceptSession(ctx, "q", "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs.hold()
+			first := make(chan []*core.Message, 1)
+			go func() {
+				got, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl, Max: n})
+				if err != nil {
+					t.Error(err)
+				}
+				first <- got
+			}()
+			<-hs.held // its delivery counts are being written
+			closed := make(chan error, 1)
+			go func() { closed <- b.CloseSession("q", sl) }()
+			// The holder has lost the lock once the close has begun.
+			for {
+				_, err := b.RenewSessionLock(ctx, "q", sl)
+				if errors.Is(err, core.ErrSessionLockLost) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			close(hs.release)
+			got := <-first
+			if err := <-closed; err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != n {
+				t.Fatalf("the first receive got %d messages, want %d", len(got), n)
+			}
+			if err := b.Check(); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range got {
+				if err := b.Settle(ctx, "q", m.LockToken, core.Outcome{Kind: core.Complete}); !errors.Is(err, core.ErrLockLost) && !errors.Is(err, core.ErrSessionLockLost) {
+					t.Errorf("settling message %d after its session closed: %v, want lock lost", m.SequenceNumber, err)
+				}
+			}
+			if tc.restart {
+				env.Restart(t)
+				b = env.Broker
+			}
+			if sl, err = b.AcceptSession(ctx, "q", "s"); err != nil {
+				t.Fatal(err)
+			}
+			next, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl, Max: n})
+			if err != nil || len(next) != n {
+				t.Fatalf("after the close: %d messages, %v; want %d", len(next), err, n)
+			}
+			for i, m := range next {
+				if m.SequenceNumber != got[i].SequenceNumber || m.DeliveryCount != 1 {
+					t.Errorf("after the close: message %d with delivery count %d, want message %d with count 1 (a clean close does not count)",
+						m.SequenceNumber, m.DeliveryCount, got[i].SequenceNumber)
+				}
+				env.MustSettle(t, "q", m.LockToken, core.Outcome{Kind: core.Complete})
+			}
+			if err := b.Check(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A CloseSession whose holder's delivery write stalls does not wait past
+// its bound: it returns, and the close becomes an expiry once that write
+// is done. The lock then ends at once, counting the delivery as a lost
+// lock does, never before the write (lock.go).
+func TestCloseSessionBoundedByAStalledDeliveryWrite(t *testing.T) {
+	env, hs := newHoldStore(t)
+	b, ctx := env.Broker, t.Context()
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute, RequiresSession: true})
+	env.MustSend(t, "q", &core.Message{Body: []byte("m"), SessionID: "s"})
+	sl, err := b.AcceptSession(ctx, "q", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.hold()
+	first := make(chan []*core.Message, 1)
+	go func() {
+		got, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl})
+		if err != nil {
+			t.Error(err)
+		}
+		first <- got
+	}()
+	<-hs.held
+	closed := make(chan error, 1)
+	go func() { closed <- b.CloseSession("q", sl) }()
+	for {
+		// Lost once the close waits, with its bound armed.
+		if _, err := b.RenewSessionLock(ctx, "q", sl); errors.Is(err, core.ErrSessionLockLost) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	env.Clock.Advance(core.CloseSessionWait)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	close(hs.release)
+	if got := <-first; len(got) != 1 {
+		t.Fatalf("the first receive got %d messages", len(got))
+	}
+	env.Clock.Advance(0) // the session lock's expiry, due now, runs
+	if err := b.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if sl, err = b.AcceptSession(ctx, "q", "s"); err != nil {
+		t.Fatal(err)
+	}
+	next, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl})
+	if err != nil || len(next) != 1 || next[0].DeliveryCount != 2 {
+		t.Fatalf("after the close's bound: %v, %v; want the message with delivery count 2", next, err)
+	}
+	env.MustSettle(t, "q", next[0].LockToken, core.Outcome{Kind: core.Complete})
+	if err := b.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

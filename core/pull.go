@@ -350,10 +350,11 @@ func (q *queue) delivered(got []taken, p *pullRec) {
 }
 
 // notePulledLocked records, once the delivery record p committed, that
-// the messages of got depend on it. Their locks cannot have expired
-// meanwhile (lock.go), but a delivery taken back meanwhile (its session
-// closed cleanly) has a lower count in memory than p gives it: it does
-// not depend on p.
+// the messages of got depend on it. Their locks cannot have ended
+// meanwhile: neither expired (lock.go) nor taken back by their session's
+// CloseSession, which waits for this write (closeWhenDelivered). A
+// delivery taken back all the same would have a lower count in memory
+// than p gives it, and not depend on p.
 // A message delivered with its state record rewritten (a pull too small
 // for a record) keeps the older record it may depend on: that entry's
 // count is below the new one, and the message lets go of it when it

@@ -130,7 +130,7 @@ func (q *queue) receiveOnce(ctx context.Context, opts ReceiveOptions, sess *sess
 		q.mu.Unlock()
 		return nil, false, err
 	}
-	if sess != nil && sess.lock != opts.Session.Token {
+	if sess != nil && (sess.lock != opts.Session.Token || sess.closing) {
 		q.mu.Unlock()
 		return nil, false, errSessionLockLost()
 	}
@@ -191,7 +191,7 @@ func (q *queue) receiveOnce(ctx context.Context, opts ReceiveOptions, sess *sess
 // session's new holder has been handed the messages behind it (FIFO in
 // the session broken). Called with the queue mutex held.
 func (w *waiter) sessionLockGone() bool {
-	return w.sess != nil && w.sess.lock != w.sessLock
+	return w.sess != nil && (w.sess.lock != w.sessLock || w.sess.closing)
 }
 
 // wakeEmpty serves w nothing: its receive looks again and reports what

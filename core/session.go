@@ -38,6 +38,11 @@ type session struct {
 	tpos        int           // 1 + index of the lock's expiry in the queue's timers; 0 when none
 	delivering  int           // deliveries under the lock whose write is in flight (lock.go)
 	ended       chan struct{} // the lock's: closed when it ends; nil when unlocked
+	// closing is set while CloseSession waits for the deliveries under
+	// the lock to be written (closeWhenDelivered): nothing more is taken
+	// under it, and its holder has lost it.
+	closing bool
+	idle    chan struct{} // closed when delivering drops to 0; made by a closing CloseSession
 }
 
 // SessionLock is a receiver's hold on a session.
@@ -273,6 +278,7 @@ func (q *queue) lockSessionLocked(s *session, now int64) *SessionLock {
 	}
 	stale := s.lock != (LockToken{})
 	s.lock = NewUUID()
+	s.closing = false // a lapsed lock's close, overtaken: its CloseSession gives up
 	if stale {
 		q.dropSessionWaitersLocked(s) // receives under the replaced lock
 		s.endLock()
@@ -314,7 +320,7 @@ func (q *queue) heldSession(sl *SessionLock) (*session, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.mu.sessions.byID[sl.SessionID]
-	if s == nil || s.lock != sl.Token || (s.lockedUntil <= now && !q.b.cfg.Faults.IgnoreLockExpiry) {
+	if s == nil || s.lock != sl.Token || s.closing || (s.lockedUntil <= now && !q.b.cfg.Faults.IgnoreLockExpiry) {
 		return nil, errSessionLockLost()
 	}
 	return s, nil
@@ -350,7 +356,9 @@ func (b *Broker) RenewSessionLock(ctx context.Context, path string, sl *SessionL
 }
 
 // CloseSession releases a session lock cleanly: messages locked under it
-// become available again without counting the delivery.
+// become available again without counting the delivery. A receive under
+// the lock whose delivery is still being written is waited for, within a
+// bound (closeWhenDelivered).
 func (b *Broker) CloseSession(path string, sl *SessionLock) error {
 	if b.routed() {
 		be, err := b.route(path)
@@ -365,7 +373,7 @@ func (b *Broker) CloseSession(path string, sl *SessionLock) error {
 	}
 	q.mu.Lock()
 	s := q.mu.sessions.byID[sl.SessionID]
-	if s == nil || s.lock != sl.Token {
+	if s == nil || s.lock != sl.Token || (s.delivering > 0 && !q.closeWhenDelivered(s, sl.Token)) {
 		q.mu.Unlock()
 		return nil
 	}
@@ -404,6 +412,69 @@ func (b *Broker) CloseSession(path string, sl *SessionLock) error {
 		q.mu.Unlock()
 	}
 	return nil
+}
+
+// closeSessionWait bounds how long CloseSession waits for the delivery
+// writes in flight under the lock. Such a write is one unsynced Apply, so
+// a wait this long means a stalled store.
+const closeSessionWait = 5 * time.Second
+
+// closeWhenDelivered waits, with q.mu held (dropped meanwhile), until the
+// deliveries under s's lock tok that are being written are done, and
+// reports whether CloseSession may now take back the messages locked
+// under it: tok still holds s and none is in flight.
+//
+// The messages cannot be taken back before: finish writes each one's new
+// delivery count from what it was when taken, so a write landing after
+// the close's would record the delivery the close undid (the store's
+// count above memory's, or a delivery record the messages no longer
+// depend on) and could bring back the state record of a message the next
+// holder completed meanwhile. Nor can the lock end and leave them
+// behind: the next holder would get the messages after them first (FIFO
+// in the session broken). So CloseSession waits; the holder, who is
+// closing, loses the lock at once (closing), and nothing more is taken
+// under it.
+//
+// The wait is bounded on the broker's clock, so a stalled store does not
+// hold a front's goroutine for as long as it stalls. Past the bound the
+// close becomes an expiry: the lock's time is cut to now, and it ends,
+// counting the delivery as any lost lock does, once the last write is
+// done (undeliverLocked arms its expiry), never before.
+func (q *queue) closeWhenDelivered(s *session, tok LockToken) bool {
+	s.closing = true
+	q.dropSessionWaitersLocked(s) // receives waiting under the lock take nothing more
+	bound := make(chan struct{})
+	tm := q.b.clk.AfterFunc(closeSessionWait, func() { close(bound) })
+	defer tm.Stop()
+	for s.delivering > 0 {
+		if s.idle == nil {
+			s.idle = make(chan struct{})
+		}
+		idle := s.idle
+		q.mu.Unlock()
+		timedOut := false
+		select {
+		case <-idle:
+		case <-bound:
+			timedOut = true
+		}
+		q.mu.Lock()
+		if s.lock != tok {
+			return false // expired meanwhile, or accepted over its lapsed time
+		}
+		if timedOut && s.delivering > 0 {
+			s.closing = false
+			if now := q.b.Now(); s.lockedUntil > now {
+				s.lockedUntil = now
+				for _, r := range s.locked {
+					r.lockedUntil = now
+				}
+			}
+			q.dropSessionTimerLocked(s)
+			return false
+		}
+	}
+	return true
 }
 
 // expireSessionLockLocked runs when a session lock's timer falls due. It
@@ -450,6 +521,7 @@ func (q *queue) unlockSessionLocked(s *session, expired bool, now int64) []*msgR
 	}
 	s.lock = LockToken{}
 	s.lockedUntil = 0
+	s.closing = false
 	s.endLock()
 	q.dropSessionWaitersLocked(s)
 	q.mu.sessions.changed(s)
