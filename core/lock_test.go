@@ -308,39 +308,8 @@ func TestCloseSessionWaitsForItsDeliveryWrite(t *testing.T) {
 	}{{1, false}, {4, false}, {1, true}, {4, true}} {
 		n := tc.n
 		t.Run(fmt.Sprintf("%d messages/restart=%v", n, tc.restart), func(t *testing.T) {
-			env, hs := newHoldStore(t)
+			env, hs, first, closed := closeDuringHeldReceive(t, n)
 			b, ctx := env.Broker, t.Context()
-			env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute, RequiresSession: true})
-			for range n {
-				env.MustSend(t, "q", &core.Message{Body: []byte("m"), SessionID: "s"})
-			}
-			sl, err := b.AcceptSession(ctx, "q", "s")
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs.hold()
-			first := make(chan []*core.Message, 1)
-			go func() {
-				got, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl, Max: n})
-				if err != nil {
-					t.Error(err)
-				}
-				first <- got
-			}()
-			<-hs.held // its delivery counts are being written
-			closed := make(chan error, 1)
-			go func() { closed <- b.CloseSession("q", sl) }()
-			// The holder has lost the lock once the close has begun.
-			for {
-				_, err := b.RenewSessionLock(ctx, "q", sl)
-				if errors.Is(err, core.ErrSessionLockLost) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(time.Millisecond)
-			}
 			close(hs.release)
 			got := <-first
 			if err := <-closed; err != nil {
@@ -361,7 +330,8 @@ func TestCloseSessionWaitsForItsDeliveryWrite(t *testing.T) {
 				env.Restart(t)
 				b = env.Broker
 			}
-			if sl, err = b.AcceptSession(ctx, "q", "s"); err != nil {
+			sl, err := b.AcceptSession(ctx, "q", "s")
+			if err != nil {
 				t.Fatal(err)
 			}
 			next, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl, Max: n})
@@ -387,35 +357,8 @@ func TestCloseSessionWaitsForItsDeliveryWrite(t *testing.T) {
 // is done. The lock then ends at once, counting the delivery as a lost
 // lock does, never before the write (lock.go).
 func TestCloseSessionBoundedByAStalledDeliveryWrite(t *testing.T) {
-	env, hs := newHoldStore(t)
+	env, hs, first, closed := closeDuringHeldReceive(t, 1)
 	b, ctx := env.Broker, t.Context()
-	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute, RequiresSession: true})
-	env.MustSend(t, "q", &core.Message{Body: []byte("m"), SessionID: "s"})
-	sl, err := b.AcceptSession(ctx, "q", "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs.hold()
-	first := make(chan []*core.Message, 1)
-	go func() {
-		got, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl})
-		if err != nil {
-			t.Error(err)
-		}
-		first <- got
-	}()
-	<-hs.held
-	closed := make(chan error, 1)
-	go func() { closed <- b.CloseSession("q", sl) }()
-	for {
-		// Lost once the close waits, with its bound armed.
-		if _, err := b.RenewSessionLock(ctx, "q", sl); errors.Is(err, core.ErrSessionLockLost) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Millisecond)
-	}
 	env.Clock.Advance(core.CloseSessionWait)
 	if err := <-closed; err != nil {
 		t.Fatal(err)
@@ -428,7 +371,8 @@ func TestCloseSessionBoundedByAStalledDeliveryWrite(t *testing.T) {
 	if err := b.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if sl, err = b.AcceptSession(ctx, "q", "s"); err != nil {
+	sl, err := b.AcceptSession(ctx, "q", "s")
+	if err != nil {
 		t.Fatal(err)
 	}
 	next, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl})
@@ -439,4 +383,48 @@ func TestCloseSessionBoundedByAStalledDeliveryWrite(t *testing.T) {
 	if err := b.Check(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// closeDuringHeldReceive makes a session queue of n messages of session
+// "s", accepts the session, starts a receive of all n whose delivery
+// write the store holds, then a CloseSession of the lock, and returns
+// once the close has begun (the holder has lost the lock): first gets
+// the receive's messages, closed the close's result.
+func closeDuringHeldReceive(t *testing.T, n int) (env *coretest.Env, hs *holdStore, first <-chan []*core.Message, closed <-chan error) {
+	t.Helper()
+	env, hs = newHoldStore(t)
+	b, ctx := env.Broker, t.Context()
+	env.MustCreate(t, core.Entity{Kind: core.KindQueue, Name: "q", LockDuration: time.Minute, RequiresSession: true})
+	for range n {
+		env.MustSend(t, "q", &core.Message{Body: []byte("m"), SessionID: "s"})
+	}
+	sl, err := b.AcceptSession(ctx, "q", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.hold()
+	got := make(chan []*core.Message, 1)
+	go func() {
+		msgs, err := b.Receive(coretest.Now(t), "q", core.ReceiveOptions{Session: sl, Max: n})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- msgs
+	}()
+	<-hs.held // its delivery counts are being written
+	done := make(chan error, 1)
+	go func() { done <- b.CloseSession("q", sl) }()
+	// The holder has lost the lock once the close has begun (and, when it
+	// waits, armed its bound).
+	for {
+		_, err := b.RenewSessionLock(ctx, "q", sl)
+		if errors.Is(err, core.ErrSessionLockLost) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return env, hs, got, done
 }
