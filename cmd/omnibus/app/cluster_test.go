@@ -87,6 +87,26 @@ func startTestClusterWith(t *testing.T, edit func(*Options)) map[uint64]*Cluster
 // changing each node's cluster options.
 func startTestClusterOf(t *testing.T, size int, edit func(*Options), editCluster func(*ClusterOptions)) map[uint64]*Cluster {
 	t.Helper()
+	// Every node's peer port is picked before the first node starts, so
+	// another test may bind one of them meanwhile (freeAddr: rare, seen
+	// in CI). The cluster then starts again on other ports.
+	for attempt := 1; ; attempt++ {
+		nodes, err := tryStartTestCluster(t, size, edit, editCluster)
+		if err == nil {
+			return nodes
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("starting the cluster again on other ports: %v", err)
+	}
+}
+
+// tryStartTestCluster starts the nodes of startTestClusterOf, shutting
+// down those it started if one fails to start (and again at the test's
+// end, as every node it starts: a second Shutdown does nothing more).
+func tryStartTestCluster(t *testing.T, size int, edit func(*Options), editCluster func(*ClusterOptions)) (map[uint64]*Cluster, error) {
+	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "Config.json")
 	if err := os.WriteFile(cfg, []byte(testConfig), 0o644); err != nil {
 		t.Fatal(err)
@@ -128,11 +148,14 @@ func startTestClusterOf(t *testing.T, size int, edit func(*Options), editCluster
 		}
 		c, err := StartCluster(o, co)
 		if err != nil {
-			t.Fatalf("StartCluster %d: %v", id, err)
+			for _, c := range nodes {
+				c.Shutdown(context.Background())
+			}
+			return nil, fmt.Errorf("StartCluster %d: %w", id, err)
 		}
 		nodes[id] = c
 	}
-	return nodes
+	return nodes, nil
 }
 
 // waitLeader waits for one of nodes to serve and returns its id.
