@@ -130,7 +130,7 @@ func (q *queue) receiveOnce(ctx context.Context, opts ReceiveOptions, sess *sess
 		q.mu.Unlock()
 		return nil, false, err
 	}
-	if sess != nil && (sess.lock != opts.Session.Token || sess.closing) {
+	if sess != nil && !sess.heldBy(opts.Session.Token) {
 		q.mu.Unlock()
 		return nil, false, errSessionLockLost()
 	}
@@ -191,7 +191,7 @@ func (q *queue) receiveOnce(ctx context.Context, opts ReceiveOptions, sess *sess
 // session's new holder has been handed the messages behind it (FIFO in
 // the session broken). Called with the queue mutex held.
 func (w *waiter) sessionLockGone() bool {
-	return w.sess != nil && (w.sess.lock != w.sessLock || w.sess.closing)
+	return w.sess != nil && !w.sess.heldBy(w.sessLock)
 }
 
 // wakeEmpty serves w nothing: its receive looks again and reports what

@@ -45,6 +45,12 @@ type session struct {
 	idle    chan struct{} // closed when delivering drops to 0; made by a closing CloseSession
 }
 
+// heldBy reports whether the lock tok holds s for its holder: it is the
+// current lock and no CloseSession is taking it back (closing).
+func (s *session) heldBy(tok LockToken) bool {
+	return s.lock == tok && !s.closing
+}
+
 // SessionLock is a receiver's hold on a session.
 type SessionLock struct {
 	SessionID   string
@@ -320,7 +326,7 @@ func (q *queue) heldSession(sl *SessionLock) (*session, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.mu.sessions.byID[sl.SessionID]
-	if s == nil || s.lock != sl.Token || s.closing || (s.lockedUntil <= now && !q.b.cfg.Faults.IgnoreLockExpiry) {
+	if s == nil || !s.heldBy(sl.Token) || (s.lockedUntil <= now && !q.b.cfg.Faults.IgnoreLockExpiry) {
 		return nil, errSessionLockLost()
 	}
 	return s, nil
