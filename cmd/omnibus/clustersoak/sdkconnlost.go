@@ -3,9 +3,6 @@ package clustersoak
 import (
 	"regexp"
 	"sync"
-
-	azlog "github.com/Azure/azure-sdk-for-go/sdk/azcore/log"
-	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 )
 
 // Completions whose connection died under them.
@@ -69,14 +66,13 @@ func (l *sdkConnLost) lost(name string) bool {
 
 // listenSDK has the SDK's log read for both what its releasers gave back
 // (sdkrelease.go) and the settlements it retried on dead connections,
-// until stop is called. The SDK's log listener is one per process:
-// nothing else in the tools sets it.
+// until stop is called (sdklog.go routes the process's one SDK log to
+// every run listening).
 func listenSDK() (r *sdkReleases, lost *sdkConnLost, stop func()) {
 	r, lost = &sdkReleases{byLink: map[string]int64{}}, &sdkConnLost{}
-	azlog.SetEvents(azservicebus.EventReceiver)
-	azlog.SetListener(func(_ azlog.Event, msg string) {
+	stop = readSDKLog(func(msg string) {
 		r.note(msg)
 		lost.note(msg)
 	})
-	return r, lost, func() { azlog.SetListener(nil) }
+	return r, lost, stop
 }

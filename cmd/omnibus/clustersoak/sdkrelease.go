@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 
-	azlog "github.com/Azure/azure-sdk-for-go/sdk/azcore/log"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 )
 
@@ -41,16 +40,6 @@ type sdkReleases struct {
 // releaserLine matches the SDK's report of a releaser that stopped, at
 // the next receive or close, or because its link failed.
 var releaserLine = regexp.MustCompile(`^\[[^\]]*r:name:([^\]]+)\] Message releaser (?:pausing|stopping because of link failure)\. Released (\d+) messages`)
-
-// listenSDKReleases has the SDK's receiver events counted into a new
-// sdkReleases until stop is called. The SDK's log listener is one per
-// process: nothing else in the tools sets it.
-func listenSDKReleases() (r *sdkReleases, stop func()) {
-	r = &sdkReleases{byLink: map[string]int64{}}
-	azlog.SetEvents(azservicebus.EventReceiver)
-	azlog.SetListener(func(_ azlog.Event, msg string) { r.note(msg) })
-	return r, func() { azlog.SetListener(nil) }
-}
 
 // note counts what one SDK log line reports released.
 func (r *sdkReleases) note(line string) {

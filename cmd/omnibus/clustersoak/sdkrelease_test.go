@@ -61,12 +61,12 @@ func TestLinkNameOf(t *testing.T) {
 // The chain end to end, with the SDK the soak uses against a broker: a
 // message that arrives between two ReceiveMessages calls of a session
 // receiver is released by the SDK unseen, and its log, read through
-// listenSDKReleases and the link name of the hold's deliveries, puts it
+// listenSDK and the link name of the hold's deliveries, puts it
 // down to that hold. A message sent just after a receive returns usually
 // reaches the releaser; the loop sends until one has (a few tries).
 func TestSDKReleaseSeenThroughTheLog(t *testing.T) {
 	b := omnibustest.Start(t, omnibustest.SessionQueue("s"))
-	rel, stop := listenSDKReleases()
+	rel, _, stop := listenSDK()
 	defer stop()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
