@@ -95,16 +95,16 @@ type httpTransport struct {
 	peers   map[uint64]*peer
 	inbound map[inboundKey]*inStream // streams peers opened to us, one per peer and lane
 	closed  bool
-	snapOut map[snapKey]bool      // peers with a snapshot of a group being sent
-	snapIn  map[uint64]bool       // groups with a snapshot being received
-	conns   map[net.Conn]struct{} // peer connections of other protocols (peerconn.go)
-	wg      sync.WaitGroup        // peer senders, snapshot senders, inbound streams
+	snapOut map[snapKey]bool        // peers with a snapshot of a group being sent
+	snapIn  map[uint64]*snapReceive // groups with a snapshot being received
+	conns   map[net.Conn]struct{}   // peer connections of other protocols (peerconn.go)
+	wg      sync.WaitGroup          // peer senders, snapshot senders, inbound streams
 }
 
 func newHTTPTransport(id uint64, listen string, ln net.Listener, sec peerSecurity, log *zap.Logger) *httpTransport {
 	return &httpTransport{id: id, listenAddr: listen, ln: ln, log: log, sec: sec,
 		dialer: net.Dialer{Timeout: dialTimeout, KeepAlive: 10 * time.Second}, tokens: newTokenBook(), now: time.Now,
-		peers: map[uint64]*peer{}, inbound: map[inboundKey]*inStream{}, snapOut: map[snapKey]bool{}, snapIn: map[uint64]bool{}, conns: map[net.Conn]struct{}{}}
+		peers: map[uint64]*peer{}, inbound: map[inboundKey]*inStream{}, snapOut: map[snapKey]bool{}, snapIn: map[uint64]*snapReceive{}, conns: map[net.Conn]struct{}{}}
 }
 
 // scheme is the peer API's URL scheme.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
@@ -152,19 +153,13 @@ func (t *httpTransport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 		t.refuse(w, r, http.StatusConflict, fmt.Sprintf("node %d is not the leader this node follows in group %d (%d); snapshots come from the leader", from, group, lead))
 		return
 	}
-	t.mu.Lock()
-	if t.snapIn[group] || t.closed {
-		t.mu.Unlock()
+	rc := http.NewResponseController(w)
+	in := &snapReceive{from: from, abort: func() { _ = rc.SetReadDeadline(time.Now()) }, done: make(chan struct{})}
+	if !t.claimSnapshot(group, in) {
 		http.Error(w, "a snapshot is already being received", http.StatusServiceUnavailable)
 		return
 	}
-	t.snapIn[group] = true
-	t.mu.Unlock()
-	defer func() {
-		t.mu.Lock()
-		delete(t.snapIn, group)
-		t.mu.Unlock()
-	}()
+	defer t.releaseSnapshot(group, in)
 	m, dir, err := t.readSnapshot(r.Body, group, from)
 	if err != nil {
 		t.log.Warn("receiving a snapshot failed", zap.Uint64("group", group), zap.Uint64("peer", from), zap.Error(err))
@@ -178,6 +173,66 @@ func (t *httpTransport) serveSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	t.log.Info("received a snapshot", zap.Uint64("peer", from), zap.Uint64("index", m.Snapshot.Metadata.Index))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// snapReceive is a snapshot being received for a group.
+type snapReceive struct {
+	from  uint64
+	abort func()        // fails its request's reads
+	done  chan struct{} // closed once its handler has let go of the group
+}
+
+// snapshotTakeoverWait bounds how long a snapshot from the leader waits
+// for an aborted one to let go of its group before it is refused (503;
+// the leader sends it again).
+const snapshotTakeoverWait = 2 * time.Second
+
+// claimSnapshot makes in the group's one snapshot being received, or
+// reports false. One under way from the same node keeps the group: the
+// leader is sending again what it is still sending. One under way from
+// another node is aborted, since in's sender is the leader this node now
+// follows (serveSnapshot checked it): a leader deposed in the middle of
+// a send (frozen, cut off) would otherwise hold the group until its
+// stream's stall timeout, while the new leader, which may need this node
+// for its quorum, could not catch it up.
+func (t *httpTransport) claimSnapshot(group uint64, in *snapReceive) bool {
+	t.mu.Lock()
+	old := t.snapIn[group]
+	if t.closed || (old != nil && old.from == in.from) {
+		t.mu.Unlock()
+		return false
+	}
+	if old == nil {
+		t.snapIn[group] = in
+		t.mu.Unlock()
+		return true
+	}
+	t.mu.Unlock()
+	t.log.Info("aborting a snapshot a former leader is sending: its successor sends one",
+		zap.Uint64("group", group), zap.Uint64("from", old.from), zap.Uint64("leader", in.from))
+	old.abort()
+	select {
+	case <-old.done:
+	case <-time.After(snapshotTakeoverWait):
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.snapIn[group] != nil {
+		return false
+	}
+	t.snapIn[group] = in
+	return true
+}
+
+// releaseSnapshot lets go of the group in holds.
+func (t *httpTransport) releaseSnapshot(group uint64, in *snapReceive) {
+	t.mu.Lock()
+	if t.snapIn[group] == in {
+		delete(t.snapIn, group)
+	}
+	t.mu.Unlock()
+	close(in.done)
 }
 
 // readSnapshot reads the message and the files into a new directory.
@@ -198,7 +253,7 @@ func (t *httpTransport) readSnapshot(body io.Reader, group, from uint64) (pb.Mes
 	if err := m.Unmarshal(data); err != nil {
 		return m, "", err
 	}
-	if m.Type != pb.MsgSnap || m.From != from || m.To != t.id {
+	if m.Type != pb.MsgSnap || m.From != from || m.To != t.id || m.Snapshot == nil {
 		return m, "", fmt.Errorf("not a snapshot for node %d: %s from %d to %d", t.id, m.Type, m.From, m.To)
 	}
 	dir, err := t.h.newScratch(group, "in")
