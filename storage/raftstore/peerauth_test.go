@@ -285,7 +285,8 @@ func TestJoinTokenExpiredOrReusedIsRefused(t *testing.T) {
 // snapshotBody is the start of a snapshot POST: the length-prefixed
 // MsgSnap (the files would follow).
 func snapshotBody(t *testing.T, from, to uint64) []byte {
-	m := pb.Message{Type: pb.MsgSnap, From: from, To: to, Term: 99}
+	m := pb.Message{Type: pb.MsgSnap, From: from, To: to, Term: 99,
+		Snapshot: &pb.Snapshot{Metadata: pb.SnapshotMetadata{Index: 10, Term: 99}}}
 	data, err := m.Marshal()
 	if err != nil {
 		t.Fatal(err)

@@ -3,14 +3,12 @@ package raftstore
 import (
 	"archive/tar"
 	"bytes"
-	"encoding/binary"
 	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"testing"
 
-	pb "go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap/zaptest"
 )
 
@@ -28,21 +26,24 @@ func TestSnapshotFromANewLeaderTakesOverAStalledOne(t *testing.T) {
 	// Mutual TLS and HTTP/2, as between members.
 	tr := startTransportWith(t, 3, h, peerSecurity{creds: testCreds(t, 3)}, zaptest.NewLogger(t))
 	url := "https://" + tr.addr() + pathSnapshot + "?group=1"
+	// A client per send, each its own connection: the stalled one must
+	// not be reused.
+	client := func(from uint64) *http.Client { return peerSecurity{creds: testCreds(t, from)}.newSnapshotClient(3) }
+	first, again, next := client(1), client(1), client(2)
 
 	// Node 1 sends its snapshot's message, then nothing more.
 	stalled, stall := io.Pipe()
 	defer stall.Close()
 	firstDone := make(chan int, 1)
 	go func() {
-		resp, err := snapshotPost(t, url, 1, stalled)
+		resp, err := snapshotPost(first, url, 1, stalled)
 		if err != nil {
 			firstDone <- 0
 			return
 		}
-		resp.Body.Close()
 		firstDone <- resp.StatusCode
 	}()
-	if _, err := stall.Write(snapshotMsg(t, 1, 3)); err != nil {
+	if _, err := stall.Write(snapshotBody(t, 1, 3)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "node 1's snapshot to be under way", func() bool {
@@ -52,13 +53,13 @@ func TestSnapshotFromANewLeaderTakesOverAStalledOne(t *testing.T) {
 	})
 
 	// Node 1 again, while its first send is under way: refused.
-	if resp, err := snapshotPost(t, url, 1, bytes.NewReader(completeSnapshot(t, 1, 3))); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+	if resp, err := snapshotPost(again, url, 1, bytes.NewReader(completeSnapshot(t, 1, 3))); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("node 1 sending again while it sends: %v, %v; want 503", status(resp), err)
 	}
 
 	// Node 2 now leads: its snapshot is taken, node 1's given up.
 	h.lead.Store(2)
-	resp, err := snapshotPost(t, url, 2, bytes.NewReader(completeSnapshot(t, 2, 3)))
+	resp, err := snapshotPost(next, url, 2, bytes.NewReader(completeSnapshot(t, 2, 3)))
 	if err != nil || resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("the new leader's snapshot while the deposed one's stalls: %v, %v; want 204", status(resp), err)
 	}
@@ -73,18 +74,19 @@ func TestSnapshotFromANewLeaderTakesOverAStalledOne(t *testing.T) {
 	}
 }
 
-// snapshotPost sends a snapshot of group 1 to node 3 as node from, over
-// a connection of its own (the stalled one must not be reused).
-func snapshotPost(t *testing.T, url string, from uint64, body io.Reader) (*http.Response, error) {
+// snapshotPost sends a snapshot of group 1 to node 3 as node from, with
+// c, and reads the answer.
+func snapshotPost(c *http.Client, url string, from uint64, body io.Reader) (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodPost, url, body)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set(headerFrom, strconv.FormatUint(from, 10))
 	req.Header.Set(headerTo, "3")
-	resp, err := peerSecurity{creds: testCreds(t, from)}.newSnapshotClient(3).Do(req)
+	resp, err := c.Do(req)
 	if err == nil {
 		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
 	}
 	return resp, err
 }
@@ -96,17 +98,7 @@ func completeSnapshot(t *testing.T, from, to uint64) []byte {
 	if err := tar.NewWriter(&files).Close(); err != nil {
 		t.Fatal(err)
 	}
-	return append(snapshotMsg(t, from, to), files.Bytes()...)
-}
-
-// snapshotMsg is a snapshot's message as a leader sends it first.
-func snapshotMsg(t *testing.T, from, to uint64) []byte {
-	m := pb.Message{Type: pb.MsgSnap, From: from, To: to, Term: 5, Snapshot: &pb.Snapshot{Metadata: pb.SnapshotMetadata{Index: 10, Term: 5}}}
-	data, err := m.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(binary.BigEndian.AppendUint32(nil, uint32(len(data))), data...)
+	return append(snapshotBody(t, from, to), files.Bytes()...)
 }
 
 func status(resp *http.Response) string {
