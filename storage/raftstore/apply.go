@@ -277,8 +277,9 @@ func (n *Node) installSnapshot(snap pb.Snapshot) error {
 // state database, which has no write-ahead log of its own, is flushed
 // first: the log it drops must be in it, durably. The loop notes the
 // ConfState as of the applied index (it has run every conf change the
-// applier sent before this request, and none after); once the flush is
-// done the work goes to the appender. The applier goes on meanwhile.
+// applier sent before this request, and none after) and, on a leader, its
+// slowest follower's match; once the flush is done the work goes to the
+// appender. The applier goes on meanwhile.
 func (n *Node) maybeCompact() {
 	a := &n.apl
 	snap := n.snapshotIndex.Load()
@@ -299,7 +300,7 @@ func (n *Node) maybeCompact() {
 	cancel := make(chan struct{})
 	a.flushCancel = cancel
 	n.inbox.push(func() {
-		cs := n.loop.confState
+		cs, slowest := n.loop.confState, n.loop.slowestMatch()
 		go func() {
 			select {
 			case <-flushed:
@@ -307,7 +308,7 @@ func (n *Node) maybeCompact() {
 			case <-n.stopc:
 				return
 			}
-			n.appendQ.push(appendWork{compact: &compactWork{index: index, cs: cs}})
+			n.appendQ.push(appendWork{compact: &compactWork{index: index, cs: cs, slowest: slowest}})
 		}()
 	})
 }

@@ -59,11 +59,16 @@ const (
 	// batches, or a single larger batch, at most MaxBatchBytes. So
 	// 112 MiB (it was 128 MiB). A frame is read as its bytes arrive, not
 	// allocated whole from its length.
-	maxFrameBytes   = MaxBatchBytes + 2*laneFrameBytes
-	laneFrameBytes  = 4 * maxMsgBytes
-	sendQueueLen    = 4096    // messages queued per peer
-	catchUpEntries  = 1000    // entries kept behind a snapshot for slow followers
-	catchUpBytes    = 8 << 20 // and at most this many bytes of them
+	maxFrameBytes  = MaxBatchBytes + 2*laneFrameBytes
+	laneFrameBytes = 4 * maxMsgBytes
+	sendQueueLen   = 4096    // messages queued per peer
+	catchUpEntries = 1000    // entries kept behind a snapshot for slow followers
+	catchUpBytes   = 8 << 20 // and at most this many bytes of them
+	// laggingBytes: a leader keeps its log back to its slowest
+	// follower's match, up to this many bytes, so that a follower cut off
+	// for a few seconds catches up from the log rather than from a
+	// snapshot of the whole state database (append.go, compactLog).
+	laggingBytes    = 32 << 20
 	leaseWatchEvery = 20 * time.Millisecond
 )
 
@@ -142,6 +147,9 @@ type Config struct {
 	moveStep func(g uint64, step string) bool
 	// catchUp overrides catchUpEntries (tests).
 	catchUp uint64
+	// lagging overrides laggingBytes; negative keeps nothing for a
+	// lagging follower beyond the catch-up margin (tests of snapshots).
+	lagging int64
 	// logFS replaces the file system of the Raft log (tests inject
 	// faults); segmentBytes overrides DefaultSegmentBytes (tests).
 	logFS        logFS
@@ -213,6 +221,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.catchUp == 0 {
 		c.catchUp = catchUpEntries
+	}
+	if c.lagging == 0 {
+		c.lagging = laggingBytes
 	}
 	return nil
 }

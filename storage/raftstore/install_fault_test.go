@@ -42,7 +42,7 @@ func TestSnapshotInstallSurvivesADiskFault(t *testing.T) {
 	faults := &stateFaults{}
 	c := newTestCluster(t, 3, false, func(cfg *Config) {
 		patientTiming(cfg)
-		cfg.SnapshotEntries, cfg.catchUp = 20, 5
+		cfg.SnapshotEntries, cfg.catchUp, cfg.lagging = 20, 5, -1
 		cfg.Store.FS = errorfs.Wrap(vfs.Default, faults)
 	})
 	s, leader := c.session()
