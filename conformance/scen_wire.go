@@ -33,15 +33,16 @@ func init() {
 		}},
 		Scenario{Name: "wire-link-order-kept", Seed: "002 messages are stored in the order their transfers arrive on one link (presettled and pipelined)", Protocol: AMQP,
 			Detects: []Detection{{FaultBreakFIFO, "order"}}, Run: func(t *T) {
+				// One link in mixed mode (go-amqp's default): presettled
+				// transfers, then unsettled ones. Order across two links
+				// is not promised (core/README.md, Decisions).
 				q := t.Queue("cf-basic")
-				s := t.AMQPSession()
-				pre := t.WireSender(s, q, true)
+				snd := t.WireSender(t.AMQPSession(), q, false)
 				var want []string
 				for i := range 10 {
 					want = append(want, fmt.Sprint("p", i))
-					t.must(pre.Send(t.ctx, wireMessage([]byte(want[i])), nil), "presettled send")
+					t.must(snd.Send(t.ctx, wireMessage([]byte(want[i])), &amqp.SendOptions{Settled: true}), "presettled send")
 				}
-				snd := t.WireSender(s, q, false)
 				var receipts []amqp.SendReceipt
 				for i := range 10 {
 					want = append(want, fmt.Sprint("u", i))
