@@ -28,7 +28,8 @@ import (
 // link is detached instead (session-lock-lost), and the SDK settles again
 // through $management, whose answers it cannot mistake. That holds even
 // while this process still sees the session lock live: a lock held by
-// another node (whose end we are not told of), one that lapsed before the
+// another node (whose end we are told of only a call's round trip later:
+// clusterrpc watches it), one that lapsed before the
 // broker's timer fired, and one whose broker can no longer write (its
 // cluster group is changing leaders: the store refuses writes before the
 // broker stops and ends its locks) all look alive here. The last was the
@@ -42,7 +43,7 @@ import (
 func (l *link) watchSessionLock(sl *core.SessionLock) {
 	ended := sl.Ended()
 	if ended == nil {
-		return // held by another process: settlements find out (settleLost)
+		return // held by another process that does not watch it: settlements find out (settleLost)
 	}
 	c := l.s.c
 	c.work.Add(1)

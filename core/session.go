@@ -56,7 +56,7 @@ type SessionLock struct {
 	SessionID   string
 	Token       LockToken
 	LockedUntil time.Time
-	ended       chan struct{}
+	ended       <-chan struct{}
 }
 
 // Ended returns a channel that is closed when the lock ends, whatever
@@ -65,9 +65,39 @@ type SessionLock struct {
 // node that stops leading the entity's group). A front watches it to
 // tell the holder at once, as Service Bus detaches a session receiver's
 // link with com.microsoft:session-lock-lost, instead of letting the
-// holder find out at its next settlement. The channel is nil (never
-// ready) for a lock handed out by a backend in another process.
+// holder find out at its next settlement. For a lock handed out by a
+// backend in another process it is what that backend set (SetEnded), nil
+// (never ready) if none.
 func (sl *SessionLock) Ended() <-chan struct{} { return sl.ended }
+
+// SetEnded makes ended the lock's Ended channel: for a Backend whose
+// locks live in another process, which closes ended once it learns the
+// lock ended there (clusterrpc asks the process holding it,
+// [Broker.SessionLockEnded]).
+func (sl *SessionLock) SetEnded(ended <-chan struct{}) { sl.ended = ended }
+
+// SessionLockEnded returns a channel that is closed when the session
+// lock sl of the entity at path ends, as its Ended channel is (closed
+// already if it has ended, or was never this broker's): what a node
+// serving the lock's holder through another process waits on. Not for a
+// routed broker.
+func (b *Broker) SessionLockEnded(path string, sl *SessionLock) (<-chan struct{}, error) {
+	if b.routed() {
+		return nil, errf(CodeInternal, "SessionLockEnded on a routed broker")
+	}
+	q, err := b.sessionQueue(path, sl.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if s := q.mu.sessions.byID[sl.SessionID]; s != nil && s.heldBy(sl.Token) && s.ended != nil {
+		return s.ended, nil
+	}
+	ended := make(chan struct{})
+	close(ended)
+	return ended, nil
+}
 
 // sessionLock returns the SessionLock of s's current lock.
 func (s *session) sessionLock() *SessionLock {

@@ -313,7 +313,33 @@ func (b *Backend) AcceptSession(ctx context.Context, path, id string) (*core.Ses
 	if sl == nil {
 		return nil, errMalformed
 	}
+	ended := make(chan struct{})
+	sl.SetEnded(ended)
+	go b.watchSessionLock(path, sl, ended)
 	return sl, nil
+}
+
+// watchSessionLock closes ended, the Ended channel of sl (a session lock
+// the group's leader handed out), once the leader says the lock ended:
+// it expired, another receiver took the session, the holder closed it,
+// the leader's broker stopped (a new leader holds none of the old one's
+// locks). The front then detaches the holder's link with
+// session-lock-lost at once, as it does for a lock of its own process,
+// rather than at the holder's next settlement. A call that fails (the
+// connection broke, the leader no longer leads, the entity is gone) ends
+// the lock as well: the lock cannot be known to hold. Only an internal
+// error leaves it unwatched (settlements still find out).
+func (b *Backend) watchSessionLock(path string, sl *core.SessionLock, ended chan struct{}) {
+	e := &enc{}
+	e.string(path)
+	e.sessionLock(sl)
+	_, err := b.do(context.Background(), opSessionEnded, e, false)
+	if ce := (*core.Error)(nil); errors.As(err, &ce) && ce.Code == core.CodeInternal {
+		b.c.log.Warn("cannot watch a session lock held on another node; its end is found by its holder's next call",
+			zap.Uint64("group", b.group), zap.String("entity", path), zap.Error(err))
+		return
+	}
+	close(ended)
 }
 
 // sessionCall is the calls that take a path and a session lock.

@@ -40,7 +40,7 @@ var opNames = map[byte]string{
 	opAddRule: "add-rule", opRemoveRule: "remove-rule", opListRules: "list-rules", opCounts: "counts",
 	opEntityStats: "entity-stats", opTxnBegin: "txn-begin", opTxnSend: "txn-send", opTxnSettle: "txn-settle",
 	opTxnRenewLock: "txn-renew-lock", opTxnCommit: "txn-commit", opTxnRollback: "txn-rollback",
-	opPlace: "place", opMeta: "meta", opTransfer: "transfer",
+	opPlace: "place", opMeta: "meta", opTransfer: "transfer", opSessionEnded: "session-ended",
 }
 
 // opName is op's name ("other" for one not named).

@@ -51,6 +51,9 @@ const (
 	opAck      // not a call: the answer to the frame's id (a receive's locked messages) arrived
 	opMeta     // another request to the meta group's leader, encoded by the caller (Server.Meta); last, so the ops before keep their numbers
 	opTransfer // transfers from another group's outbox (core.Broker.ApplyTransfers); after opMeta for the same reason
+	// opSessionEnded answers once a session lock ends (core.Broker.SessionLockEnded): the
+	// caller's lock's Ended channel (Backend.watchSessionLock); after opTransfer for the same reason
+	opSessionEnded
 	opLast
 )
 

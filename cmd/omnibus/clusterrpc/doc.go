@@ -22,7 +22,12 @@
 // numbers before it returns), and answers once it is durable. A transfer
 // call carries messages from one group's outbox to another group's
 // broker (core.Broker.ApplyTransfers), each with its transfer id, and
-// answers how many were applied and why the next one was not.
+// answers how many were applied and why the next one was not. A session
+// lock accepted through the connection is watched by a call that the
+// server answers once the lock ends (expiry, another receiver, a close,
+// its broker stopping): the client closes the lock's Ended channel then,
+// or when the call fails, and the front detaches the holder's link with
+// session-lock-lost at once, as for a lock of its own process.
 //
 // # Fencing
 //

@@ -127,6 +127,18 @@ func (c *serverConn) call(ctx context.Context, g Group, op byte, d *dec, held *h
 		if d.err == nil && sl != nil {
 			err = b.CloseSession(path, sl)
 		}
+	case opSessionEnded:
+		path, sl := d.string(), d.sessionLock()
+		if d.err == nil && sl != nil {
+			var ended <-chan struct{}
+			if ended, err = b.SessionLockEnded(path, sl); err == nil {
+				select {
+				case <-ended:
+				case <-ctx.Done(): // the connection ended: nobody hears the answer
+					err = busy("the call was cancelled")
+				}
+			}
+		}
 	case opGetSessionState:
 		path, sl := d.string(), d.sessionLock()
 		if d.err == nil && sl != nil {
