@@ -60,12 +60,22 @@ func TestTxnRefusedOperationDoomsTheCommit(t *testing.T) {
 		t.Fatalf("out: %+v, want nothing stored", c)
 	}
 	// The input was not completed: still locked by its receiver, which
-	// settles it now.
+	// completes it now, unsettled, so that the broker's settled answer
+	// says the completion was applied (a presettled one is applied after
+	// the connection's pass, on a helper goroutine: no round trip on
+	// another session waits for it).
 	if c := ts.MustCounts(t, "q"); c.Active != 1 {
 		t.Fatalf("q: %+v, want the input still there", c)
 	}
-	p.writeFrame(0, &frames.Disposition{Role: frames.RoleReceiver, First: *in.DeliveryID, Settled: true, State: &frames.Accepted{}})
-	p.declare(2, 0) // a round trip: the settlement above was applied
+	id := *in.DeliveryID
+	p.writeFrame(0, &frames.Disposition{Role: frames.RoleReceiver, First: id, State: &frames.Accepted{}})
+	d := p.until(func(b frames.Body) bool {
+		d, ok := b.(*frames.Disposition)
+		return ok && d.Role == frames.RoleSender && d.First == id
+	}).(*frames.Disposition)
+	if _, ok := d.State.(*frames.Accepted); !ok || !d.Settled {
+		t.Fatalf("completing the input outside the transaction: %+v, want settled accepted", d)
+	}
 	if c := ts.MustCounts(t, "q"); c.Total != 0 {
 		t.Fatalf("q after completing the input outside the transaction: %+v", c)
 	}
