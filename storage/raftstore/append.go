@@ -157,7 +157,8 @@ func (n *Node) release(resps []pb.Message) {
 // off for a second or two under load falls thousands of entries behind;
 // without the second margin it would need a snapshot of the whole state
 // database (a group with a backlog of 100,000 messages: 120 MB) where a
-// few MiB of log do.
+// few MiB of log do. A follower further behind than Config.lagging
+// needs a snapshot whatever is kept, so then only the first margin is.
 func (n *Node) compactLog(c compactWork) {
 	defer func() {
 		n.compactPending.Store(false)
@@ -173,20 +174,10 @@ func (n *Node) compactLog(c compactWork) {
 		return
 	}
 	first, _ := mem.FirstIndex()
-	keepFrom := index + 1
-	lo := max(first, index+1-min(index, n.cfg.catchUp))
-	budget := uint64(catchUpBytes)
-	if c.slowest > 0 && c.slowest+1 < lo && n.cfg.lagging > 0 {
-		lo, budget = max(first, c.slowest+1), max(budget, uint64(n.cfg.lagging))
-	}
-	if ents, err := mem.Entries(lo, index+1, math.MaxUint64); err == nil {
-		var bytes uint64
-		for i := len(ents) - 1; i >= 0; i-- {
-			bytes += uint64(ents[i].Size())
-			if bytes > budget {
-				break
-			}
-			keepFrom = ents[i].Index
+	keepFrom := keptFrom(mem, max(first, index+1-min(index, n.cfg.catchUp)), index, catchUpBytes)
+	if need := c.slowest + 1; c.slowest > 0 && need < keepFrom && n.cfg.lagging > 0 {
+		if from := keptFrom(mem, max(first, need), index, max(catchUpBytes, uint64(n.cfg.lagging))); from <= need {
+			keepFrom = from
 		}
 	}
 	if !n.retry("log compaction", func() error { return n.logs.compact(index, c.cs, keepFrom) }) {
@@ -201,6 +192,26 @@ func (n *Node) compactLog(c compactWork) {
 	n.snapshotIndex.Store(index)
 	n.logBytes.Store(kept)
 	n.log.Debug("log compacted", zap.Uint64("snapshot", index), zap.Uint64("keepFrom", keepFrom))
+}
+
+// keptFrom is the first index of the log to keep so that the entries
+// from lo to index, the newest first, stay within budget bytes; index+1
+// when not even the newest fits.
+func keptFrom(mem *raft.MemoryStorage, lo, index, budget uint64) uint64 {
+	keepFrom := index + 1
+	ents, err := mem.Entries(lo, index+1, math.MaxUint64)
+	if err != nil {
+		return keepFrom
+	}
+	var bytes uint64
+	for i := len(ents) - 1; i >= 0; i-- {
+		bytes += uint64(ents[i].Size())
+		if bytes > budget {
+			break
+		}
+		keepFrom = ents[i].Index
+	}
+	return keepFrom
 }
 
 // slowestMatch (on the loop) is, on a leader, the lowest match among the

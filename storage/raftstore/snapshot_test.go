@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -122,6 +123,54 @@ func TestLaggingFollowerCatchesUpFromTheLog(t *testing.T) {
 		first, _ := ld.logs.mem.FirstIndex()
 		return first > 100
 	})
+}
+
+// A follower further behind than the lagging margin needs a snapshot
+// whatever the leader keeps, so the leader keeps only the catch-up margin
+// for it rather than the newest bytes of the lagging one, and the
+// follower, back, catches up from a snapshot.
+func TestFollowerBeyondTheLaggingMarginGetsNoMargin(t *testing.T) {
+	c := newTestCluster(t, 3, false, func(cfg *Config) {
+		patientTiming(cfg)
+		cfg.SnapshotEntries, cfg.catchUp, cfg.lagging = 20, 5, 1<<20
+	})
+	s, leader := c.session()
+	down := uint64(1)
+	if down == leader {
+		down = 2
+	}
+	mustPut(t, s, "before", "stop")
+	waitFor(t, "the follower to have the first write", func() bool {
+		v, err := stateGet(c.nodes[down], "before")
+		return err == nil && v == "stop"
+	})
+	c.stop(down)
+	big := strings.Repeat("v", 64<<10)
+	for i := range 160 { // 10 MiB: beyond the margins' 8
+		mustPut(t, s, fmt.Sprintf("k%03d", i), big)
+	}
+	ld := c.nodes[leader]
+	waitFor(t, "the log to be compacted past the margin", func() bool {
+		return ld.snapshotIndex.Load() > 150
+	})
+	snap := ld.snapshotIndex.Load()
+	if first, _ := ld.logs.mem.FirstIndex(); first+5 < snap {
+		t.Fatalf("the leader kept its log from %d on, %d entries behind its snapshot at %d, for a follower no kept log can serve",
+			first, snap-first, snap)
+	}
+	n := c.start(down)
+	mustPut(t, s, "after", "restart")
+	want, _ := ld.appliedPos()
+	waitFor(t, "the restarted follower to catch up", func() bool {
+		got, _ := n.appliedPos()
+		return got >= want
+	})
+	if v, err := stateGet(n, "k159"); err != nil || v != big {
+		t.Fatalf("k159 on the follower: %d bytes, %v", len(v), err)
+	}
+	if got := n.snapshotsInstalled.Load(); got == 0 {
+		t.Fatal("the follower caught up with no snapshot; want one")
+	}
 }
 
 // TestRestartKeepsEverything: the whole group stops and starts again on
