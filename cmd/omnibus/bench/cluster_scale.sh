@@ -59,7 +59,16 @@
 # compacted and its segments are recycled (a 5-node profile: pwrite 13 %
 # and memmove 31 % of a node's CPU without a warm-up, 2-4 % and 5-10 %
 # after 40 s; raftstore README, "Steady state"). Both clusters of a pair
-# get the same warm-up.
+# get the same warm-up. How long that takes follows the rate: a group's
+# log recycles its first file once it has written two segments (64 MiB
+# each), and at 0.2 cores on a machine half as fast as the one 30 s was
+# chosen on, three data groups were still writing their second fresh
+# segment at 50 s (kernel copies into the page cache 10x slower per
+# byte: 8 % of a node's CPU against 1 %). So the default is 90s, and
+# when the measurement begins the script checks every node's logs that
+# carry the load (the groups' with data groups, the one log without):
+# any whose newest segment is not past the second is named on stderr,
+# the row then measuring a cluster's first minute (raise WARMUP).
 #
 # Needs root (cgroups); skips, saying why, where /sys/fs/cgroup/cpu is not
 # a writable cgroup v1 hierarchy. Take the numbers when the machine is
@@ -70,7 +79,7 @@ cd "$(dirname "$0")/../../.."
 NODES=${NODES:-"3 5"}
 CPU=${CPU:-0.2}
 DURATION=${DURATION:-30s}
-WARMUP=${WARMUP:-30s}
+WARMUP=${WARMUP:-90s}
 QUEUES_PER_NODE=${QUEUES_PER_NODE:-}
 SCENARIO=${SCENARIO:-queues}
 CLIENTS_PER_NODE=${CLIENTS_PER_NODE:-}
@@ -119,6 +128,24 @@ create_partitioned() {
     [ $SECONDS -lt "$deadline" ] || { echo "cluster-scale: the partitioned queue p was never created" >&2; KEEP=1; exit 1; }
     curl -s -o /dev/null -X PUT -H "$auth" -H 'Content-Type: application/atom+xml' --data "$body" "http://127.0.0.1:$(port 2 1)/p" || true
     sleep 0.5
+  done
+}
+
+# fresh_logs DIR N GROUPS: the Raft logs carrying the load (each data
+# group's, else the one group's) whose newest segment is not past the
+# second, i.e. which have not yet written over a recycled file, one per
+# line as "node I group G: segment S" (G 0: the one group).
+fresh_logs() {
+  local dir=$1 n=$2 groups=$3 i log seg g
+  for i in $(seq 1 "$n"); do
+    if [ "$groups" -gt 0 ]; then set -- "$dir/node$i"/cluster/groups/*/raftlog; else set -- "$dir/node$i/cluster/raftlog"; fi
+    for log in "$@"; do
+      seg=$(find "$log" -maxdepth 1 -name '*.seg' -printf '%f\n' | sed 's/\.seg$//' | sort | tail -1)
+      [ -n "$seg" ] && [ $((16#$seg)) -gt 2 ] && continue
+      g=0
+      [ "$groups" -gt 0 ] && g=$(basename "$(dirname "$log")")
+      echo "node $i group $g: segment $((16#${seg:-0}))"
+    done
   done
 }
 
@@ -285,6 +312,11 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
   done
   sleep "${WARMUP%s}"
   for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
+  local fresh
+  fresh=$(fresh_logs "$dir" "$n" "$groups")
+  if [ -n "$fresh" ]; then
+    echo "cluster-scale: n=$n groups=$groups: logs still writing fresh segments when the measurement began (a cluster's first minute; raise WARMUP):" $fresh >&2
+  fi
   if [ "${SYSCALLS:-}" = 1 ]; then
     local window=$((${DURATION%s} - 4))
     for i in $(seq 1 "$n"); do
