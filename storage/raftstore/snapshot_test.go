@@ -76,17 +76,7 @@ func TestLaggingFollowerCatchesUpFromTheLog(t *testing.T) {
 		patientTiming(cfg)
 		cfg.SnapshotEntries, cfg.catchUp = 20, 5
 	})
-	s, leader := c.session()
-	down := uint64(1)
-	if down == leader {
-		down = 2
-	}
-	mustPut(t, s, "before", "stop")
-	waitFor(t, "the follower to have the first write", func() bool {
-		v, err := stateGet(c.nodes[down], "before")
-		return err == nil && v == "stop"
-	})
-	c.stop(down)
+	s, leader, down := c.stopAFollower(t)
 	for i := range 150 {
 		mustPut(t, s, fmt.Sprintf("k%03d", i), fmt.Sprint(i))
 	}
@@ -98,16 +88,7 @@ func TestLaggingFollowerCatchesUpFromTheLog(t *testing.T) {
 	if first > 10 {
 		t.Fatalf("the leader kept its log from %d on; the follower that stopped has matched less", first)
 	}
-	n := c.start(down)
-	mustPut(t, s, "after", "restart")
-	// Applied, not "after" readable: a snapshot's checkpoint may hold
-	// "after" before its install is counted; the entries behind it are
-	// applied, and counted applied, only once the install is.
-	want, _ := ld.appliedPos()
-	waitFor(t, "the restarted follower to catch up", func() bool {
-		got, _ := n.appliedPos()
-		return got >= want
-	})
+	n := c.restartCaughtUp(t, s, ld, down)
 	for i := range 150 {
 		if v, err := stateGet(n, fmt.Sprintf("k%03d", i)); err != nil || v != fmt.Sprint(i) {
 			t.Fatalf("k%03d = %q, %v", i, v, err)
@@ -134,17 +115,7 @@ func TestFollowerBeyondTheLaggingMarginGetsNoMargin(t *testing.T) {
 		patientTiming(cfg)
 		cfg.SnapshotEntries, cfg.catchUp, cfg.lagging = 20, 5, 1<<20
 	})
-	s, leader := c.session()
-	down := uint64(1)
-	if down == leader {
-		down = 2
-	}
-	mustPut(t, s, "before", "stop")
-	waitFor(t, "the follower to have the first write", func() bool {
-		v, err := stateGet(c.nodes[down], "before")
-		return err == nil && v == "stop"
-	})
-	c.stop(down)
+	s, leader, down := c.stopAFollower(t)
 	big := strings.Repeat("v", 64<<10)
 	for i := range 160 { // 10 MiB: beyond the margins' 8
 		mustPut(t, s, fmt.Sprintf("k%03d", i), big)
@@ -158,6 +129,41 @@ func TestFollowerBeyondTheLaggingMarginGetsNoMargin(t *testing.T) {
 		t.Fatalf("the leader kept its log from %d on, %d entries behind its snapshot at %d, for a follower no kept log can serve",
 			first, snap-first, snap)
 	}
+	n := c.restartCaughtUp(t, s, ld, down)
+	if v, err := stateGet(n, "k159"); err != nil || v != big {
+		t.Fatalf("k159 on the follower: %d bytes, %v", len(v), err)
+	}
+	if got := n.snapshotsInstalled.Load(); got == 0 {
+		t.Fatal("the follower caught up with no snapshot; want one")
+	}
+}
+
+// stopAFollower stops a follower of the group once it has applied a
+// first write, returning a session on the leader, the leader and the
+// stopped follower.
+func (c *testCluster) stopAFollower(t *testing.T) (*Session, uint64, uint64) {
+	t.Helper()
+	s, leader := c.session()
+	down := uint64(1)
+	if down == leader {
+		down = 2
+	}
+	mustPut(t, s, "before", "stop")
+	waitFor(t, "the follower to have the first write", func() bool {
+		v, err := stateGet(c.nodes[down], "before")
+		return err == nil && v == "stop"
+	})
+	c.stop(down)
+	return s, leader, down
+}
+
+// restartCaughtUp starts node down again, writes once more through s and
+// waits until the node has applied everything leader ld had then.
+// Applied, not the write readable: a snapshot's checkpoint may hold it
+// before its install is counted; the entries behind it are applied, and
+// counted applied, only once the install is.
+func (c *testCluster) restartCaughtUp(t *testing.T, s *Session, ld *Node, down uint64) *Node {
+	t.Helper()
 	n := c.start(down)
 	mustPut(t, s, "after", "restart")
 	want, _ := ld.appliedPos()
@@ -165,12 +171,7 @@ func TestFollowerBeyondTheLaggingMarginGetsNoMargin(t *testing.T) {
 		got, _ := n.appliedPos()
 		return got >= want
 	})
-	if v, err := stateGet(n, "k159"); err != nil || v != big {
-		t.Fatalf("k159 on the follower: %d bytes, %v", len(v), err)
-	}
-	if got := n.snapshotsInstalled.Load(); got == 0 {
-		t.Fatal("the follower caught up with no snapshot; want one")
-	}
+	return n
 }
 
 // TestRestartKeepsEverything: the whole group stops and starts again on
