@@ -48,17 +48,27 @@ func waitConfigApplied(t *testing.T, nodes map[uint64]*Cluster) {
 }
 
 // waitGroupsServing waits until node g serves data group g (the
-// preferred leaders of a new cluster of three with three groups) and
-// every node knows the meta group's leader, which serves placements: a node that knows none
+// preferred leaders of a new cluster of three with three groups), every
+// node knows it leads g (a node that does not yet refuses what it would
+// route there as the group changing leaders), and every node knows the
+// meta group's leader, which serves placements: a node that knows none
 // refuses what needs the meta leader (a placement, a spread) with server
 // busy, which the SDKs retry but a test's direct calls do not.
 func waitGroupsServing(t *testing.T, nodes map[uint64]*Cluster) {
 	t.Helper()
-	waitForCond(t, "each node to serve its data group", func() error {
+	waitForCond(t, "each node to serve its data group, known to every node", func() error {
 		l := groupLeaders(nodes)
 		for g := uint64(1); g <= 3; g++ {
 			if l[g] != g {
 				return fmt.Errorf("leaders %v", l)
+			}
+			for id, c := range nodes {
+				if c.routed == nil {
+					continue
+				}
+				if got := c.routed.leaderOf(g); got != g {
+					return fmt.Errorf("node %d takes %d for group %d's leader", id, got, g)
+				}
 			}
 		}
 		return nil
