@@ -140,7 +140,7 @@ fresh_logs() {
   for i in $(seq 1 "$n"); do
     if [ "$groups" -gt 0 ]; then set -- "$dir/node$i"/cluster/groups/*/raftlog; else set -- "$dir/node$i/cluster/raftlog"; fi
     for log in "$@"; do
-      seg=$(find "$log" -maxdepth 1 -name '*.seg' -printf '%f\n' | sed 's/\.seg$//' | sort | tail -1)
+      seg=$(find "$log" -maxdepth 1 -name '*.seg' -printf '%f\n' 2>/dev/null | sed 's/\.seg$//' | sort | tail -1 || true)
       [ -n "$seg" ] && [ $((16#$seg)) -gt 2 ] && continue
       g=0
       [ "$groups" -gt 0 ] && g=$(basename "$(dirname "$log")")
