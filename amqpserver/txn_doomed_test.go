@@ -67,12 +67,7 @@ func TestTxnRefusedOperationDoomsTheCommit(t *testing.T) {
 	if c := ts.MustCounts(t, "q"); c.Active != 1 {
 		t.Fatalf("q: %+v, want the input still there", c)
 	}
-	id := *in.DeliveryID
-	p.writeFrame(0, &frames.Disposition{Role: frames.RoleReceiver, First: id, State: &frames.Accepted{}})
-	d := p.until(func(b frames.Body) bool {
-		d, ok := b.(*frames.Disposition)
-		return ok && d.Role == frames.RoleSender && d.First == id
-	}).(*frames.Disposition)
+	d := p.settle(0, *in.DeliveryID, &frames.Accepted{})
 	if _, ok := d.State.(*frames.Accepted); !ok || !d.Settled {
 		t.Fatalf("completing the input outside the transaction: %+v, want settled accepted", d)
 	}

@@ -165,7 +165,14 @@ func (p *dotnetPeer) received(h uint32) *frames.Transfer {
 // returns the server's answer.
 func (p *dotnetPeer) settleInTxn(ch uint16, id uint32, txn []byte, outcome frames.DeliveryState) *frames.Disposition {
 	p.t.Helper()
-	p.writeFrame(ch, &frames.Disposition{Role: frames.RoleReceiver, First: id, State: &frames.TransactionalState{TxnID: txn, Outcome: outcome}})
+	return p.settle(ch, id, &frames.TransactionalState{TxnID: txn, Outcome: outcome})
+}
+
+// settle sends an unsettled disposition of received delivery id with
+// state and returns the server's answer to it.
+func (p *dotnetPeer) settle(ch uint16, id uint32, state frames.DeliveryState) *frames.Disposition {
+	p.t.Helper()
+	p.writeFrame(ch, &frames.Disposition{Role: frames.RoleReceiver, First: id, State: state})
 	return p.until(func(b frames.Body) bool {
 		d, ok := b.(*frames.Disposition)
 		return ok && d.Role == frames.RoleSender && d.First == id
