@@ -20,7 +20,8 @@
 # group alike and 1 in n of them reach the node leading their queue's
 # group, as behind a load balancer: the others' links are served over
 # the nodes' own connections (CLIENTS=leader puts every generator on the
-# node leading its queue's group instead: no call between nodes). The
+# node leading its queue's group instead, with one group on its leader:
+# no call between nodes, no byte proxied by a follower). The
 # generators run outside the nodes' cgroups, on whatever CPU is left.
 #
 # SCENARIO=partitioned measures one busy entity instead (issue 29's
@@ -112,7 +113,8 @@ cleanup() {
 trap cleanup EXIT
 
 # port N I: a port for node I of kind N (peer 0, amqp 1, http 2, metrics
-# 3, Go profiles 4: PROFILE=1 writes a CPU profile of every node).
+# 3, Go profiles 4: PROFILE=1 writes a CPU profile of every node over
+# PROFILE_SECONDS, default 8, from the measurement's start).
 port() { echo $((17000 + $1 * 100 + $2)); }
 
 # create_partitioned DEADLINE AUTH: SCENARIO=partitioned's queue p, with
@@ -289,6 +291,18 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
       sleep 0.5
     done
   fi
+  # CLIENTS=leader with one group: every generator on its one leader.
+  local oneLeader=""
+  if [ "$groups" = 0 ] && [ "${CLIENTS:-}" = leader ]; then
+    until oneLeader=$("$BIN/omnibus" cluster status --data "$dir/node1" --addr "127.0.0.1:$(port 0 1)" --json 2>/dev/null |
+      python3 -c '
+import json, sys
+led = [m["id"] for m in json.load(sys.stdin) if m.get("state") == "StateLeader" and m.get("serving")]
+print(led[0]) if led else sys.exit(1)'); do
+      [ $SECONDS -lt $deadline ] || { echo "cluster-scale: the one group never had a leader" >&2; KEEP=1; exit 1; }
+      sleep 0.5
+    done
+  fi
   sleep 2
   local before=() after=() b
   local gen=(--duration "$((${DURATION%s} + ${WARMUP%s}))s" --warmup "$WARMUP")
@@ -305,7 +319,7 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
   for i in $(seq 0 $((q - 1))); do
     [ "$SCENARIO" = partitioned ] && break
     local node=$((((i + i / n) % n) + 1))
-    if [ "${CLIENTS:-}" = leader ]; then node=$(((i % n) + 1)); fi
+    if [ "${CLIENTS:-}" = leader ]; then node=${oneLeader:-$(((i % n) + 1))}; fi
     "$BIN/omnibus-tools" bench --scenario both --queue "s$i" --url "amqp://127.0.0.1:$(port 1 "$node")" --size "$SIZE" \
       "${gen[@]}" --quiet --pass "$KEY" --json "$dir/b$i.json" >"$dir/b$i.out" 2>&1 &
     bpids+=($!)
@@ -325,7 +339,7 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
   fi
   if [ "${PROFILE:-}" = 1 ]; then
     for i in $(seq 1 "$n"); do
-      curl -s -o "$WORK/profile-n$n-g$groups-node$i.pb.gz" "http://127.0.0.1:$(port 4 "$i")/debug/pprof/profile?seconds=8" &
+      curl -s -o "$WORK/profile-n$n-g$groups-node$i.pb.gz" "http://127.0.0.1:$(port 4 "$i")/debug/pprof/profile?seconds=${PROFILE_SECONDS:-8}" &
     done
   fi
   local fail=0
