@@ -77,6 +77,11 @@ func remoteAddr(r *http.Request) net.Addr {
 	return net.TCPAddrFromAddrPort(ap)
 }
 
+// unreadBodyGrace is how long the server may go on reading a request
+// body its handler left unread, once the answer is out, before it closes
+// the connection.
+const unreadBodyGrace = 250 * time.Millisecond
+
 // statusRecorder remembers the status a handler wrote, and closes the
 // connection after the answer when it goes out before the request body
 // was read to its end: the server would otherwise read the rest of the
@@ -92,11 +97,15 @@ func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 {
 		s.status = code
 		if s.body != nil && s.body.unread(s.req) {
-			// Closing also needs the read deadline in the past: the server
-			// closes the body after the handler, and that reads up to
-			// 256 KiB of what is left first.
+			// After the handler the server reads on (up to 256 KiB) to
+			// the body's end before it closes, however slowly the body
+			// comes: the read deadline bounds that to unreadBodyGrace. A
+			// body already on its way is read in that time, so the
+			// connection closes cleanly and the client reads the answer;
+			// closed with the body unread, it would be reset, and a client
+			// still writing would see the reset instead of the answer.
 			s.Header().Set("Connection", "close")
-			_ = http.NewResponseController(s.ResponseWriter).SetReadDeadline(time.Unix(1, 0))
+			_ = http.NewResponseController(s.ResponseWriter).SetReadDeadline(time.Now().Add(unreadBodyGrace))
 		}
 	}
 	s.ResponseWriter.WriteHeader(code)
