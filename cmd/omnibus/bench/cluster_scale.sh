@@ -151,10 +151,16 @@ fresh_logs() {
   done
 }
 
+# status_json DIR: `cluster status --json` of the cluster whose node 1 is
+# in DIR, asked on node 1's peer port (nothing when it does not answer).
+status_json() {
+  "$BIN/omnibus" cluster status --data "$1/node1" --addr "127.0.0.1:$(port 0 1)" --json 2>/dev/null
+}
+
 # status_commits DIR: each data group's commit index (the highest any
 # member reports), one "group commit" a line.
 status_commits() {
-  "$BIN/omnibus" cluster status --data "$1/node1" --addr "127.0.0.1:$(port 0 1)" --json 2>/dev/null | python3 -c '
+  status_json "$1" | python3 -c '
 import json, sys
 top = {}
 for m in json.load(sys.stdin):
@@ -277,7 +283,7 @@ run() {
   # (one transfer a second per node): a transfer under load fails the
   # sends under way, and the load generator does not reconnect.
   if [ "$groups" -gt 0 ]; then
-    until "$BIN/omnibus" cluster status --data "$dir/node1" --addr "127.0.0.1:$(port 0 1)" --json 2>/dev/null |
+    until status_json "$dir" |
       python3 -c '
 import json, sys
 n, g = int(sys.argv[1]), int(sys.argv[2])
@@ -294,7 +300,7 @@ sys.exit(0 if all(led.get(x) == (x - 1) % n + 1 for x in range(1, g + 1)) else 1
   # CLIENTS=leader with one group: every generator on its one leader.
   local oneLeader=""
   if [ "$groups" = 0 ] && [ "${CLIENTS:-}" = leader ]; then
-    until oneLeader=$("$BIN/omnibus" cluster status --data "$dir/node1" --addr "127.0.0.1:$(port 0 1)" --json 2>/dev/null |
+    until oneLeader=$(status_json "$dir" |
       python3 -c '
 import json, sys
 led = [m["id"] for m in json.load(sys.stdin) if m.get("state") == "StateLeader" and m.get("serving")]
