@@ -10,8 +10,13 @@
 # and the ratio. Each node runs in a cgroup (v1) of its own whose
 # cpu.cfs_quota_us allows CPU cores of CPU time per period (default 0.2:
 # five nodes of half a core would need more than this two-core machine
-# has, and a budget only measures something while it binds);
-# its cpuacct.usage gives its CPU time. The load: QUEUES_PER_NODE queues
+# has, and a budget only measures something while it binds: three nodes
+# at 0.5 left the generators too little, the data groups' nodes used 0.42
+# of their 0.5); its cpuacct.usage gives its CPU time. PERIOD sets
+# cpu.cfs_period_us (default 100000, the kernel's: a node may spend its
+# 20 ms in the first 10 ms of 100 and then wait 90; 10000 holds it to
+# 2 ms of every 10, nearer a slower machine; raftstore README, "The
+# budget's period"). The load: QUEUES_PER_NODE queues
 # per node (default: as many as there are nodes), one `omnibus-tools bench
 # --scenario both` per queue (send and receive at once, 1 KiB, 100 in
 # flight), for DURATION (default 30s). Queue i is placed in data group
@@ -100,7 +105,8 @@ fi
 case $SCENARIO in queues | partitioned) ;; *) echo "cluster-scale: SCENARIO is queues or partitioned, not $SCENARIO" >&2; exit 2 ;; esac
 [ -x "$BIN/omnibus" ] && [ -x "$BIN/omnibus-tools" ] || { echo "cluster-scale: build first (make build)" >&2; exit 2; }
 
-QUOTA=$(awk -v c="$CPU" 'BEGIN { printf "%d", c * 100000 }')
+PERIOD=${PERIOD:-100000}
+QUOTA=$(awk -v c="$CPU" -v p="$PERIOD" 'BEGIN { printf "%d", c * p }')
 WORK=$(mktemp -d /tmp/omnibus-scale.XXXXXX)
 PIDS=()
 
@@ -254,6 +260,8 @@ run() {
   "$BIN/omnibus" cluster init --node-id 1 --data "$dir/node1" >/dev/null
   for i in $(seq 1 "$n"); do
     for h in "$CG_CPU" "$CG_ACCT"; do mkdir -p "$h/omnibus-scale-$i"; done
+    echo -1 >"$CG_CPU/omnibus-scale-$i/cpu.cfs_quota_us"
+    echo "$PERIOD" >"$CG_CPU/omnibus-scale-$i/cpu.cfs_period_us"
     echo "$QUOTA" >"$CG_CPU/omnibus-scale-$i/cpu.cfs_quota_us"
     local extra=()
     if [ "$i" -gt 1 ]; then
@@ -384,10 +392,10 @@ EOF
 }
 
 if [ "$SCENARIO" = partitioned ]; then
-  printf '%s\n' "cluster-scale: each node held to $CPU cores (cpu.cfs_quota_us $QUOTA per 100000), one partitioned queue (16 partitions)," \
+  printf '%s\n' "cluster-scale: each node held to $CPU cores (cpu.cfs_quota_us $QUOTA per $PERIOD), one partitioned queue (16 partitions)," \
     "one bench --scenario both over ${CLIENTS_PER_NODE:-n} connections per node, partition keys $KEYS, ${SIZE} B, $DURATION after a warm-up of $WARMUP; $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 else
-  printf '%s\n' "cluster-scale: each node held to $CPU cores (cpu.cfs_quota_us $QUOTA per 100000), ${QUEUES_PER_NODE:-n} queues per node," \
+  printf '%s\n' "cluster-scale: each node held to $CPU cores (cpu.cfs_quota_us $QUOTA per $PERIOD), ${QUEUES_PER_NODE:-n} queues per node," \
     "one bench --scenario both per queue, ${SIZE} B, $DURATION after a warm-up of $WARMUP; $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 fi
 printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' nodes groups "send+receive msg/s" "CPU µs per message, node by node" ratio
