@@ -162,12 +162,13 @@ func serve(args []string) error {
 	}
 
 	defer cli.StartGCTuning()()
+	procs := cli.LimitProcs()
 
 	// Listen for signals before anything starts, so a signal during
 	// start-up is a clean shutdown too.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	log.Info("omnibus is starting", zap.String("data", storeName(o)), zap.String("maxMemory", describeMaxMemory(o.MaxMemory)))
+	log.Info("omnibus is starting", zap.String("data", storeName(o)), zap.String("maxMemory", describeMaxMemory(o.MaxMemory)), zap.String("gomaxprocs", procs))
 	began := time.Now()
 	a, err := startOrSignal(start, sig, log)
 	if err != nil {

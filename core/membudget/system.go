@@ -3,10 +3,11 @@ package membudget
 import (
 	"bufio"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/omnibusmq/omnibus/core/cgroups"
 )
 
 // DefaultShare is the part of the machine's memory (or its cgroup's) the
@@ -77,10 +78,6 @@ func memTotal(file string) int64 {
 // and its ancestors, v2 or v1, and the file it came from; 0 when there
 // is none.
 func cgroupLimit(root string) (int64, string) {
-	data, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup"))
-	if err != nil {
-		return 0, ""
-	}
 	best, where := int64(0), ""
 	consider := func(file string) {
 		n := readLimit(filepath.Join(root, file))
@@ -88,44 +85,13 @@ func cgroupLimit(root string) (int64, string) {
 			best, where = n, "/"+file
 		}
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		// hierarchy-ID:controller-list:cgroup-path
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		switch {
-		case parts[0] == "0" && parts[1] == "": // v2
-			for _, dir := range ancestors(parts[2]) {
-				consider(path.Join("sys/fs/cgroup", dir, "memory.max"))
-			}
-		case hasController(parts[1], "memory"): // v1
-			for _, dir := range ancestors(parts[2]) {
-				consider(path.Join("sys/fs/cgroup/memory", dir, "memory.limit_in_bytes"))
-			}
-		}
+	for _, f := range cgroups.Files(root, "memory.max", "", "") {
+		consider(f)
+	}
+	for _, f := range cgroups.Files(root, "", "memory", "memory.limit_in_bytes") {
+		consider(f)
 	}
 	return best, where
-}
-
-// ancestors returns p and each of its parents up to "/".
-func ancestors(p string) []string {
-	p = path.Clean("/" + p)
-	out := []string{p}
-	for p != "/" {
-		p = path.Dir(p)
-		out = append(out, p)
-	}
-	return out
-}
-
-func hasController(list, name string) bool {
-	for _, c := range strings.Split(list, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
 
 // readLimit reads a cgroup memory limit file: 0 for "max", the v1
