@@ -224,6 +224,9 @@ func (s *spreadBackend) receiveWait(ctx context.Context, path string, max int, a
 			keep := min(len(a.msgs), max-n)
 			if keep < len(a.msgs) {
 				s.release(a.be, path, a.msgs[keep:])
+				if max < len(asks) {
+					s.b.spread.releasedSmallCredit.Add(int64(len(a.msgs) - keep))
+				}
 			}
 			if keep > 0 {
 				took = append(took, groupTook{a.ask, a.be, a.msgs[:keep]})

@@ -150,13 +150,23 @@ func TestClusterGroupsSpreadReceiveWastesNothing(t *testing.T) {
 	mu.Unlock()
 
 	st := spreadReceiveStats(nodes)
-	t.Logf("spread receives %d, group receives %d (%.2f per message delivered), delivered %d, released %d",
-		st.Receives, st.GroupReceives, float64(st.GroupReceives)/float64(max(st.Delivered, 1)), st.Delivered, st.Released)
+	t.Logf("spread receives %d, group receives %d (%.2f per message delivered), delivered %d, released %d (%d by waits for fewer messages than groups)",
+		st.Receives, st.GroupReceives, float64(st.GroupReceives)/float64(max(st.Delivered, 1)), st.Delivered, st.Released, st.ReleasedSmallCredit)
 	if st.Delivered < total {
 		t.Errorf("the spread receives delivered %d messages, fewer than the %d received", st.Delivered, total)
 	}
-	if st.Released != 0 {
-		t.Errorf("the groups handed out %d messages that the receives released (%d delivered): "+
-			"a receive must take from a group only what it delivers", st.Released, st.Delivered)
+	if shared := st.Released - st.ReleasedSmallCredit; shared != 0 {
+		t.Errorf("the groups handed out %d messages that receives asking each for a share released (%d delivered): "+
+			"a receive must take from a group only what it delivers", shared, st.Delivered)
+	}
+	// A receive whose link has less credit left than there are groups (the
+	// SDK tops a batch's credit up as messages arrive) has no share to ask
+	// each for, so it asks every group for all of it, and two answering at
+	// once leave one to release: seldom (1 of 346 delivered in one CI run).
+	// The wait before shares released 1-6 messages a run here, in waits
+	// with credit enough to share too, which the check above counts.
+	if st.ReleasedSmallCredit*20 > st.Delivered {
+		t.Errorf("receives with less credit than groups released %d of %d delivered, over 5 %%",
+			st.ReleasedSmallCredit, st.Delivered)
 	}
 }
