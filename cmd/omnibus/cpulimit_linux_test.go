@@ -56,13 +56,19 @@ func TestOneSchedulerThreadBelowOneCore(t *testing.T) {
 		t.Errorf("held to half a core with GOMAXPROCS=2 in the environment: GOMAXPROCS %d, want 2\n%s", got, told.logs)
 	}
 
+	// The broker inherits the test's environment, GOMAXPROCS included, and
+	// the test runs under no CPU limit below one core: its count is the
+	// runtime's own.
 	free := startBinary(t, bin, env)
-	if got, want := gomaxprocs(t, free), defaultProcs(t); got != want {
+	if got, want := gomaxprocs(t, free), runtime.GOMAXPROCS(0); got != want {
 		t.Errorf("without a limit: GOMAXPROCS %d, want the runtime's %d\n%s", got, want, free.logs)
 	}
 }
 
-var metricsURLRE = regexp.MustCompile(`"metrics": "([^"]+)"`)
+var (
+	metricsURLRE = regexp.MustCompile(`"metrics": "([^"]+)"`)
+	gomaxprocsRE = regexp.MustCompile(`(?m)^go_sched_gomaxprocs_threads (\d+)$`)
+)
 
 // gomaxprocs reads the broker's go_sched_gomaxprocs_threads metric.
 func gomaxprocs(t *testing.T, p *proc) int {
@@ -80,19 +86,10 @@ func gomaxprocs(t *testing.T, p *proc) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := regexp.MustCompile(`(?m)^go_sched_gomaxprocs_threads (\d+)$`).FindSubmatch(body)
+	v := gomaxprocsRE.FindSubmatch(body)
 	if v == nil {
 		t.Fatalf("no go_sched_gomaxprocs_threads in the metrics:\n%s", body)
 	}
 	n, _ := strconv.Atoi(string(v[1]))
 	return n
-}
-
-// defaultProcs is what the runtime gives a process with no CPU limit of
-// its own here: the test's own count (the broker inherits the test's
-// environment, GOMAXPROCS included, and the test runs under no CPU limit
-// below one core).
-func defaultProcs(t *testing.T) int {
-	t.Helper()
-	return runtime.GOMAXPROCS(0)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -18,7 +19,7 @@ import (
 // and every ancestor, and v1name in the v1 hierarchy of v1controller
 // (mounted at sys/fs/cgroup/<v1controller>) likewise. Whether each
 // exists is the caller's to find out; none when /proc/self/cgroup cannot
-// be read. An empty v2name or v1controller leaves that version out.
+// be read.
 func Files(root, v2name, v1controller, v1name string) []string {
 	data, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup"))
 	if err != nil {
@@ -32,11 +33,11 @@ func Files(root, v2name, v1controller, v1name string) []string {
 			continue
 		}
 		switch {
-		case parts[0] == "0" && parts[1] == "" && v2name != "": // v2
+		case parts[0] == "0" && parts[1] == "": // v2
 			for _, dir := range ancestors(parts[2]) {
 				files = append(files, path.Join("sys/fs/cgroup", dir, v2name))
 			}
-		case v1controller != "" && hasController(parts[1], v1controller): // v1
+		case slices.Contains(strings.Split(parts[1], ","), v1controller): // v1
 			for _, dir := range ancestors(parts[2]) {
 				files = append(files, path.Join("sys/fs/cgroup", v1controller, dir, v1name))
 			}
@@ -54,13 +55,4 @@ func ancestors(p string) []string {
 		out = append(out, p)
 	}
 	return out
-}
-
-func hasController(list, name string) bool {
-	for _, c := range strings.Split(list, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }

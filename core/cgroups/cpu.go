@@ -19,10 +19,11 @@ func CPULimit(root string) (cores float64, where string) {
 			cores, where = c, "/"+file
 		}
 	}
-	for _, f := range Files(root, "cpu.max", "", "") {
-		consider(readCPUMax(filepath.Join(root, f)), f)
-	}
-	for _, f := range Files(root, "", "cpu", "cpu.cfs_quota_us") {
+	for _, f := range Files(root, "cpu.max", "cpu", "cpu.cfs_quota_us") {
+		if path.Base(f) == "cpu.max" {
+			consider(readCPUMax(filepath.Join(root, f)), f)
+			continue
+		}
 		quota := readInt(filepath.Join(root, f))
 		period := readInt(filepath.Join(root, path.Dir(f), "cpu.cfs_period_us"))
 		if quota > 0 && period > 0 {

@@ -85,10 +85,7 @@ func cgroupLimit(root string) (int64, string) {
 			best, where = n, "/"+file
 		}
 	}
-	for _, f := range cgroups.Files(root, "memory.max", "", "") {
-		consider(f)
-	}
-	for _, f := range cgroups.Files(root, "", "memory", "memory.limit_in_bytes") {
+	for _, f := range cgroups.Files(root, "memory.max", "memory", "memory.limit_in_bytes") {
 		consider(f)
 	}
 	return best, where

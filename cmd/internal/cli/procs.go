@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 
 	"github.com/omnibusmq/omnibus/core/cgroups"
 )
@@ -33,10 +34,11 @@ func LimitProcs() string {
 		runtime.GOMAXPROCS(1)
 		return fmt.Sprintf("1 (the cgroup allows %.2f cores: %s)", cores, where)
 	}
+	n := runtime.GOMAXPROCS(0)
 	if envSet {
-		return fmt.Sprintf("%d (GOMAXPROCS)", runtime.GOMAXPROCS(0))
+		return fmt.Sprintf("%d (GOMAXPROCS)", n)
 	}
-	return fmt.Sprintf("%d", runtime.GOMAXPROCS(0))
+	return strconv.Itoa(n)
 }
 
 // procsFor returns the GOMAXPROCS to set for a cgroup CPU limit of cores
