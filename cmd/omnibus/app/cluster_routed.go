@@ -70,6 +70,7 @@ type routed struct {
 	registry *namespace.Registry           // the routed App's namespaces, once it started
 
 	placeMu sync.Mutex // serializes placements on the meta leader
+	places  placeCache // what this node's meta replica says of each place
 
 	// cfgState is the config file's digest and names, set by start before
 	// anything is served; configDone is closed once the meta group says
@@ -448,8 +449,8 @@ func (r *routed) groupOf(ctx context.Context, name string, create bool) (uint64,
 // groupOrPlace is groupOf, the meta leader recording suggest (when not
 // 0) if it places name now.
 func (r *routed) groupOrPlace(ctx context.Context, name string, suggest uint64, create bool) (uint64, error) {
-	if v, err := r.meta.ReadReplica(placementKey(name)); err == nil && len(v) == 8 {
-		return binary.BigEndian.Uint64(v), nil
+	if p, ok := r.placeOf(name); ok {
+		return p.group, nil
 	}
 	leader := r.meta.Leader()
 	switch {

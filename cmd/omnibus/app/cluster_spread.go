@@ -55,11 +55,13 @@ func decodeSpread(v []byte) (*core.Spread, error) {
 
 // Spread implements core.SpreadRouter.
 func (r *routed) Spread(ctx context.Context, name string) (*core.Spread, error) {
-	if v, err := r.meta.ReadReplica(spreadKey(name)); err == nil {
-		return decodeSpread(v)
+	// A spread is recorded with its placement: placed without one is
+	// placed whole (nil).
+	if p, ok := r.placeOf(name); ok {
+		return p.spread, nil
 	}
-	if v, err := r.meta.ReadReplica(placementKey(name)); err == nil && len(v) == 8 {
-		return nil, nil // placed whole (a spread is recorded with its placement)
+	if v, err := r.meta.ReadReplica(spreadKey(name)); err == nil {
+		return decodeSpread(v) // a spread record that does not decode
 	}
 	return r.spreadOrPlace(ctx, name, 0, false, false)
 }
