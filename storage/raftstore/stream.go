@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,6 +113,14 @@ func (l *lane) run() {
 			continue
 		case first = <-l.q:
 		}
+		// Let whatever else can run go first (the loop, the other lanes),
+		// so that what they queue meanwhile goes into this frame. Without
+		// it the lanes of one Ready were unequal: the runtime runs the
+		// goroutine woken last at once, so one follower got each Ready
+		// alone and fsynced its log about twice as often as the other
+		// (0.009 against 0.004 per message on one scheduler thread). On a
+		// node with nothing else to run this returns at once.
+		runtime.Gosched()
 		msgs = append(msgs[:0], first)
 		size := first.m.Size()
 	more:
