@@ -58,7 +58,7 @@ func addClusterFlags(fs *flag.FlagSet) *clusterFlags {
 	fs.DurationVar(&cf.replaceAfter, "replace-after", raftstore.DefaultReplaceAfter, "how long a member may be out of the meta "+
 		"leader's reach before its data group replicas are moved to other nodes (negative: never; a removed member's are moved at once)")
 	fs.DurationVar(&cf.applyDelay, "follower-apply-delay", raftstore.DefaultFollowerApplyDelay, "how long a follower may hold "+
-		"committed writes before applying them to its copy, so that a message sent and settled meanwhile never reaches its disk "+
+		"committed writes before applying them to its copy: a message sent and settled within three quarters of it never reaches its disk "+
 		"(negative: apply at once)")
 	return cf
 }

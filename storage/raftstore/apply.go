@@ -35,6 +35,7 @@ type applierState struct {
 	applied, appliedTerm    uint64
 	stateApplied, stateTerm uint64
 	ops                     []storage.Op // reused
+	scratch                 []storage.Op // reused by holdItems
 	held                    heldApplies  // a follower's applies not yet made (hold.go)
 	// flushCancel, closed when a snapshot replaces the state database,
 	// releases a compaction waiting for that database's flush.
@@ -57,11 +58,22 @@ func (n *Node) runApplier() {
 		case <-h.due():
 		}
 		items := n.applyQ.takeAll()
-		if n.hold(items) {
+		if n.mayHold(items) {
+			n.holdItems(items)
+			now := n.mono()
+			if k := h.ripe(now, n.cfg.FollowerApplyDelay); k > 0 {
+				if !n.applyHeld(k) {
+					return
+				}
+				n.maybeCompact()
+			}
+			h.arm(now, n.cfg.FollowerApplyDelay)
 			continue
 		}
-		items, coalesce := h.takeWith(items)
-		n.heldThrough.Store(0)
+		if len(h.items) > 0 && !n.applyHeld(len(h.items)) {
+			return
+		}
+		h.stop()
 		for i := 0; i < len(items); {
 			if w := items[i].install; w != nil {
 				w.done <- n.installSnapshot(w.snap)
@@ -72,7 +84,7 @@ func (n *Node) runApplier() {
 			for j < len(items) && items[j].install == nil {
 				j++
 			}
-			if !n.applyRun(items[i:j], coalesce) {
+			if !n.applyRun(items[i:j]) {
 				return
 			}
 			i = j
@@ -81,13 +93,44 @@ func (n *Node) runApplier() {
 	}
 }
 
+// entryOps appends to ops what normal entry e writes to the state
+// database (nothing for an entry the database already holds, a new
+// leader's empty entry, or one that does not decode), and returns its
+// header and whether this node proposed it (its Apply call waits here).
+func (n *Node) entryOps(e *pb.Entry, ops []storage.Op) ([]storage.Op, entryHeader, bool) {
+	if len(e.Data) == 0 {
+		return ops, entryHeader{}, false // a new leader's empty entry
+	}
+	if e.Data[0] == placementEntry {
+		p, err := decodePlacement(e.Data)
+		if err != nil {
+			n.log.Error("skipping a placement record that does not decode", zap.Uint64("index", e.Index), zap.Error(err))
+		} else if e.Index > n.apl.stateApplied {
+			b, _ := json.Marshal(p)
+			ops = append(ops, storage.Op{Kind: storage.OpSet, Key: placeKey(p.Group), Value: b})
+		}
+		return ops, entryHeader{}, false
+	}
+	before := len(ops)
+	h, ops, err := decodeEntry(e.Data, ops)
+	if err != nil {
+		// Every node decodes the same bytes: skipping is the one answer
+		// that keeps the replicas equal.
+		n.log.Error("skipping a log entry that does not decode", zap.Uint64("index", e.Index), zap.Error(err))
+		return ops[:before], entryHeader{}, false
+	}
+	if e.Index <= n.apl.stateApplied {
+		ops = ops[:before]
+	}
+	return ops, h, h.node == n.id && h.nonce == n.nonce
+}
+
 // applyRun applies the entries of a run of MsgStorageApply as one batch
 // with the applied index, then wakes the Apply calls they answer and
 // releases raft's responses. Entries the database already holds are
 // skipped; conf changes go to the loop (raft's RawNode is the loop's) in
-// order with the responses. With coalesce (a follower's held run) the
-// batch first loses what later operations of it hide (coalesce.go).
-func (n *Node) applyRun(items []applyWork, coalesce bool) bool {
+// order with the responses.
+func (n *Node) applyRun(items []applyWork) bool {
 	a := &n.apl
 	batch := storage.Batch{Ops: a.ops[:0]}
 	var ours []entryHeader
@@ -98,33 +141,10 @@ func (n *Node) applyRun(items []applyWork, coalesce bool) bool {
 			last = e
 			switch e.Type {
 			case pb.EntryNormal:
-				if len(e.Data) == 0 {
-					continue // a new leader's empty entry
-				}
-				if e.Data[0] == placementEntry {
-					p, err := decodePlacement(e.Data)
-					if err != nil {
-						n.log.Error("skipping a placement record that does not decode", zap.Uint64("index", e.Index), zap.Error(err))
-					} else if e.Index > a.stateApplied {
-						b, _ := json.Marshal(p)
-						batch.Set(placeKey(p.Group), b)
-					}
-					continue
-				}
-				before := len(batch.Ops)
-				h, ops, err := decodeEntry(e.Data, batch.Ops)
-				if err != nil {
-					// Every node decodes the same bytes: skipping is the
-					// one answer that keeps the replicas equal.
-					n.log.Error("skipping a log entry that does not decode", zap.Uint64("index", e.Index), zap.Error(err))
-					batch.Ops = batch.Ops[:before]
-					continue
-				}
-				batch.Ops = ops
-				if e.Index <= a.stateApplied {
-					batch.Ops = batch.Ops[:before]
-				}
-				if h.node == n.id && h.nonce == n.nonce {
+				var h entryHeader
+				var mine bool
+				batch.Ops, h, mine = n.entryOps(e, batch.Ops)
+				if mine {
 					ours = append(ours, h)
 				}
 			case pb.EntryConfChange, pb.EntryConfChangeV2:
@@ -141,31 +161,67 @@ func (n *Node) applyRun(items []applyWork, coalesce bool) bool {
 			}
 		}
 	}
-	all := batch.Ops
-	if last != nil && last.Index > a.stateApplied {
-		batch.Set(metaApplied, appliedRecord(last.Index, last.Term))
-		all = batch.Ops
-		if coalesce {
-			before := len(batch.Ops)
-			batch.Ops = coalesceOps(batch.Ops, a.held.seed)
-			n.heldDropped.Add(uint64(before - len(batch.Ops)))
-		}
-		if !n.retry("apply", func() error { return n.state.apply(&batch) }) {
-			return false
-		}
-		a.stateApplied, a.stateTerm = last.Index, last.Term
-	}
-	clear(all) // drop references into the entries
-	a.ops = all[:0]
-	if last != nil {
-		a.applied, a.appliedTerm = last.Index, last.Term
-		n.setApplied(last.Index, last.Term)
+	if !n.commitApplied(&batch, last) {
+		return false
 	}
 	if len(ours) > 0 {
 		n.answer(ours)
 	}
 	for _, it := range items {
 		n.release(it.m.Responses)
+	}
+	return true
+}
+
+// applyHeld applies the k oldest held items: their operations that
+// coalescing kept, as one batch with the applied index.
+func (n *Node) applyHeld(k int) bool {
+	a := &n.apl
+	h := &a.held
+	taken := h.items[:k]
+	batch := storage.Batch{Ops: h.ops.take(taken[k-1].end, a.ops[:0])}
+	var last *pb.Entry
+	for i := range taken {
+		if es := taken[i].m.Entries; len(es) > 0 {
+			last = &es[len(es)-1]
+		}
+	}
+	if !n.commitApplied(&batch, last) {
+		return false
+	}
+	for i := range taken {
+		if len(taken[i].ours) > 0 {
+			n.answer(taken[i].ours)
+		}
+		n.release(taken[i].m.Responses)
+		h.bytes -= taken[i].bytes
+	}
+	rest := copy(h.items, h.items[k:])
+	clear(h.items[rest:])
+	h.items = h.items[:rest]
+	if rest == 0 {
+		n.heldThrough.Store(0)
+	}
+	return true
+}
+
+// commitApplied writes batch with the applied index of last (the last
+// entry of what it applies; nil: none) and publishes that index. The
+// batch's operations are cleared after (they point into the entries).
+func (n *Node) commitApplied(batch *storage.Batch, last *pb.Entry) bool {
+	a := &n.apl
+	if last != nil && last.Index > a.stateApplied {
+		batch.Set(metaApplied, appliedRecord(last.Index, last.Term))
+		if !n.retry("apply", func() error { return n.state.apply(batch) }) {
+			return false
+		}
+		a.stateApplied, a.stateTerm = last.Index, last.Term
+	}
+	clear(batch.Ops) // drop references into the entries
+	a.ops = batch.Ops[:0]
+	if last != nil {
+		a.applied, a.appliedTerm = last.Index, last.Term
+		n.setApplied(last.Index, last.Term)
 	}
 	return true
 }

@@ -7,86 +7,133 @@ import (
 	"github.com/omnibusmq/omnibus/storage"
 )
 
-// Coalescing a follower's held applies (apply.go, holdApplies). A
-// message that lives shorter than the hold is set and deleted within one
-// batch of the state database: its body is set by the send and deleted
-// once by the completion, its state record set by the send (marked New:
-// its sequence number was just assigned), set again by a delivery count
-// and deleted by the completion. Applied as they are, those are five
-// inserts into Pebble's memtable, a copy of the body among them, then a
-// flush that finds them cancelled and a tombstone compacted down the
-// levels. coalesceOps drops what a later operation of the same batch
-// makes invisible, so the batch applied holds nothing of that message.
+// Coalescing a follower's held applies (hold.go). A message that lives
+// shorter than the hold is set and deleted while a follower holds both:
+// its body is set by the send and deleted once by the completion, its
+// state record set by the send (marked New: its sequence number was just
+// assigned), set again by a delivery count and deleted by the
+// completion. Applied as they are, those are five inserts into Pebble's
+// memtable, a copy of the body among them, then a flush that finds them
+// cancelled and a tombstone compacted down the levels. heldOps drops, as
+// each operation arrives, what it makes invisible among the operations
+// still held, so what is applied holds nothing of that message.
 //
-// What is dropped, for one key, in batch order:
+// What is dropped, for one key, in arrival order:
 //   - a Set followed by another Set: the first; the second inherits the
 //     first's New mark (it now meets what the first met);
 //   - a Set followed by a Delete: the Set, and the Delete too when the
 //     Set was marked New (storage.Batch.SetNew: the key held no value
 //     before it, so it holds none after either way); otherwise the
-//     Delete stays, for a value applied before the batch may lie under
-//     it;
+//     Delete stays, for a value applied before may lie under it;
 //   - a Set followed by a DeleteOnce: both. DeleteOnce's contract
 //     (storage.Batch.DeleteOnce) is that the key was set at most once
 //     since it was last deleted, so that Set is the only value the
 //     deletion can meet, and the key is absent afterwards either way.
 //
-// A DeletePrefix is a barrier: nothing before it is matched with anything
-// after it. The result is the batch with those operations removed, in
-// their order, sharing ops's array.
-func coalesceOps(ops []storage.Op, seed maphash.Seed) []storage.Op {
-	// lastSet: a key's hash → the index of its latest Set still kept with
-	// no deletion of it after. Hashes that collide only lose a chance to
-	// drop something: every match is checked on the keys' bytes.
-	lastSet := make(map[uint64]int, len(ops)/2)
-	dropped := 0
-	for i := range ops {
-		op := &ops[i]
-		if op.Kind == storage.OpDeletePrefix {
-			clear(lastSet)
-			continue
-		}
-		h := maphash.Bytes(seed, op.Key)
-		j, ok := lastSet[h]
-		matched := ok && bytes.Equal(ops[j].Key, op.Key)
-		switch op.Kind {
-		case storage.OpSet:
-			if matched {
-				op.New = ops[j].New
-				ops[j].Kind = opDropped
-				dropped++
-			}
-			lastSet[h] = i
-		case storage.OpDelete:
-			if matched {
-				if ops[j].New {
-					op.Kind = opDropped
-					dropped++
-				}
-				ops[j].Kind = opDropped
-				dropped++
-				delete(lastSet, h)
-			}
-		case storage.OpDeleteOnce:
-			if matched {
-				ops[j].Kind = opDropped
-				op.Kind = opDropped
-				dropped += 2
-				delete(lastSet, h)
-			}
-		}
-	}
-	if dropped == 0 {
-		return ops
-	}
-	kept := ops[:0]
-	for _, op := range ops {
-		if op.Kind != opDropped {
-			kept = append(kept, op)
-		}
-	}
-	return kept
+// Only a Set still held is matched: once applied (take), the key holds
+// its value in the state database and a later deletion must reach it. A
+// DeletePrefix is a barrier: nothing before it is matched with anything
+// after it.
+//
+// The held operations are applied oldest first, a prefix at a time,
+// while younger ones stay held (hold.go): a Set applied in a prefix may
+// then lack because a younger deletion, not applied yet, dropped it. The
+// state database is then, until the rest is applied, not the state as
+// of its applied index but one the rest of the log leads to the same
+// end: replaying the log after that index (as after a restart) applies
+// the younger operations to it unchanged, and each finds what the
+// dropped Set would have left for it to overwrite or delete (nothing, or
+// the value under that Set), with the same outcome. Nothing reads a
+// follower's state database while it holds (hold.go).
+
+// heldOps is a follower's held operations, coalesced as they arrive.
+// Positions are absolute: ops[0] is at base, and a position stays the
+// same while operations before it are taken.
+type heldOps struct {
+	ops  []storage.Op
+	base int
+	// lastSet: a key's hash → the position of its latest Set still held
+	// and kept with no deletion of it after. Hashes that collide only
+	// lose a chance to drop something: every match is checked on the
+	// keys' bytes.
+	lastSet map[uint64]int
+	seed    maphash.Seed
 }
 
-// opDropped marks an operation coalesceOps removes; no storage.OpKind is 0.
+func newHeldOps() heldOps {
+	return heldOps{lastSet: map[uint64]int{}, seed: maphash.MakeSeed()}
+}
+
+// end is the position the next operation added takes.
+func (h *heldOps) end() int { return h.base + len(h.ops) }
+
+// add holds op after dropping what it hides among the held operations,
+// and returns how many operations (op among them) were dropped. A dropped
+// op is not kept at all.
+func (h *heldOps) add(op storage.Op) int {
+	if op.Kind == storage.OpDeletePrefix {
+		clear(h.lastSet)
+		h.ops = append(h.ops, op)
+		return 0
+	}
+	hash := maphash.Bytes(h.seed, op.Key)
+	var prev *storage.Op
+	if j, ok := h.lastSet[hash]; ok && bytes.Equal(h.ops[j-h.base].Key, op.Key) {
+		prev = &h.ops[j-h.base]
+	}
+	dropped := 0
+	switch op.Kind {
+	case storage.OpSet:
+		if prev != nil {
+			op.New = prev.New
+			prev.Kind = opDropped
+			dropped++
+		}
+		h.lastSet[hash] = h.end()
+	case storage.OpDelete:
+		if prev != nil {
+			prev.Kind = opDropped
+			dropped++
+			delete(h.lastSet, hash)
+			if prev.New {
+				return dropped + 1
+			}
+		}
+	case storage.OpDeleteOnce:
+		if prev != nil {
+			prev.Kind = opDropped
+			delete(h.lastSet, hash)
+			return 2
+		}
+	}
+	h.ops = append(h.ops, op)
+	return dropped
+}
+
+// take appends to dst the operations kept before position end, oldest
+// first, and holds them no more: a later deletion of one of their keys
+// is not matched with them (the state database holds their values).
+func (h *heldOps) take(end int, dst []storage.Op) []storage.Op {
+	n := end - h.base
+	for i := range n {
+		op := &h.ops[i]
+		if op.Kind == opDropped {
+			continue
+		}
+		if op.Kind == storage.OpSet {
+			hash := maphash.Bytes(h.seed, op.Key)
+			if j, ok := h.lastSet[hash]; ok && j == h.base+i {
+				delete(h.lastSet, hash)
+			}
+		}
+		dst = append(dst, *op)
+	}
+	rest := copy(h.ops, h.ops[n:])
+	clear(h.ops[rest:]) // drop references into the entries
+	h.ops = h.ops[:rest]
+	h.base = end
+	return dst
+}
+
+// opDropped marks an operation heldOps dropped; no storage.OpKind is 0.
 const opDropped storage.OpKind = 0

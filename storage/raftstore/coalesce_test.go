@@ -2,7 +2,6 @@ package raftstore
 
 import (
 	"fmt"
-	"hash/maphash"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -16,7 +15,6 @@ import (
 // earlier state, to the reference store (which refuses a batch that
 // breaks the contract): the two must hold the same keys and values.
 func TestCoalescedBatchLeavesTheSameState(t *testing.T) {
-	seed := maphash.MakeSeed()
 	rng := rand.New(rand.NewPCG(1, 2))
 	totalDropped := 0
 	for round := range 500 {
@@ -29,7 +27,7 @@ func TestCoalescedBatchLeavesTheSameState(t *testing.T) {
 		}
 		b := randomBatch(rng, before.setsSince)
 		want := slices.Clone(b.ops)
-		got := coalesceOps(slices.Clone(b.ops), seed)
+		got := coalesceAll(slices.Clone(b.ops))
 		totalDropped += len(want) - len(got)
 		if err := plain.Apply(&storage.Batch{Ops: want}); err != nil {
 			t.Fatalf("round %d: the batch breaks DeleteOnce's contract (the generator's fault): %v", round, err)
@@ -71,7 +69,7 @@ func TestCoalesceDropsAShortLivedMessage(t *testing.T) {
 			b.Set([]byte("s/1"), []byte("state, delivery count 1"))
 			b.Delete([]byte("s/1"))
 			b.DeleteOnce([]byte("b/1"))
-			got := coalesceOps(b.Ops, maphash.MakeSeed())
+			got := coalesceAll(b.Ops)
 			if opsString(got) != c.want {
 				t.Fatalf("coalesced into %q, want %q", opsString(got), c.want)
 			}
@@ -88,7 +86,7 @@ func TestCoalesceKeepsTheMarkOfTheFirstSet(t *testing.T) {
 	b.Set([]byte("a"), []byte("2"))
 	b.Set([]byte("b"), []byte("1"))
 	b.SetNew([]byte("b"), []byte("2")) // the caller's contract broken: not trusted
-	got := coalesceOps(b.Ops, maphash.MakeSeed())
+	got := coalesceAll(b.Ops)
 	if want := "setnew a=2, set b=2"; opsString(got) != want {
 		t.Fatalf("coalesced into %q, want %q", opsString(got), want)
 	}
@@ -101,10 +99,123 @@ func TestCoalesceStopsAtDeletePrefix(t *testing.T) {
 	b.Set([]byte("q/1"), []byte("v"))
 	b.DeletePrefix([]byte("q/"))
 	b.Set([]byte("q/1"), []byte("w"))
-	got := coalesceOps(b.Ops, maphash.MakeSeed())
+	got := coalesceAll(b.Ops)
 	if want := "set q/1=v, deleteprefix q/, set q/1=w"; opsString(got) != want {
 		t.Fatalf("coalesced into %s, want %s", opsString(got), want)
 	}
+}
+
+// coalesceAll holds ops and takes them all at once: the batch a follower
+// applies of one hold.
+func coalesceAll(ops []storage.Op) []storage.Op {
+	h := newHeldOps()
+	for _, op := range ops {
+		h.add(op)
+	}
+	return h.take(h.end(), nil)
+}
+
+// TestHeldOpsTakenInPrefixesLeaveTheSameState holds a long random run of
+// operations (keeping DeleteOnce's and SetNew's contracts) as a follower
+// does, taking a prefix of what it holds now and then, the younger ops
+// staying held, and applies what each take returns to the reference
+// store: once all is taken it must hold what the run applied as it is
+// holds. So must the state after any one take with the rest of the run
+// applied to it as it is, uncoalesced, as a node that stops there
+// replays its log.
+func TestHeldOpsTakenInPrefixesLeaveTheSameState(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	dropped := 0
+	for round := range 200 {
+		var run []storage.Op
+		var sets map[string]int
+		for range 1 + rng.IntN(8) {
+			g := randomBatch(rng, sets)
+			run, sets = append(run, g.ops...), g.setsSince
+		}
+		plain := memstore.New()
+		if err := plain.Apply(&storage.Batch{Ops: slices.Clone(run)}); err != nil {
+			t.Fatalf("round %d: the run breaks a contract (the generator's fault): %v", round, err)
+		}
+		held, h := memstore.New(), newHeldOps()
+		var ends []int // the position after each op, as held
+		replayFrom, replayState := -1, ""
+		for i, op := range run {
+			dropped += h.add(op)
+			ends = append(ends, h.end())
+			if rng.IntN(4) > 0 {
+				continue
+			}
+			// Take the ops held up to a random earlier arrival.
+			upTo := i - rng.IntN(i+1)
+			if ends[upTo] <= h.base {
+				continue
+			}
+			got := h.take(ends[upTo], nil)
+			if err := held.Apply(&storage.Batch{Ops: got}); err != nil {
+				t.Fatalf("round %d: a taken prefix: %v", round, err)
+			}
+			if replayFrom < 0 && rng.IntN(3) == 0 {
+				replayFrom, replayState = upTo+1, dump(t, held)
+				replay := memstore.New()
+				if err := replay.Apply(&storage.Batch{Ops: stateOps(t, held)}); err != nil {
+					t.Fatal(err)
+				}
+				if err := replay.Apply(&storage.Batch{Ops: slices.Clone(run[replayFrom:])}); err != nil {
+					t.Fatalf("round %d: replaying the run from %d over the state taken so far:\n%s: %v", round, replayFrom, replayState, err)
+				}
+				if a, b := dump(t, plain), dump(t, replay); a != b {
+					t.Fatalf("round %d: the state after a take, the run replayed from %d over it, leaves\n%s\ninstead of\n%s", round, replayFrom, b, a)
+				}
+			}
+		}
+		if err := held.Apply(&storage.Batch{Ops: h.take(h.end(), nil)}); err != nil {
+			t.Fatalf("round %d: the last take: %v", round, err)
+		}
+		if len(h.lastSet) != 0 || len(h.ops) != 0 {
+			t.Fatalf("round %d: %d ops and %d sets still held after everything was taken", round, len(h.ops), len(h.lastSet))
+		}
+		if a, b := dump(t, plain), dump(t, held); a != b {
+			t.Fatalf("round %d: run %s\ntaken in prefixes leaves\n%s\ninstead of\n%s", round, opsString(run), b, a)
+		}
+	}
+	if dropped == 0 {
+		t.Fatal("no operation was ever dropped: the test exercises nothing")
+	}
+}
+
+// TestHeldOpsMatchAcrossATake: a message's send taken (applied) while
+// its completion is still to come is not matched with it; one whose
+// completion came before the take is dropped whole, though the
+// completion stays held.
+func TestHeldOpsMatchAcrossATake(t *testing.T) {
+	h := newHeldOps()
+	h.add(storage.Op{Kind: storage.OpSet, New: true, Key: []byte("s/1"), Value: []byte("sent")})
+	h.add(storage.Op{Kind: storage.OpSet, Key: []byte("b/1"), Value: []byte("body")})
+	firstSent := h.end()
+	h.add(storage.Op{Kind: storage.OpSet, New: true, Key: []byte("s/2"), Value: []byte("sent")})
+	if got := opsString(h.take(firstSent, nil)); got != "setnew s/1=sent, set b/1=body" {
+		t.Fatalf("first take: %s", got)
+	}
+	h.add(storage.Op{Kind: storage.OpDelete, Key: []byte("s/1")})
+	h.add(storage.Op{Kind: storage.OpDeleteOnce, Key: []byte("b/1")})
+	h.add(storage.Op{Kind: storage.OpDelete, Key: []byte("s/2")})
+	if got := opsString(h.take(h.end(), nil)); got != "delete s/1, deleteonce b/1" {
+		t.Fatalf("second take: %s, want the deletions of the message applied before and nothing of the other", got)
+	}
+}
+
+// stateOps is the operations that rebuild s's keys and values.
+func stateOps(t *testing.T, s storage.Store) []storage.Op {
+	t.Helper()
+	var ops []storage.Op
+	if err := s.Scan(nil, nil, func(k, v []byte) (bool, error) {
+		ops = append(ops, storage.Op{Kind: storage.OpSet, Key: slices.Clone(k), Value: slices.Clone(v)})
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ops
 }
 
 type genBatch struct {

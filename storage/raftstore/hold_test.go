@@ -219,3 +219,29 @@ func TestHeldAppliesSurviveLeaderChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestRipeAppliesWhatWaitedThreeQuarters: nothing is applied before the
+// oldest held item has waited the delay; then every item held three
+// quarters of it, and the younger stay; and the oldest go too while what
+// stays is over the bound.
+func TestRipeAppliesWhatWaitedThreeQuarters(t *testing.T) {
+	const d = 100 * time.Millisecond
+	var h heldApplies
+	for _, at := range []time.Duration{0, 20 * time.Millisecond, 30 * time.Millisecond, 60 * time.Millisecond} {
+		h.items = append(h.items, heldItem{at: int64(at), bytes: 1 << 20})
+		h.bytes += 1 << 20
+	}
+	if k := h.ripe(int64(99*time.Millisecond), d); k != 0 {
+		t.Fatalf("before the oldest waited the delay: %d ripe, want 0", k)
+	}
+	if k := h.ripe(int64(100*time.Millisecond), d); k != 2 {
+		t.Fatalf("once the oldest waited the delay: %d ripe, want 2 (held 100 and 80 ms; 70 and 40 stay)", k)
+	}
+	if k := h.ripe(int64(106*time.Millisecond), d); k != 3 {
+		t.Fatalf("at 106 ms: %d ripe, want 3", k)
+	}
+	h.bytes = maxHeldApplyBytes + 3<<20 // as if the items were bigger
+	if k := h.ripe(int64(50*time.Millisecond), d); k != 3 {
+		t.Fatalf("held over the bound by 3 MiB: %d ripe, want the 3 oldest", k)
+	}
+}
