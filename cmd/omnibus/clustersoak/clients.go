@@ -45,7 +45,12 @@ type load struct {
 	// until the node is back): a completion refused as lock lost then
 	// may have been applied (its outcome was unknown to the broker).
 	failing atomic.Int32
-	trace   *trace // every delivery and completion outcome (nil: none)
+	// faults counts the failovers begun: a completion during which one
+	// began was under way at a failover even if none is at its start or
+	// its end (a fault a moment after it was sent, the node back before
+	// its answer).
+	faults atomic.Int64
+	trace  *trace // every delivery and completion outcome (nil: none)
 	// order checks the partitioned queue's per-key order (pkeys.go).
 	order *orderBook
 	// releases counts what the SDK's receivers gave back unseen, and
@@ -286,7 +291,7 @@ func (ld *load) settleAll(rc rcvRef, r completer, msgs []*azservicebus.ReceivedM
 			defer ld.inFlight.Add(-1)
 			ld.settling.Add(1) // before settleStarts: see completionsAt
 			ld.settleStarts.Add(1)
-			failing := ld.failing.Load() > 0
+			failing, faults := ld.failing.Load() > 0, ld.faults.Load()
 			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 			err := r.CompleteMessage(ctx, m, nil)
 			cancel()
@@ -298,7 +303,7 @@ func (ld *load) settleAll(rc rcvRef, r completer, msgs []*azservicebus.ReceivedM
 					ld.hung.Add(1)
 				}
 			}
-			failing = failing || ld.failing.Load() > 0
+			failing = failing || ld.failing.Load() > 0 || ld.faults.Load() != faults
 			var sbErr *azservicebus.Error
 			ld.trace.line("complete rcv=%d.%d seq=%d nth=%d bseq=%d lock=%x err=%v", rc.id, gen, seq, nth, seqOf(m), m.LockToken, err)
 			switch {
