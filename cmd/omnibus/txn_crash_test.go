@@ -2,24 +2,24 @@ package main
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/loopback"
 	"github.com/omnibusmq/omnibus/conformance"
 )
 
-// freeAddr returns a loopback address no one listens on now.
+// freeAddr returns a loopback address no one listens on now, which
+// restarts bind again (below the ephemeral range: loopback.FreeAddr).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // The conformance suite's crash scenario against the binary on disk:

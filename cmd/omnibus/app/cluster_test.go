@@ -3,11 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,55 +12,21 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azservicebus"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/loopback"
 	"github.com/omnibusmq/omnibus/storage/raftstore"
 	"github.com/omnibusmq/omnibus/storage/raftstore/peertls"
 )
 
 // freeAddr returns a loopback address nothing listened on a moment ago,
-// for a cluster node's peer port, which the node binds itself later.
-//
-// The port is picked below the kernel's ephemeral range: a port the
-// kernel hands out for bind(":0") is as likely to be handed to the next
-// outgoing connection of any test running meanwhile (every package's
-// tests run at once under `go test ./...`), which then took it before
-// the node bound it ("address already in use", seen in CI). Below the
-// range only an explicit bind can take it, and the random pick makes
-// two tests' picks meet rarely; each pick is still checked by binding it.
+// for a cluster node's port, which the node binds itself later (below the
+// ephemeral range: loopback.FreeAddr says why).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	lo := ephemeralPortsFrom()
-	for range 100 {
-		port := 10000 + rand.IntN(lo-10000)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return addr
-	}
-	t.Fatal("no free loopback port below the ephemeral range in 100 picks")
-	return ""
-}
-
-// ephemeralPortsFrom is the first port of the kernel's ephemeral range
-// (Linux's default 32768 when it cannot be read or leaves too little
-// room below it).
-func ephemeralPortsFrom() int {
-	const linuxDefault = 32768
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	addr, err := loopback.FreeAddr()
 	if err != nil {
-		return linuxDefault
+		t.Fatal(err)
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return linuxDefault
-	}
-	lo, err := strconv.Atoi(f[0])
-	if err != nil || lo < 12000 {
-		return linuxDefault
-	}
-	return lo
+	return addr
 }
 
 // startTestCluster starts three cluster nodes in this process, with AMQP

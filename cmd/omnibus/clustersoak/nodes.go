@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/omnibusmq/omnibus/cmd/internal/loopback"
 	"github.com/omnibusmq/omnibus/storage/raftstore"
 	"github.com/omnibusmq/omnibus/storage/raftstore/peertls"
 )
@@ -61,13 +62,13 @@ func newNodes(c *Config, nw *network, dir, key string, count int) ([]*node, erro
 		amqpPort, peerPort, httpPort := "5672", "7000", "8080"
 		if !nw.netns {
 			var err error
-			if httpPort, err = freePort(); err != nil {
+			if httpPort, err = loopback.FreePort(); err != nil {
 				return nil, err
 			}
-			if amqpPort, err = freePort(); err != nil {
+			if amqpPort, err = loopback.FreePort(); err != nil {
 				return nil, err
 			}
-			if peerPort, err = freePort(); err != nil {
+			if peerPort, err = loopback.FreePort(); err != nil {
 				return nil, err
 			}
 		}

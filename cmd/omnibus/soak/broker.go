@@ -1,10 +1,10 @@
 package soak
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/Azure/go-amqp"
+
+	"github.com/omnibusmq/omnibus/cmd/internal/loopback"
 )
 
 // The entities the soak loads: a queue, or a topic with subscriptions.
@@ -47,6 +49,9 @@ func soakConfig(subscriptions int) string {
 // subscriptionName is the name of the i-th subscription (0-based).
 func subscriptionName(i int) string { return fmt.Sprintf("s%d", i+1) }
 
+// startMark begins what the broker's log holds of each start.
+const startMark = "==== soak: starting"
+
 // broker is the omnibus process under test: started on the same data
 // directory and address every time, killed with SIGKILL.
 type broker struct {
@@ -68,7 +73,7 @@ func newBroker(bin string, extra []string, dir, key string, subscriptions int, d
 	if err := os.WriteFile(cfg, []byte(soakConfig(subscriptions)), 0o644); err != nil {
 		return nil, err
 	}
-	addr, err := freeAddr()
+	addr, err := loopback.FreeAddr() // the same on every start
 	if err != nil {
 		return nil, err
 	}
@@ -86,21 +91,9 @@ func newBroker(bin string, extra []string, dir, key string, subscriptions int, d
 	return &broker{bin: bin, addr: addr, key: key, logPath: logPath, log: log, args: append(args, extra...)}, nil
 }
 
-// freeAddr returns a loopback address that nothing listened on a moment
-// ago. Every start binds it again (Go's listeners set SO_REUSEADDR), so
-// clients reconnect where they were, as they would to a real endpoint.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // start runs the broker; it does not wait for it to be ready.
 func (b *broker) start() error {
-	fmt.Fprintf(b.log, "\n==== soak: starting %s at %s\n", b.bin, time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(b.log, "\n%s %s at %s\n", startMark, b.bin, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(b.bin, b.args...)
 	cmd.Stdout, cmd.Stderr = b.log, b.log
 	if err := cmd.Start(); err != nil {
@@ -131,12 +124,29 @@ func (b *broker) waitReady(ctx context.Context, since time.Time, timeout time.Du
 		}
 		select {
 		case <-b.exited:
-			return 0, fmt.Errorf("the broker exited while starting (%v); see %s", b.cmd.ProcessState, b.logPath)
+			return 0, fmt.Errorf("the broker exited while starting (%v); the end of %s:\n%s", b.cmd.ProcessState, b.logPath, b.lastStartLog())
 		case <-ctx.Done():
 			return 0, fmt.Errorf("the broker accepted no connection within %s: %w (see %s)", timeout, err, b.logPath)
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
+}
+
+// lastStartLog is what the broker wrote since its last start, at most its
+// last 4 KiB: a broker that failed to start says why there, and a test's
+// temporary directory, log included, is gone once the test ends.
+func (b *broker) lastStartLog() string {
+	data, err := os.ReadFile(b.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	if i := bytes.LastIndex(data, []byte(startMark)); i >= 0 {
+		data = data[i:]
+	}
+	if len(data) > 4<<10 {
+		data = data[len(data)-4<<10:]
+	}
+	return string(data)
 }
 
 // dial opens an AMQP connection to the broker.
