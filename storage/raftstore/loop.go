@@ -42,6 +42,11 @@ type loopState struct {
 	// fenceIndex (the entries an ended Session may have left in the log).
 	fenceIndex, fenceTerm uint64
 	lastIndex             uint64 // the last index of the entries raft handed out
+	// On a leader, this term: the last index of the entries it handed its
+	// appender, and the highest the appender has written (propose.go:
+	// while the first is ahead, new proposals wait to form one entry).
+	leadAppending, leadAppended uint64
+	appendWaitTicks             int // ticks the first has been ahead
 	// confPending: a membership change proposed here is not applied
 	// before this index (members.go).
 	confPending uint64
@@ -128,12 +133,13 @@ func (n *Node) run() {
 			return
 		case <-tick.C:
 			l.preVote.tick(l.rn)
+			n.tickProposals()
 		case f := <-n.recvc:
 			n.stepFrame(f)
 		case s := <-n.snapc:
 			n.stepSnapshot(s)
 		case <-n.propc:
-			n.proposeQueued()
+			n.proposeUnlessAppending()
 		case <-n.inbox.ready():
 			n.runInbox()
 		}
@@ -144,7 +150,7 @@ func (n *Node) run() {
 			case f := <-n.recvc:
 				n.stepFrame(f)
 			case <-n.propc:
-				n.proposeQueued()
+				n.proposeUnlessAppending()
 			case <-n.inbox.ready():
 				n.runInbox()
 			default:
@@ -168,10 +174,16 @@ func (n *Node) runInbox() {
 	}
 }
 
-// stepLocal steps a response the appender or applier released.
+// stepLocal steps a response the appender or applier released. Once the
+// appender has written a leader's entries, what was proposed meanwhile
+// goes into the log.
 func (n *Node) stepLocal(m pb.Message) {
 	if err := n.loop.rn.Step(m); err != nil {
 		n.log.Debug("local message not stepped", zap.Stringer("type", m.Type), zap.Error(err))
+	}
+	if m.Type == pb.MsgStorageAppendResp && m.Index > n.loop.leadAppended {
+		n.loop.leadAppended = m.Index
+		n.proposeUnlessAppending()
 	}
 }
 
@@ -297,6 +309,9 @@ func (n *Node) handleReadies() {
 				if m.Snapshot != nil && !raft.IsEmptySnap(*m.Snapshot) {
 					l.snapHandedOut = m.Snapshot.Metadata.Index
 				}
+				if k := len(m.Entries); k > 0 && l.wasLeader {
+					l.leadAppending = m.Entries[k-1].Index
+				}
 				n.appendQ.push(appendWork{m: m})
 			case raft.LocalApplyThread:
 				n.applyQ.push(applyWork{m: m})
@@ -327,6 +342,9 @@ func (n *Node) softState(ss raft.SoftState) {
 	}
 	if isLeader && !l.wasLeader {
 		n.becameLeader.Store(n.mono())
+	}
+	if !isLeader || term != l.leaderTerm {
+		l.leadAppending, l.leadAppended = 0, 0
 	}
 	if isLeader {
 		l.leaderTerm = term

@@ -51,6 +51,36 @@ func (n *Node) enqueue(s *Session, p *proposal) error {
 	return nil
 }
 
+// proposeUnlessAppending (on the loop) proposes what is queued, unless
+// the leader's appender is still writing entries proposed earlier: then
+// the batches wait, and go as one entry when that write ends (stepLocal).
+// A loaded leader so proposes one entry per log write, not one per turn
+// of its loop, each of which every member would write, send, acknowledge
+// and apply apart; an idle one proposes at once, as nothing is being
+// written. What has waited an election timeout is proposed anyway
+// (tickProposals), so a write whose answer never came holds nothing back
+// for good.
+func (n *Node) proposeUnlessAppending() {
+	if l := &n.loop; l.leadAppending > l.leadAppended {
+		return
+	}
+	n.proposeQueued()
+}
+
+// tickProposals (on the loop, each tick) proposes what is queued once the
+// leader's append has been under way for an election timeout.
+func (n *Node) tickProposals() {
+	l := &n.loop
+	if l.leadAppending <= l.leadAppended {
+		l.appendWaitTicks = 0
+		return
+	}
+	if l.appendWaitTicks++; l.appendWaitTicks >= n.cfg.ElectionTicks {
+		l.appendWaitTicks = 0
+		n.proposeQueued()
+	}
+}
+
 // proposeQueued (on the loop) proposes every queued batch: as few entries
 // as MaxEntryBytes allows, each naming the sequence numbers it carries.
 func (n *Node) proposeQueued() {
