@@ -14,14 +14,7 @@ import (
 // every write the leader acknowledged before it began: the follower waits
 // until it has applied the leader's commit index, then checkpoints.
 func TestBackupOfALaggingFollowerHoldsEveryAcknowledgedWrite(t *testing.T) {
-	disks := map[uint64]*faultLogFS{}
-	for id := uint64(1); id <= 3; id++ {
-		disks[id] = &faultLogFS{}
-	}
-	c := newTestCluster(t, 3, false, func(cfg *Config) {
-		patientTiming(cfg)
-		cfg.logFS = disks[cfg.ID]
-	})
+	c, disks := newFaultDiskCluster(t, 3, false)
 	s, leader := c.session()
 	defer s.Close()
 	mustPut(t, s, "before", "v")

@@ -12,14 +12,7 @@ import (
 // leader's disk is frozen so that its first write stays under way while
 // the others arrive.
 func TestWritesDuringALeaderAppendFormOneEntry(t *testing.T) {
-	disks := map[uint64]*faultLogFS{}
-	for id := uint64(1); id <= 3; id++ {
-		disks[id] = &faultLogFS{}
-	}
-	c := newTestCluster(t, 3, true, func(cfg *Config) {
-		patientTiming(cfg) // what waits is proposed anyway after 4 s (tickProposals)
-		cfg.logFS = disks[cfg.ID]
-	})
+	c, disks := newFaultDiskCluster(t, 3, true) // patient: what waits is proposed anyway after 4 s (tickProposals)
 	s, leader := c.session()
 	mustPut(t, s, "before", "x")
 	n := c.nodes[leader]

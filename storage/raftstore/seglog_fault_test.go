@@ -387,3 +387,17 @@ func TestLogRecyclesSegments(t *testing.T) {
 		t.Fatalf("after a torn write into a recycled segment the log holds %v; want the write cut", span(got))
 	}
 }
+
+// newFaultDiskCluster starts size nodes with patient timing, each writing
+// its log through a faultLogFS of its own, returned by node id.
+func newFaultDiskCluster(t testing.TB, size int, mem bool) (*testCluster, map[uint64]*faultLogFS) {
+	disks := map[uint64]*faultLogFS{}
+	for id := uint64(1); id <= uint64(size); id++ {
+		disks[id] = &faultLogFS{}
+	}
+	c := newTestCluster(t, size, mem, func(cfg *Config) {
+		patientTiming(cfg)
+		cfg.logFS = disks[cfg.ID]
+	})
+	return c, disks
+}
