@@ -181,8 +181,8 @@ func (n *Node) stepLocal(m pb.Message) {
 	if err := n.loop.rn.Step(m); err != nil {
 		n.log.Debug("local message not stepped", zap.Stringer("type", m.Type), zap.Error(err))
 	}
-	if m.Type == pb.MsgStorageAppendResp && m.Index > n.loop.leadAppended {
-		n.loop.leadAppended = m.Index
+	if l := &n.loop; l.wasLeader && m.Type == pb.MsgStorageAppendResp && m.Index > l.leadAppended {
+		l.leadAppended = m.Index
 		n.proposeUnlessAppending()
 	}
 }

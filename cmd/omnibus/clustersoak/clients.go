@@ -271,6 +271,14 @@ type completer interface {
 	CompleteMessage(context.Context, *azservicebus.ReceivedMessage, *azservicebus.CompleteMessageOptions) error
 }
 
+// faultBegins marks a failover under way until the returned func runs,
+// and counts it (failing, faults).
+func (ld *load) faultBegins() (ends func()) {
+	ld.failing.Add(1)
+	ld.faults.Add(1)
+	return func() { ld.failing.Add(-1) }
+}
+
 // settleAll completes a batch of deliveries at once and records what the
 // broker answered: confirmed; refused because the lock was lost (the
 // message goes back); or nothing useful (the completion may or may not

@@ -47,10 +47,10 @@
 // received and then gone without a completion, beyond the completions
 // under way at the failovers (each of those may have been applied with
 // its answer lost: one answered "lock lost" counts so when a failover
-// was under way at its start or its end, or began meanwhile). Failover time is measured per failover, from the
-// moment the fault took effect (the killed process reaped, the link down,
-// the stopped process seen stopped) to the first send the new leader
-// acknowledged: the first acknowledgement at or after the moment it says
+// was under way at its start or its end, or began meanwhile). Failover
+// time is measured per failover, from the moment the fault took effect
+// (the killed process reaped, the link down, the stopped process seen
+// stopped) to the first send the new leader acknowledged: the first acknowledgement at or after the moment it says
 // it began serving, so that none the deposed leader gave counts
 // (failtime.go). Kills, cut-offs and freezes are reported apart (with
 // data groups: of the meta leader and of another node), and the summary

@@ -127,9 +127,7 @@ func groupsFailover(ctx context.Context, c *Config, k int, nodes []*node, nw *ne
 	}
 	f := Failover{Old: victim.id, OldTerm: before.term, How: kind, Kind: kind, Meta: before.meta == victim.id}
 	f.How += " (" + strings.Join(roles, ", ") + ")"
-	ld.failing.Add(1)
-	ld.faults.Add(1)
-	defer ld.failing.Add(-1)
+	defer ld.faultBegins()()
 	f.completions, err = ld.completionsAt(func() error {
 		lb.setUp(victim.id-1, false)
 		return fault(kind, victim, nw)

@@ -48,9 +48,7 @@ func TestLockLostAcrossAFaultIsAnUnknownOutcome(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 			if c.fault { // as failover does: begun and over while the completion waits
-				ld.failing.Add(1)
-				ld.faults.Add(1)
-				ld.failing.Add(-1)
+				ld.faultBegins()()
 			}
 			close(comp.release)
 			<-done

@@ -200,9 +200,7 @@ func failover(ctx context.Context, c *Config, k int, nodes []*node, nw *network,
 	}
 	kind, _ := schedule(faultKinds(c.Mode, nw.netns), k)
 	f := Failover{Old: old.id, OldTerm: st.Term, How: kind, Kind: kind}
-	ld.failing.Add(1)
-	ld.faults.Add(1)
-	defer ld.failing.Add(-1)
+	defer ld.faultBegins()()
 	f.completions, err = ld.completionsAt(func() error {
 		lb.setUp(old.id-1, false)
 		return fault(kind, old, nw)
