@@ -56,12 +56,12 @@ type heldOps struct {
 	// and kept with no deletion of it after. Hashes that collide only
 	// lose a chance to drop something: every match is checked on the
 	// keys' bytes.
-	lastSet map[uint64]int
+	lastSet setIndex
 	seed    maphash.Seed
 }
 
 func newHeldOps() heldOps {
-	return heldOps{lastSet: map[uint64]int{}, seed: maphash.MakeSeed()}
+	return heldOps{lastSet: newSetIndex(), seed: maphash.MakeSeed()}
 }
 
 // end is the position the next operation added takes.
@@ -72,13 +72,15 @@ func (h *heldOps) end() int { return h.base + len(h.ops) }
 // op is not kept at all.
 func (h *heldOps) add(op storage.Op) int {
 	if op.Kind == storage.OpDeletePrefix {
-		clear(h.lastSet)
+		h.lastSet.clear()
 		h.ops = append(h.ops, op)
 		return 0
 	}
 	hash := maphash.Bytes(h.seed, op.Key)
+	h.lastSet.reserve()
+	slot, j, held := h.lastSet.lookup(hash)
 	var prev *storage.Op
-	if j, ok := h.lastSet[hash]; ok && bytes.Equal(h.ops[j-h.base].Key, op.Key) {
+	if held && bytes.Equal(h.ops[j-h.base].Key, op.Key) {
 		prev = &h.ops[j-h.base]
 	}
 	dropped := 0
@@ -89,12 +91,12 @@ func (h *heldOps) add(op storage.Op) int {
 			prev.Kind = opDropped
 			dropped++
 		}
-		h.lastSet[hash] = h.end()
+		h.lastSet.setAt(slot, held, hash, h.end())
 	case storage.OpDelete:
 		if prev != nil {
 			prev.Kind = opDropped
 			dropped++
-			delete(h.lastSet, hash)
+			h.lastSet.delAt(slot)
 			if prev.New {
 				return dropped + 1
 			}
@@ -102,7 +104,7 @@ func (h *heldOps) add(op storage.Op) int {
 	case storage.OpDeleteOnce:
 		if prev != nil {
 			prev.Kind = opDropped
-			delete(h.lastSet, hash)
+			h.lastSet.delAt(slot)
 			return 2
 		}
 	}
@@ -122,8 +124,8 @@ func (h *heldOps) take(end int, dst []storage.Op) []storage.Op {
 		}
 		if op.Kind == storage.OpSet {
 			hash := maphash.Bytes(h.seed, op.Key)
-			if j, ok := h.lastSet[hash]; ok && j == h.base+i {
-				delete(h.lastSet, hash)
+			if slot, j, held := h.lastSet.lookup(hash); held && j == h.base+i {
+				h.lastSet.delAt(slot)
 			}
 		}
 		dst = append(dst, *op)

@@ -172,8 +172,8 @@ func TestHeldOpsTakenInPrefixesLeaveTheSameState(t *testing.T) {
 		if err := held.Apply(&storage.Batch{Ops: h.take(h.end(), nil)}); err != nil {
 			t.Fatalf("round %d: the last take: %v", round, err)
 		}
-		if len(h.lastSet) != 0 || len(h.ops) != 0 {
-			t.Fatalf("round %d: %d ops and %d sets still held after everything was taken", round, len(h.ops), len(h.lastSet))
+		if h.lastSet.len() != 0 || len(h.ops) != 0 {
+			t.Fatalf("round %d: %d ops and %d sets still held after everything was taken", round, len(h.ops), h.lastSet.len())
 		}
 		if a, b := dump(t, plain), dump(t, held); a != b {
 			t.Fatalf("round %d: run %s\ntaken in prefixes leaves\n%s\ninstead of\n%s", round, opsString(run), b, a)

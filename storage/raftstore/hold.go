@@ -153,7 +153,7 @@ func (n *Node) mayHold(items []applyWork) bool {
 func (n *Node) holdItems(items []applyWork) {
 	a := &n.apl
 	h := &a.held
-	if h.ops.lastSet == nil {
+	if h.ops.lastSet.slots == nil {
 		h.ops = newHeldOps()
 	}
 	now := n.mono()
