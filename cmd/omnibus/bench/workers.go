@@ -88,13 +88,17 @@ func (p *sendPlan) pipeline(claimCtx, sendCtx context.Context, s pipelinedSender
 	started := make(chan pending, p.c.Inflight)
 	var collector sync.WaitGroup
 	collector.Go(func() {
+		var pause errorPause // a failed send holds its slot a while
 		for pd := range started {
-			p.finish(sendCtx, pd.seq, pd.t0, pd.wait(sendCtx))
+			err := pd.wait(sendCtx)
+			p.finish(sendCtx, pd.seq, pd.t0, err)
+			pause.after(claimCtx, err)
 			<-slots
 		}
 	})
 	defer collector.Wait()
 	defer close(started)
+	var pause errorPause // a send that cannot start waits a while
 	// free: when this goroutine came back for a slot (zero: its first).
 	for free := (time.Time{}); ; free = time.Now() {
 		sched, ok := p.pacer.claim(claimCtx)
@@ -114,7 +118,7 @@ func (p *sendPlan) pipeline(claimCtx, sendCtx context.Context, s pipelinedSender
 		wait, err := s.start(sendCtx, outMsg{seq: seq, sent: sched}, payload)
 		if err != nil {
 			<-slots
-			if !p.finish(sendCtx, seq, t0, err) {
+			if !p.finish(sendCtx, seq, t0, err) || !pause.after(claimCtx, err) {
 				return
 			}
 			continue
@@ -163,6 +167,7 @@ func later(a, b time.Time) time.Time {
 }
 
 func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session string, payload []byte) {
+	var pause errorPause
 	// free: when this goroutine came back for a slot (zero: its first).
 	for free := (time.Time{}); ; free = time.Now() {
 		sched, ok := p.pacer.claim(claimCtx)
@@ -175,7 +180,7 @@ func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session str
 		t0 := time.Now()
 		p.stats.stages.handed(seq, sched, t0)
 		err := s.send(sendCtx, outMsg{seq: seq, session: session, sent: sched}, payload)
-		if !p.finish(sendCtx, seq, t0, err) {
+		if !p.finish(sendCtx, seq, t0, err) || !pause.after(claimCtx, err) {
 			return
 		}
 	}
