@@ -52,6 +52,12 @@
 # whatever the machine's load; and its calls on other nodes per delivered
 # message, by operation (omnibus_peer_calls_total).
 #
+# ONLY=one runs only the one-group cluster of each size, ONLY=groups only
+# the one with data groups (no ratio then): builds compared side by side
+# (BIN=) one side at a time, in half the time. The one-group runs spread
+# widely (five nodes 15,786-17,970 msg/s for one build in one hour,
+# storage/raftstore/README.md), so alternate builds and repeat.
+#
 # WARMUP (default 30s; 0s for none) runs the load that long before the
 # measured DURATION and leaves it out: the generators get --warmup and run
 # WARMUP + DURATION, the nodes' CPU is read from WARMUP after they start,
@@ -401,12 +407,17 @@ fi
 printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' nodes groups "send+receive msg/s" "CPU µs per message, node by node" ratio
 printf '|%s|%s|%s|%s|%s|\n' -------- --------- ------------------------ ------------------------------------ --------
 for n in $NODES; do
-  echo "load: $(uptime)" >&2
-  run "$n" 0
-  read -r one cpu1 <"$WORK/result"
-  printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$n" "1" "$one" "$cpu1" "1.00"
+  if [ "${ONLY:-}" != groups ]; then
+    echo "load: $(uptime)" >&2
+    run "$n" 0
+    read -r one cpu1 <"$WORK/result"
+    printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$n" "1" "$one" "$cpu1" "1.00"
+  fi
+  [ "${ONLY:-}" = one ] && continue
   echo "load: $(uptime)" >&2
   run "$n" "$n"
   read -r many cpun <"$WORK/result"
-  printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$n" "$n" "$many" "$cpun" "$(awk -v a="$many" -v b="$one" 'BEGIN { printf "%.2f", a / b }')"
+  ratio=-
+  if [ "${ONLY:-}" != groups ]; then ratio=$(awk -v a="$many" -v b="$one" 'BEGIN { printf "%.2f", a / b }'); fi
+  printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$n" "$n" "$many" "$cpun" "$ratio"
 done
