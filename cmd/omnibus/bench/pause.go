@@ -29,7 +29,12 @@ func (e *errorPause) after(ctx context.Context, err error) bool {
 		return true
 	}
 	e.next = min(max(2*e.next, firstErrorPause), maxErrorPause)
-	t := time.NewTimer(e.next)
+	return Sleep(ctx, e.next)
+}
+
+// Sleep waits d, or less if ctx ends (false).
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

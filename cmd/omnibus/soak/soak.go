@@ -89,7 +89,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 			break
 		}
 		up := uptime()
-		if !sleep(ctx, up) {
+		if !bench.Sleep(ctx, up) {
 			runErr = ctx.Err()
 			break
 		}
@@ -135,7 +135,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 			what, k, events, ms(up), acked, ms(r.Recovery))
 	}
 	if runErr == nil { // the last life is under load too
-		if runErr = waitLoaded(ctx, life.current(), c.ReadyTimeout); runErr == nil && !sleep(ctx, uptime()) {
+		if runErr = waitLoaded(ctx, life.current(), c.ReadyTimeout); runErr == nil && !bench.Sleep(ctx, uptime()) {
 			runErr = ctx.Err()
 		}
 	}
@@ -196,23 +196,11 @@ func waitLoaded(ctx context.Context, l *life, timeout time.Duration) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the broker acknowledged no send within %s of starting", timeout)
 		}
-		if !sleep(ctx, time.Millisecond) {
+		if !bench.Sleep(ctx, time.Millisecond) {
 			return ctx.Err()
 		}
 	}
 	return nil
-}
-
-// sleep waits d, or less if ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // lifeClock follows the broker's current life (from one start to the
