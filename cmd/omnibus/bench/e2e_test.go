@@ -217,7 +217,11 @@ func TestRunFailsWhenTheBrokerIsGone(t *testing.T) {
 
 	dies := base
 	dies.URL, dies.Scenario, dies.Duration = "amqp://"+a.AMQPAddr().String(), ScenarioBoth, 3*time.Second
+	// The cleanup shuts the broker down again: gone orders that after this
+	// Shutdown (App.Shutdown is not safe to run twice at once).
+	gone := make(chan struct{})
 	go func() {
+		defer close(gone)
 		time.Sleep(300 * time.Millisecond) // let the run get going; any moment would do
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -226,6 +230,7 @@ func TestRunFailsWhenTheBrokerIsGone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	r, err := Run(ctx, dies, nil)
+	<-gone
 	if err == nil && r.Err() == nil {
 		t.Errorf("a run whose broker went away passed: %d acked, %d delivered", r.Tally.Acked, r.Tally.Deliveries)
 	}
