@@ -19,32 +19,29 @@ func BenchmarkHeldOpsMessages(b *testing.B) {
 		takeEvery = 2048  // messages between two takes
 	)
 	// Keys as core's, made ahead (a follower decodes them from its
-	// entries) and used again once their message is long settled.
-	const keyRing = 1 << 16
+	// entries) and used again once their message is long settled:
+	// keys[bodyKey][seq % keyRing], keys[stateKey][...].
+	const (
+		keyRing           = 1 << 16
+		bodyKey, stateKey = 0, 1
+	)
 	var keys [2][keyRing][]byte
 	for seq := range keyRing {
 		for k, kind := range []byte{'b', 's'} {
 			keys[k][seq] = fmt.Appendf(nil, "d\x00q/orders-%03d/%c/%016x", seq%9, kind, seq)
 		}
 	}
-	key := func(kind byte, seq int) []byte {
-		if kind == 'b' {
-			return keys[0][seq%keyRing]
-		}
-		return keys[1][seq%keyRing]
-	}
 	body := make([]byte, 1024)
 	h := newHeldOps()
 	var dst []storage.Op
-	add := func(op storage.Op) { h.add(op) }
 	send := func(seq int) {
-		add(storage.Op{Kind: storage.OpSet, New: true, Key: key('b', seq), Value: body})
-		add(storage.Op{Kind: storage.OpSet, New: true, Key: key('s', seq), Value: []byte("state")})
+		h.add(storage.Op{Kind: storage.OpSet, New: true, Key: keys[bodyKey][seq%keyRing], Value: body})
+		h.add(storage.Op{Kind: storage.OpSet, New: true, Key: keys[stateKey][seq%keyRing], Value: []byte("state")})
 	}
 	settle := func(seq int) {
-		add(storage.Op{Kind: storage.OpSet, Key: key('s', seq), Value: []byte("state2")})
-		add(storage.Op{Kind: storage.OpDeleteOnce, Key: key('b', seq)})
-		add(storage.Op{Kind: storage.OpDelete, Key: key('s', seq)})
+		h.add(storage.Op{Kind: storage.OpSet, Key: keys[stateKey][seq%keyRing], Value: []byte("state2")})
+		h.add(storage.Op{Kind: storage.OpDeleteOnce, Key: keys[bodyKey][seq%keyRing]})
+		h.add(storage.Op{Kind: storage.OpDelete, Key: keys[stateKey][seq%keyRing]})
 	}
 	// sentBy[seq % live]: the position after message seq's send.
 	sentBy := make([]int, live)
