@@ -292,7 +292,7 @@ func (ld *load) settleAll(rc rcvRef, r completer, msgs []*azservicebus.ReceivedM
 		if runID == ld.ledger.RunID() && !ld.order.delivered(seq, rc.queue, seqOf(m)) {
 			ld.trace.line("misrouted rcv=%d.%d seq=%d from %s", rc.id, gen, seq, rc.queue)
 		}
-		ld.trace.line("deliver rcv=%d.%d seq=%d nth=%d bseq=%d count=%d key=%s session=%s lock=%x", rc.id, gen, seq, nth, seqOf(m), m.DeliveryCount, keyOf(m), rc.session, m.LockToken)
+		ld.trace.line("deliver rcv=%d.%d seq=%d nth=%d bseq=%d count=%d key=%s session=%s lock=%x link=%.6s", rc.id, gen, seq, nth, seqOf(m), m.DeliveryCount, keyOf(m), rc.session, m.LockToken, linkNameOf(m))
 		ld.lastRecv.Store(time.Now().UnixNano())
 		ld.inFlight.Add(1)
 		wg.Go(func() {

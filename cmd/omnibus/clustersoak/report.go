@@ -55,8 +55,9 @@ type Result struct {
 	// pkeys.go).
 	Order OrderTally
 	// SDKReleased counts the session queue's deliveries the SDK gave
-	// back without handing them over (sdkrelease.go): they explain as
-	// many first deliveries out of order (Tally.OrderExplained).
+	// back without handing them over, and those its releaser may have
+	// taken when it stopped on a link failure (sdkrelease.go): they
+	// explain as many first deliveries out of order (Tally.OrderExplained).
 	SDKReleased int64
 
 	tempDir bool
@@ -193,7 +194,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 		row(o.Misrouted, "delivered from the queue they were not sent to", "must be 0")
 	}
 	if r.Config.Groups > 0 && r.Config.Sessions > 0 {
-		row(r.SDKReleased, "session queue: deliveries the SDK released without handing them over", "")
+		row(r.SDKReleased, "session queue: deliveries the SDK released (or may have, at a link failure) unseen", "")
 		row(t.OrderExplained, "… first delivered behind later ones of their session after that", fmt.Sprintf("allowed, ≤ %d", r.SDKReleased))
 		row(t.OutOfOrder, "session queue: first delivered out of order within a session, unexplained", "must be 0")
 		row(t.Misrouted, "… delivered in another session than sent", "must be 0")

@@ -2,6 +2,7 @@ package clustersoak
 
 import (
 	"regexp"
+	"strings"
 	"sync"
 )
 
@@ -67,12 +68,17 @@ func (l *sdkConnLost) lost(name string) bool {
 // listenSDK has the SDK's log read for both what its releasers gave back
 // (sdkrelease.go) and the settlements it retried on dead connections,
 // until stop is called (sdklog.go routes the process's one SDK log to
-// every run listening).
-func listenSDK() (r *sdkReleases, lost *sdkConnLost, stop func()) {
+// every run listening). The releasers' lines and the receives that
+// failed go to tr as well (nil: nowhere), where a session swap can be
+// read back against them.
+func listenSDK(tr *trace) (r *sdkReleases, lost *sdkConnLost, stop func()) {
 	r, lost = &sdkReleases{byLink: map[string]int64{}}, &sdkConnLost{}
 	stop = readSDKLog(func(msg string) {
 		r.note(msg)
 		lost.note(msg)
+		if strings.Contains(msg, "Message releaser") || strings.Contains(msg, "Failure when receiving") {
+			tr.line("sdk %s", msg)
+		}
 	})
 	return r, lost, stop
 }

@@ -22,7 +22,7 @@ import (
 // on a live connection completes and its link stays unmarked.
 func TestSDKSettleOnDeadConnectionSeenThroughTheLog(t *testing.T) {
 	b := omnibustest.Start(t, omnibustest.Queue("q"))
-	_, lost, stop := listenSDK()
+	_, lost, stop := listenSDK(nil)
 	defer stop()
 	addr := regexp.MustCompile(`sb://([^;/]+)`).FindStringSubmatch(b.ConnectionString)[1]
 	lb, err := newBalancer([]string{addr})

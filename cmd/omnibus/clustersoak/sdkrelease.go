@@ -27,6 +27,15 @@ import (
 // gave back, and the session receiver hands those to the ledger
 // (Ledger.ReleasedUnseen), which excuses as many swaps in the session,
 // each of a message sent and not yet seen when the release was reported.
+//
+// A releaser can also take a message and fail to give it back: when its
+// release is not confirmed (the broker detaches a session receiver's link
+// when the release cannot be applied, as at a failover), the SDK does not
+// count it, logs only that the releaser stopped on a link failure, and
+// the deliveries already on the link still reach the application, the
+// later ones first. The message comes again once the lock it holds ends.
+// So each such stop counts as one more message possibly given back unseen
+// (at most one: the releaser stops at its first failure).
 
 // sdkReleases counts, per receive link, the messages the SDK's releaser
 // gave back, from the SDK's log. Its log names a link by the first six
@@ -34,22 +43,26 @@ import (
 // pausing. Released 1 messages").
 type sdkReleases struct {
 	mu     sync.Mutex       // guards byLink
-	byLink map[string]int64 // by link name prefix: messages released
+	byLink map[string]int64 // by link name prefix: messages released, or possibly (see above)
 }
 
 // releaserLine matches the SDK's report of a releaser that stopped, at
 // the next receive or close, or because its link failed.
-var releaserLine = regexp.MustCompile(`^\[[^\]]*r:name:([^\]]+)\] Message releaser (?:pausing|stopping because of link failure)\. Released (\d+) messages`)
+var releaserLine = regexp.MustCompile(`^\[[^\]]*r:name:([^\]]+)\] Message releaser (pausing|stopping because of link failure)\. Released (\d+) messages`)
 
-// note counts what one SDK log line reports released.
+// note counts what one SDK log line reports released: on a link failure,
+// one more that the releaser may have taken and failed to give back.
 func (r *sdkReleases) note(line string) {
 	m := releaserLine.FindStringSubmatch(line)
 	if m == nil {
 		return
 	}
-	n, err := strconv.ParseInt(m[2], 10, 64)
+	n, err := strconv.ParseInt(m[3], 10, 64)
 	if err != nil {
 		return
+	}
+	if m[2] != "pausing" {
+		n++
 	}
 	r.mu.Lock()
 	r.byLink[m[1]] += n
@@ -57,7 +70,7 @@ func (r *sdkReleases) note(line string) {
 }
 
 // released is how many messages the link named name has given back so
-// far (0 for a nil r).
+// far, or may have (0 for a nil r).
 func (r *sdkReleases) released(name string) int64 {
 	if r == nil {
 		return 0

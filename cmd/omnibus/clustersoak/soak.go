@@ -117,7 +117,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 	}
 	defer ld.trace.close()
 	var stopSDK func()
-	ld.releases, ld.connLost, stopSDK = listenSDK()
+	ld.releases, ld.connLost, stopSDK = listenSDK(ld.trace)
 	defer stopSDK()
 	claim, stopClaim := context.WithCancel(ctx)
 	defer stopClaim()
