@@ -242,7 +242,7 @@ cluster-test: build ## failover soak: 3 nodes under SDK load, the leader SIGKILL
 	bin/omnibus-tools cluster-soak --binary bin/omnibus --failovers $(FAILOVERS) --max-failover $(MAX_FAILOVER) $(CLUSTER_FLAGS)
 	bin/omnibus-tools cluster-soak --binary bin/omnibus --groups 3 --sessions $(SESSIONS) --failovers $(FAILOVERS) --max-failover $(MAX_FAILOVER) $(CLUSTER_FLAGS)
 
-cluster-scale: build ## a cluster with data groups against one group, each node held to CPU=0.2 cores by cgroup v1 cpu.cfs_quota_us (root): send+receive rate and CPU per message per node, 3 and 5 nodes (NODES, CPU, WARMUP, DURATION, QUEUES_PER_NODE; SCENARIO=partitioned: one partitioned queue spread over the groups, clients on every node, CLIENTS_PER_NODE, KEYS)
+cluster-scale: build ## a cluster with data groups against one group, each node held to CPU=0.2 cores by cgroup v1 cpu.cfs_quota_us (root): send+receive rate and CPU per message per node, 3 and 5 nodes (NODES, CPU, WARMUP, DURATION, QUEUES_PER_NODE, ROUNDS: pairs alternated, with their median; SCENARIO=partitioned: one partitioned queue spread over the groups, clients on every node, CLIENTS_PER_NODE, KEYS)
 	bash cmd/omnibus/bench/cluster_scale.sh
 .PHONY: cluster-scale
 

@@ -58,6 +58,13 @@
 # widely (five nodes 15,786-17,970 msg/s for one build in one hour,
 # storage/raftstore/README.md), so alternate builds and repeat.
 #
+# ROUNDS=k (default 1) measures each size k times, one-group and
+# data-group clusters alternating (one then groups in odd rounds, groups
+# then one in even ones, so that a machine growing faster or slower over
+# the quarter hour favours neither side), each pair's ratio in its row,
+# then a "median" row: the median rate of each side and the median of the
+# pairs' ratios, the figure to quote when single pairs spread.
+#
 # WARMUP (default 30s; 0s for none) runs the load that long before the
 # measured DURATION and leaves it out: the generators get --warmup and run
 # WARMUP + DURATION, the nodes' CPU is read from WARMUP after they start,
@@ -251,7 +258,7 @@ syscall_counts() {
 # run NODES GROUPS: one measurement; writes "rate cpu_per_msg_list" to
 # $WORK/result.
 run() {
-  local n=$1 groups=$2 dir="$WORK/n$1-g$2" q=$(($1 * ${QUEUES_PER_NODE:-$1})) peers="" i
+  local n=$1 groups=$2 dir="$WORK/n$1-g$2${ROUND:+-r$ROUND}" q=$(($1 * ${QUEUES_PER_NODE:-$1})) peers="" i
   if [ "$SCENARIO" = partitioned ]; then q=0; fi
   mkdir -p "$dir"
   for i in $(seq 1 "$n"); do peers="$peers${peers:+,}$i=127.0.0.1:$(port 0 "$i")"; done
@@ -359,7 +366,7 @@ print(led[0]) if led else sys.exit(1)'); do
   fi
   if [ "${PROFILE:-}" = 1 ]; then
     for i in $(seq 1 "$n"); do
-      curl -s -o "$WORK/profile-n$n-g$groups-node$i.pb.gz" "http://127.0.0.1:$(port 4 "$i")/debug/pprof/profile?seconds=${PROFILE_SECONDS:-8}" &
+      curl -s -o "$WORK/profile-n$n-g$groups${ROUND:+-r$ROUND}-node$i.pb.gz" "http://127.0.0.1:$(port 4 "$i")/debug/pprof/profile?seconds=${PROFILE_SECONDS:-8}" &
     done
   fi
   local fail=0
@@ -406,18 +413,44 @@ else
 fi
 printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' nodes groups "send+receive msg/s" "CPU µs per message, node by node" ratio
 printf '|%s|%s|%s|%s|%s|\n' -------- --------- ------------------------ ------------------------------------ --------
-for n in $NODES; do
-  if [ "${ONLY:-}" != groups ]; then
-    echo "load: $(uptime)" >&2
-    run "$n" 0
-    read -r one cpu1 <"$WORK/result"
-    printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$n" "1" "$one" "$cpu1" "1.00"
-  fi
-  [ "${ONLY:-}" = one ] && continue
+# measure_one N and measure_groups N: one run of each kind, its row
+# printed, its rate left in $one or $many.
+measure_one() {
   echo "load: $(uptime)" >&2
-  run "$n" "$n"
+  run "$1" 0
+  read -r one cpu1 <"$WORK/result"
+  printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$1" "1" "$one" "$cpu1" "1.00"
+}
+measure_groups() {
+  echo "load: $(uptime)" >&2
+  run "$1" "$1"
   read -r many cpun <"$WORK/result"
-  ratio=-
-  if [ "${ONLY:-}" != groups ]; then ratio=$(awk -v a="$many" -v b="$one" 'BEGIN { printf "%.2f", a / b }'); fi
-  printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$n" "$n" "$many" "$cpun" "$ratio"
+}
+
+# median FORMAT NUMBER...: the median of the numbers, printed with FORMAT.
+median() {
+  local f=$1
+  shift
+  printf '%s\n' "$@" | sort -g | awk -v f="$f" '{ v[NR] = $1 } END { printf f, (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+ROUNDS=${ROUNDS:-1}
+for n in $NODES; do
+  ones=() manys=() ratios=()
+  for r in $(seq 1 "$ROUNDS"); do
+    one="" many=""
+    if [ "$ROUNDS" -gt 1 ]; then ROUND=$r; fi
+    if [ "${ONLY:-}" != groups ] && [ $((r % 2)) = 1 ]; then measure_one "$n"; ones+=("$one"); fi
+    if [ "${ONLY:-}" != one ]; then measure_groups "$n"; manys+=("$many"); fi
+    if [ "${ONLY:-}" != groups ] && [ $((r % 2)) = 0 ]; then measure_one "$n"; ones+=("$one"); fi
+    [ "${ONLY:-}" = one ] && continue
+    ratio=-
+    if [ -n "$one" ]; then ratio=$(awk -v a="$many" -v b="$one" 'BEGIN { printf "%.2f", a / b }'); ratios+=("$ratio"); fi
+    printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$n" "$n" "$many" "$cpun" "$ratio"
+  done
+  if [ "$ROUNDS" -gt 1 ]; then
+    printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' "$n" "median" \
+      "${ones[*]:+1: $(median %.0f "${ones[@]}")}${ones[*]:+${manys[*]:+, }}${manys[*]:+$n: $(median %.0f "${manys[@]}")}" "of $ROUNDS rounds" \
+      "$([ ${#ratios[@]} -gt 0 ] && median %.2f "${ratios[@]}" || echo -)"
+  fi
 done
