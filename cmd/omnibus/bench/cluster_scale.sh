@@ -413,8 +413,9 @@ else
 fi
 printf '| %-6s | %-7s | %-22s | %-34s | %-6s |\n' nodes groups "send+receive msg/s" "CPU µs per message, node by node" ratio
 printf '|%s|%s|%s|%s|%s|\n' -------- --------- ------------------------ ------------------------------------ --------
-# measure_one N and measure_groups N: one run of each kind, its row
-# printed, its rate left in $one or $many.
+# measure_one N and measure_groups N: one run of each kind, its rate left
+# in $one or $many (measure_one prints its row; the data groups' row waits
+# for the pair's ratio).
 measure_one() {
   echo "load: $(uptime)" >&2
   run "$1" 0
