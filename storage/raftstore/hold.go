@@ -52,7 +52,7 @@ import (
 // a message lives from its send to its completion about as long as the
 // queue's backlog takes to drain (a third of a second to two seconds in
 // the cluster benchmarks, every node held to 0.2 cores; storage/raftstore/
-// README.md, "A longer hold" and "A hold that slides").
+// RESULTS.md, "A longer hold" and "A hold that slides").
 const DefaultFollowerApplyDelay = 2 * time.Second
 
 // maxHeldApplyBytes bounds the entries a follower holds.

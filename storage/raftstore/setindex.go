@@ -6,7 +6,7 @@ package raftstore
 // held), and a lookup of Go's map, whose groups spread a slot's control
 // word and its key and value over two or three cache lines, cost about a
 // third of a one-group follower's hold (the profiles of 2026-12-01,
-// storage/raftstore/README.md). Here a slot is 16 bytes, four to a cache
+// storage/raftstore/RESULTS.md). Here a slot is 16 bytes, four to a cache
 // line: open addressing with linear probing, at most half full, so a
 // lookup usually reads one line; a deletion shifts the entries after it
 // back instead of leaving a tombstone, so lookups do not lengthen as keys

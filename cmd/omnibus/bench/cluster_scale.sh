@@ -15,7 +15,7 @@
 # of their 0.5); its cpuacct.usage gives its CPU time. PERIOD sets
 # cpu.cfs_period_us (default 100000, the kernel's: a node may spend its
 # 20 ms in the first 10 ms of 100 and then wait 90; 10000 holds it to
-# 2 ms of every 10, nearer a slower machine; raftstore README, "The
+# 2 ms of every 10, nearer a slower machine; raftstore RESULTS.md, "The
 # budget's period"). The load: QUEUES_PER_NODE queues
 # per node (default: as many as there are nodes), one `omnibus-tools bench
 # --scenario both` per queue (send and receive at once, 1 KiB, 100 in
@@ -77,7 +77,7 @@
 # and whose extents ext4 converts at each fdatasync, until the log is
 # compacted and its segments are recycled (a 5-node profile: pwrite 13 %
 # and memmove 31 % of a node's CPU without a warm-up, 2-4 % and 5-10 %
-# after 40 s; raftstore README, "Steady state"). Both clusters of a pair
+# after 40 s; raftstore RESULTS.md, "Steady state"). Both clusters of a pair
 # get the same warm-up. How long that takes follows the rate: a group's
 # log recycles its first file once it has written two segments (64 MiB
 # each), and at 0.2 cores on a machine half as fast as the one 30 s was
