@@ -68,8 +68,7 @@ const (
 	// follower's match, up to this many bytes, so that a follower cut off
 	// for a few seconds catches up from the log rather than from a
 	// snapshot of the whole state database (append.go, compactLog).
-	laggingBytes    = 32 << 20
-	leaseWatchEvery = 20 * time.Millisecond
+	laggingBytes = 32 << 20
 )
 
 // Config configures a [Node].

@@ -63,6 +63,9 @@ type Node struct {
 	// once, so that the snapshot a new member gets names it.
 	compactNow atomic.Bool
 	stalled    atomic.Bool // a write of this node's disk is failing
+	// leaseWake (capacity 1) has watchLease look again: a Session began,
+	// or the node stalled.
+	leaseWake chan struct{}
 	// applyUpTo: WaitApplied waits for this index; a follower holds no
 	// applies while it has not applied it (hold.go).
 	applyUpTo atomic.Uint64
@@ -212,7 +215,7 @@ func openGroup(cfg Config, h *host, g uint64) (*Node, error) {
 		inbox: newWorkQueue[func()](), appendQ: newWorkQueue[appendWork](), applyQ: newWorkQueue[applyWork](),
 		stopc: make(chan struct{}), loopDone: make(chan struct{}), appendDone: make(chan struct{}),
 		applyDone: make(chan struct{}), snapDirs: map[uint64]string{},
-		changed: make(chan struct{}), space: make(chan struct{}), waiting: map[uint64]*proposal{}, nextSeq: 1}
+		changed: make(chan struct{}), leaseWake: make(chan struct{}, 1), space: make(chan struct{}), waiting: map[uint64]*proposal{}, nextSeq: 1}
 	var nb [8]byte
 	_, _ = rand.Read(nb[:])
 	n.nonce = binary.LittleEndian.Uint64(nb[:])
@@ -489,6 +492,7 @@ func (n *Node) retry(what string, fn func() error) bool {
 		}
 		if failures == 0 {
 			n.stalled.Store(true)
+			n.wakeLeaseWatch()
 			n.log.Warn("raft node cannot write; retrying", zap.String("what", what), zap.Error(err))
 		}
 		select {

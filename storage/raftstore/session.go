@@ -62,6 +62,7 @@ func (n *Node) Session(ctx context.Context) (*Session, error) {
 			s := &Session{n: n, term: n.term.Load(), started: time.Now(), done: make(chan struct{})}
 			n.sess = s
 			n.broadcastLocked()
+			n.wakeLeaseWatch()
 			n.mu.Unlock()
 			return s, nil
 		}
@@ -198,17 +199,20 @@ func (n *Node) endSessionLocked(s *Session, why error) {
 }
 
 // watchLease ends the Session as soon as the lease lapses, whatever the
-// loop is doing (a loop stuck on its disk must not keep a Session alive).
+// loop is doing (a loop stuck on its disk must not keep a Session alive),
+// or once the node stalls on its disk. It sleeps until the lease's end
+// while a Session is live and wakes for nothing else but leaseWake (a
+// Session began, the node stalled): a node that leads nothing, or is
+// idle, takes no wake-ups from it. Renewals only move the end later, so a
+// wake-up at the old end finds the new one and sleeps again; the lease
+// is taken back (leaseUntil 0) only together with ending the Session.
 func (n *Node) watchLease() {
-	t := time.NewTicker(leaseWatchEvery)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
 	defer t.Stop()
 	for {
-		select {
-		case <-n.stopc:
-			return
-		case <-t.C:
-		}
 		n.mu.Lock()
+		left := time.Duration(-1)
 		if n.sess != nil && !n.leaseValid() {
 			n.log.Warn("lease lapsed", zap.Duration("since", time.Duration(n.mono()-n.leaseUntil.Load())))
 			n.endSessionLocked(n.sess, errLeaseLapsed)
@@ -216,6 +220,28 @@ func (n *Node) watchLease() {
 		if n.sess != nil && n.stalled.Load() {
 			n.endSessionLocked(n.sess, errStalled)
 		}
+		if n.sess != nil {
+			left = time.Duration(n.leaseUntil.Load() - n.mono())
+		}
 		n.mu.Unlock()
+		if left >= 0 {
+			t.Reset(left + time.Millisecond) // past the end, not on it
+		} else {
+			t.Stop()
+		}
+		select {
+		case <-n.stopc:
+			return
+		case <-t.C:
+		case <-n.leaseWake:
+		}
+	}
+}
+
+// wakeLeaseWatch has watchLease look again at once.
+func (n *Node) wakeLeaseWatch() {
+	select {
+	case n.leaseWake <- struct{}{}:
+	default:
 	}
 }

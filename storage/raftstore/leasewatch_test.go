@@ -1,0 +1,59 @@
+package raftstore
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestLeaseLapseEndsTheSessionWhileTheLoopIsStuck: with the Raft loop
+// held (it renews the lease and follows role changes), only watchLease
+// can end the Session; it must, once the lease has run out. The watcher
+// sleeps until the lease's end, so this fails if a Session's start does
+// not wake it.
+func TestLeaseLapseEndsTheSessionWhileTheLoopIsStuck(t *testing.T) {
+	c := newTestCluster(t, 3, true, nil)
+	s, id := c.session()
+	n := c.nodes[id]
+	release := make(chan struct{})
+	held := make(chan struct{})
+	n.runOnLoop(func() { close(held); <-release })
+	defer close(release)
+	<-held
+	select {
+	case <-s.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the Session outlived its lease by a minute while the loop was stuck")
+	}
+	if err := s.Err(); !errors.Is(err, errLeaseLapsed) {
+		t.Fatalf("the Session ended with %v, want errLeaseLapsed", err)
+	}
+	if left := n.leaseUntil.Load() - n.mono(); left > 0 {
+		t.Fatalf("the Session ended %v before its lease did", time.Duration(left))
+	}
+}
+
+// TestDiskStallEndsTheSession: a write that starts failing (retry) ends
+// the leader's Session at once, long before its lease would lapse.
+func TestDiskStallEndsTheSession(t *testing.T) {
+	c := newTestCluster(t, 3, true, nil)
+	s, id := c.session()
+	n := c.nodes[id]
+	injected := errors.New("injected write fault")
+	go n.retry("a test's write", func() error {
+		select {
+		case <-s.Done():
+			return nil
+		default:
+			return injected
+		}
+	})
+	select {
+	case <-s.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the Session outlived a stalled disk by a minute")
+	}
+	if err := s.Err(); !errors.Is(err, errStalled) {
+		t.Fatalf("the Session ended with %v, want errStalled", err)
+	}
+}
