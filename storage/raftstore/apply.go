@@ -375,6 +375,7 @@ func (n *Node) setApplied(index, term uint64) {
 	n.appliedIdx, n.appliedTerm = index, term
 	n.appliedMu.Unlock()
 	n.applied.Store(index)
+	n.publishApplied()
 	n.inbox.push(func() {}) // the loop re-evaluates whether it may serve
 }
 

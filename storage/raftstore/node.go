@@ -66,6 +66,9 @@ type Node struct {
 	// leaseWake (capacity 1) has watchLease look again: a Session began,
 	// or the node stalled.
 	leaseWake chan struct{}
+	// appliedMoved: the channel AppliedMoved handed out, closed at the
+	// next published applied position (applied.go).
+	appliedMoved atomic.Pointer[chan struct{}]
 	// applyUpTo: WaitApplied waits for this index; a follower holds no
 	// applies while it has not applied it (hold.go).
 	applyUpTo atomic.Uint64

@@ -58,8 +58,12 @@ const (
 )
 
 // nsSyncInterval is how often a node looks whether its copy of the meta
-// group moved, to take the namespaces' changes into its registry.
-const nsSyncInterval = 50 * time.Millisecond
+// group moved without being told (syncNamespacesLoop is told of every
+// move; this catches one it let pass while held).
+const nsSyncInterval = time.Second
+
+// nsSyncGap is the least time between two syncs of the namespaces.
+const nsSyncGap = 50 * time.Millisecond
 
 // nsReapInterval is how often the meta leader finishes the deletions of
 // namespaces some data group could not drop at once.
@@ -404,23 +408,33 @@ func (r *routed) refreshQuotas() {
 }
 
 // syncNamespacesLoop runs syncNamespaces whenever this node's copy of
-// the meta group moved, until the node stops.
+// the meta group moved, until the node stops. It waits for the copy to
+// move (an idle cluster wakes it not at all) and looks every
+// nsSyncInterval besides, for a move it let pass while holdSync was set.
 func (r *routed) syncNamespacesLoop(reg *namespace.Registry) {
 	t := time.NewTicker(nsSyncInterval)
 	defer t.Stop()
 	last := r.meta.Applied()
 	for {
+		moved := r.meta.AppliedMoved()
+		if now := r.meta.Applied(); now != last && !r.holdSync.Load() {
+			last = now
+			r.syncNamespaces(reg)
+			// At most one sync per nsSyncGap: a burst of the meta
+			// group's writes (a config file's entities placed) is
+			// taken in a few.
+			select {
+			case <-r.cl.ctx.Done():
+				return
+			case <-time.After(nsSyncGap):
+			}
+			continue
+		}
 		select {
 		case <-r.cl.ctx.Done():
 			return
+		case <-moved:
 		case <-t.C:
-		}
-		if r.holdSync.Load() {
-			continue
-		}
-		if now := r.meta.Applied(); now != last {
-			last = now
-			r.syncNamespaces(reg)
 		}
 	}
 }
