@@ -20,14 +20,7 @@ func TestLeaseLapseEndsTheSessionWhileTheLoopIsStuck(t *testing.T) {
 	n.runOnLoop(func() { close(held); <-release })
 	defer close(release)
 	<-held
-	select {
-	case <-s.Done():
-	case <-time.After(time.Minute):
-		t.Fatal("the Session outlived its lease by a minute while the loop was stuck")
-	}
-	if err := s.Err(); !errors.Is(err, errLeaseLapsed) {
-		t.Fatalf("the Session ended with %v, want errLeaseLapsed", err)
-	}
+	waitSessionEnd(t, s, errLeaseLapsed, "its lease, while the loop was stuck")
 	if left := n.leaseUntil.Load() - n.mono(); left > 0 {
 		t.Fatalf("the Session ended %v before its lease did", time.Duration(left))
 	}
@@ -48,12 +41,18 @@ func TestDiskStallEndsTheSession(t *testing.T) {
 			return injected
 		}
 	})
+	waitSessionEnd(t, s, errStalled, "a stalled disk")
+}
+
+// waitSessionEnd fails unless s ends within a minute, with want.
+func waitSessionEnd(t *testing.T, s *Session, want error, after string) {
+	t.Helper()
 	select {
 	case <-s.Done():
 	case <-time.After(time.Minute):
-		t.Fatal("the Session outlived a stalled disk by a minute")
+		t.Fatalf("the Session outlived %s by a minute", after)
 	}
-	if err := s.Err(); !errors.Is(err, errStalled) {
-		t.Fatalf("the Session ended with %v, want errStalled", err)
+	if err := s.Err(); !errors.Is(err, want) {
+		t.Fatalf("the Session ended with %v, want %v", err, want)
 	}
 }
