@@ -195,6 +195,7 @@ func (n *Node) holdsBrokerData() bool { return n.group != 0 || n.DataGroups() ==
 // the node stops), asking its applier to apply what it holds meanwhile.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 	for {
+		moved := n.AppliedMoved()
 		if n.applied.Load() >= index {
 			return nil
 		}
@@ -206,7 +207,7 @@ func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
 			return fmt.Errorf("raftstore: node %d has applied %d of the %d asked: %w", n.id, n.applied.Load(), index, ctx.Err())
 		case <-n.stopc:
 			return storage.ErrClosed
-		case <-time.After(2 * time.Millisecond):
+		case <-moved:
 		}
 	}
 }
