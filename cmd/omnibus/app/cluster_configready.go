@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/omnibusmq/omnibus/core"
 	"github.com/omnibusmq/omnibus/core/emuconfig"
@@ -37,10 +36,6 @@ import (
 // configAppliedKey is the meta group's record of the digest of the
 // config file its leader applied last.
 const configAppliedKey = "F"
-
-// configAppliedPoll is how often a node looks for configAppliedKey in its
-// copy of the meta group until it holds the file's digest.
-const configAppliedPoll = 20 * time.Millisecond
 
 // configState is what a node knows of its config file.
 type configState struct {
@@ -124,15 +119,14 @@ func (r *routed) watchConfigApplied() {
 	if r.cfgState.digest == nil {
 		return
 	}
-	t := time.NewTicker(configAppliedPoll)
-	defer t.Stop()
 	for {
+		moved := r.meta.AppliedMoved()
 		if v, err := r.meta.ReadReplica([]byte(configAppliedKey)); err == nil && bytes.Equal(v, r.cfgState.digest) {
 			r.log.Info("the config file is applied: serving its entities")
 			return
 		}
 		select {
-		case <-t.C:
+		case <-moved: // the digest comes in an entry of the meta group
 		case <-r.cl.ctx.Done():
 			return
 		}
