@@ -15,11 +15,7 @@ func TestLeaseLapseEndsTheSessionWhileTheLoopIsStuck(t *testing.T) {
 	c := newTestCluster(t, 3, true, nil)
 	s, id := c.session()
 	n := c.nodes[id]
-	release := make(chan struct{})
-	held := make(chan struct{})
-	n.runOnLoop(func() { close(held); <-release })
-	defer close(release)
-	<-held
+	holdLoop(t, n)
 	waitSessionEnd(t, s, errLeaseLapsed, "its lease, while the loop was stuck")
 	if left := n.leaseUntil.Load() - n.mono(); left > 0 {
 		t.Fatalf("the Session ended %v before its lease did", time.Duration(left))
@@ -27,11 +23,14 @@ func TestLeaseLapseEndsTheSessionWhileTheLoopIsStuck(t *testing.T) {
 }
 
 // TestDiskStallEndsTheSession: a write that starts failing (retry) ends
-// the leader's Session at once, long before its lease would lapse.
+// the leader's Session at once, long before its lease would lapse. The
+// Raft loop is held, so that its own notice of the stall (the node no
+// longer serves) cannot be what ends it.
 func TestDiskStallEndsTheSession(t *testing.T) {
 	c := newTestCluster(t, 3, true, nil)
 	s, id := c.session()
 	n := c.nodes[id]
+	holdLoop(t, n)
 	injected := errors.New("injected write fault")
 	go n.retry("a test's write", func() error {
 		select {
@@ -55,4 +54,13 @@ func waitSessionEnd(t *testing.T, s *Session, want error, after string) {
 	if err := s.Err(); !errors.Is(err, want) {
 		t.Fatalf("the Session ended with %v, want %v", err, want)
 	}
+}
+
+// holdLoop keeps n's Raft loop busy until the test ends.
+func holdLoop(t *testing.T, n *Node) {
+	release := make(chan struct{})
+	held := make(chan struct{})
+	n.runOnLoop(func() { close(held); <-release })
+	t.Cleanup(func() { close(release) })
+	<-held
 }

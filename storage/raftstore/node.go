@@ -63,9 +63,6 @@ type Node struct {
 	// once, so that the snapshot a new member gets names it.
 	compactNow atomic.Bool
 	stalled    atomic.Bool // a write of this node's disk is failing
-	// leaseWake (capacity 1) has watchLease look again: a Session began,
-	// or the node stalled.
-	leaseWake chan struct{}
 	// appliedMoved: the channel AppliedMoved handed out, closed at the
 	// next published applied position (applied.go).
 	appliedMoved atomic.Pointer[chan struct{}]
@@ -93,7 +90,7 @@ type Node struct {
 
 	mu sync.Mutex // guards the fields below
 	// changed is closed (and replaced) whenever sess, canServe, leader or
-	// closed change.
+	// closed change, or the node stalls.
 	changed    chan struct{}
 	sess       *Session
 	canServe   bool
@@ -218,7 +215,7 @@ func openGroup(cfg Config, h *host, g uint64) (*Node, error) {
 		inbox: newWorkQueue[func()](), appendQ: newWorkQueue[appendWork](), applyQ: newWorkQueue[applyWork](),
 		stopc: make(chan struct{}), loopDone: make(chan struct{}), appendDone: make(chan struct{}),
 		applyDone: make(chan struct{}), snapDirs: map[uint64]string{},
-		changed: make(chan struct{}), leaseWake: make(chan struct{}, 1), space: make(chan struct{}), waiting: map[uint64]*proposal{}, nextSeq: 1}
+		changed: make(chan struct{}), space: make(chan struct{}), waiting: map[uint64]*proposal{}, nextSeq: 1}
 	var nb [8]byte
 	_, _ = rand.Read(nb[:])
 	n.nonce = binary.LittleEndian.Uint64(nb[:])
@@ -304,7 +301,8 @@ func (n *Node) Leader() uint64 { return n.leader.Load() }
 func (n *Node) Term() uint64 { return n.term.Load() }
 
 // Changed returns a channel closed at the next change of leader, of the
-// node's ability to serve, or of its Session.
+// node's ability to serve, or of its Session, or when it stalls on its
+// disk.
 func (n *Node) Changed() <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -495,7 +493,9 @@ func (n *Node) retry(what string, fn func() error) bool {
 		}
 		if failures == 0 {
 			n.stalled.Store(true)
-			n.wakeLeaseWatch()
+			n.mu.Lock()
+			n.broadcastLocked() // watchLease ends the Session
+			n.mu.Unlock()
 			n.log.Warn("raft node cannot write; retrying", zap.String("what", what), zap.Error(err))
 		}
 		select {

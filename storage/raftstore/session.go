@@ -62,7 +62,6 @@ func (n *Node) Session(ctx context.Context) (*Session, error) {
 			s := &Session{n: n, term: n.term.Load(), started: time.Now(), done: make(chan struct{})}
 			n.sess = s
 			n.broadcastLocked()
-			n.wakeLeaseWatch()
 			n.mu.Unlock()
 			return s, nil
 		}
@@ -201,11 +200,11 @@ func (n *Node) endSessionLocked(s *Session, why error) {
 // watchLease ends the Session as soon as the lease lapses, whatever the
 // loop is doing (a loop stuck on its disk must not keep a Session alive),
 // or once the node stalls on its disk. It sleeps until the lease's end
-// while a Session is live and wakes for nothing else but leaseWake (a
-// Session began, the node stalled): a node that leads nothing, or is
-// idle, takes no wake-ups from it. Renewals only move the end later, so a
-// wake-up at the old end finds the new one and sleeps again; the lease
-// is taken back (leaseUntil 0) only together with ending the Session.
+// while a Session is live, and otherwise until Changed (a Session began,
+// the node stalled): a node that leads nothing, or is idle, takes no
+// wake-ups from it. Renewals only move the end later, so a wake-up at the
+// old end finds the new one and sleeps again; the lease is taken back
+// (leaseUntil 0) only together with ending the Session.
 func (n *Node) watchLease() {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
@@ -223,6 +222,7 @@ func (n *Node) watchLease() {
 		if n.sess != nil {
 			left = time.Duration(n.leaseUntil.Load() - n.mono())
 		}
+		changed := n.changed
 		n.mu.Unlock()
 		if left >= 0 {
 			t.Reset(left + time.Millisecond) // past the end, not on it
@@ -233,15 +233,7 @@ func (n *Node) watchLease() {
 		case <-n.stopc:
 			return
 		case <-t.C:
-		case <-n.leaseWake:
+		case <-changed:
 		}
-	}
-}
-
-// wakeLeaseWatch has watchLease look again at once.
-func (n *Node) wakeLeaseWatch() {
-	select {
-	case n.leaseWake <- struct{}{}:
-	default:
 	}
 }
