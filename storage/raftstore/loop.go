@@ -134,6 +134,8 @@ func (n *Node) run() {
 		case <-tick.C:
 			l.preVote.tick(l.rn)
 			n.tickProposals()
+		case f := <-n.ctlc:
+			n.stepFrame(f)
 		case f := <-n.recvc:
 			n.stepFrame(f)
 		case s := <-n.snapc:
@@ -147,6 +149,8 @@ func (n *Node) run() {
 		// log write) covers it.
 		for more := true; more; {
 			select {
+			case f := <-n.ctlc:
+				n.stepFrame(f)
 			case f := <-n.recvc:
 				n.stepFrame(f)
 			case <-n.propc:

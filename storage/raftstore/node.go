@@ -41,7 +41,8 @@ type Node struct {
 	loop   loopState   // owned by the loop goroutine
 	apl    applierState
 
-	recvc   chan *frame
+	recvc   chan *frame // peers' frames that carry entries (MsgApp)
+	ctlc    chan *frame // peers' other frames: acknowledgements, heartbeats, votes
 	snapc   chan snapIn
 	propc   chan struct{}          // a proposal was queued (capacity 1)
 	inbox   *workQueue[func()]     // work for the loop: local responses, reports
@@ -57,6 +58,7 @@ type Node struct {
 	leaseHigh                     atomic.Int64 // the latest leaseUntil ever held (mono)
 	becameLeader                  atomic.Int64 // mono of the last election won
 	snapshotsInstalled            atomic.Int64
+	ctlDropped                    atomic.Int64  // control frames dropped: ctlc was full
 	snapshotIndex, logBytes       atomic.Uint64 // the log's latest snapshot, entry bytes since
 	compactPending                atomic.Bool   // a compaction is on its way to the appender
 	// compactNow: a membership change was applied; compact (snapshot) at
@@ -211,7 +213,7 @@ func openGroup(cfg Config, h *host, g uint64) (*Node, error) {
 		log = log.With(zap.Uint64("group", g))
 	}
 	n := &Node{cfg: cfg, log: log, id: cfg.ID, group: g, host: h, tr: groupLink{tr: h.tr, group: g}, base: time.Now(),
-		recvc: make(chan *frame, 256), snapc: make(chan snapIn), propc: make(chan struct{}, 1),
+		recvc: make(chan *frame, 256), ctlc: make(chan *frame, ctlFrames), snapc: make(chan snapIn), propc: make(chan struct{}, 1),
 		inbox: newWorkQueue[func()](), appendQ: newWorkQueue[appendWork](), applyQ: newWorkQueue[applyWork](),
 		stopc: make(chan struct{}), loopDone: make(chan struct{}), appendDone: make(chan struct{}),
 		applyDone: make(chan struct{}), snapDirs: map[uint64]string{},
@@ -401,14 +403,45 @@ func (n *Node) fail(err error) {
 	n.broadcastLocked()
 }
 
-// receive implements handler.
+// ctlFrames is how many control frames a group holds for its loop.
+const ctlFrames = 256
+
+// receive implements handler. A peer's stream carries the frames of every
+// group the two nodes share, so a group that cannot take a frame must not
+// hold up the others' behind it. A frame of entries waits for room in
+// recvc: back-pressure on the entries' stream, which raft's own flow
+// control (MaxInflightMsgs) bounds. Any other frame (an acknowledgement,
+// a heartbeat, a vote) goes to ctlc, or is dropped when ctlc is full, as
+// a lossy network would (raft sends them again), so that one group's loop
+// falling behind never keeps another group's leader from hearing its
+// followers and renewing its lease.
 func (n *Node) receive(f *frame) bool {
+	if !carriesEntries(f) {
+		select {
+		case <-n.stopc:
+			return false
+		case n.ctlc <- f:
+		default:
+			n.ctlDropped.Add(1)
+		}
+		return true
+	}
 	select {
 	case n.recvc <- f:
 		return true
 	case <-n.stopc:
 		return false
 	}
+}
+
+// carriesEntries reports whether f holds a MsgApp (the app lane's kind).
+func carriesEntries(f *frame) bool {
+	for i := range f.msgs {
+		if f.msgs[i].Type == pb.MsgApp {
+			return true
+		}
+	}
+	return false
 }
 
 // receiveSnapshot implements handler.

@@ -23,6 +23,11 @@ type Status struct {
 	// SnapshotsInstalled counts the snapshots this node received and
 	// installed since it started.
 	SnapshotsInstalled int64 `json:"snapshotsInstalled,omitempty"`
+	// ControlFramesDropped counts peers' frames without entries
+	// (acknowledgements, heartbeats, votes) this group dropped since the
+	// node started because its loop had ctlFrames of them waiting: raft
+	// sends them again.
+	ControlFramesDropped int64 `json:"controlFramesDropped,omitempty"`
 	// Serving: the node has a live Session (its broker runs).
 	Serving bool `json:"serving"`
 	// ServingSince is when (wall clock) that Session began: no
@@ -97,6 +102,7 @@ func (n *Node) withShared(st Status) Status {
 	}
 	st.Client = n.clientInfoCopy()
 	st.SnapshotsInstalled = n.snapshotsInstalled.Load()
+	st.ControlFramesDropped = n.ctlDropped.Load()
 	st.Stalled = n.stalled.Load()
 	return st
 }

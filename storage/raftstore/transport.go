@@ -35,10 +35,11 @@ type transport interface {
 
 // handler is the node, all its groups, as its transport sees it.
 type handler interface {
-	// receive delivers a frame from a peer to the group it names; it may
-	// block (back-pressure on that peer's stream) and returns false once
-	// the node is closed. A frame of a group the node does not run is
-	// dropped (true).
+	// receive delivers a frame from a peer to the group it names and
+	// returns false once the node is closed. A frame of entries may block
+	// (back-pressure on that peer's stream); any other frame never does:
+	// it is dropped (true) when its group has too many waiting, as is a
+	// frame of a group the node does not run (Node.receive).
 	receive(f *frame) bool
 	// receiveSnapshot delivers group's MsgSnap whose checkpoint was
 	// written into dir (which the node takes over), from newScratch.
