@@ -94,7 +94,7 @@ func (n *Node) initLoop(fresh bool) error {
 		MaxSizePerMsg:             maxMsgBytes,
 		MaxCommittedSizePerReady:  64 << 20,
 		MaxUncommittedEntriesSize: maxUncommittedBytes,
-		MaxInflightMsgs:           256,
+		MaxInflightMsgs:           maxInflight,
 		CheckQuorum:               true,
 		PreVote:                   true,
 		DisableProposalForwarding: true,

@@ -213,7 +213,7 @@ func openGroup(cfg Config, h *host, g uint64) (*Node, error) {
 		log = log.With(zap.Uint64("group", g))
 	}
 	n := &Node{cfg: cfg, log: log, id: cfg.ID, group: g, host: h, tr: groupLink{tr: h.tr, group: g}, base: time.Now(),
-		recvc: make(chan *frame, 256), ctlc: make(chan *frame, ctlFrames), snapc: make(chan snapIn), propc: make(chan struct{}, 1),
+		recvc: make(chan *frame, maxInflight), ctlc: make(chan *frame, ctlFrames), snapc: make(chan snapIn), propc: make(chan struct{}, 1),
 		inbox: newWorkQueue[func()](), appendQ: newWorkQueue[appendWork](), applyQ: newWorkQueue[applyWork](),
 		stopc: make(chan struct{}), loopDone: make(chan struct{}), appendDone: make(chan struct{}),
 		applyDone: make(chan struct{}), snapDirs: map[uint64]string{},
@@ -403,6 +403,11 @@ func (n *Node) fail(err error) {
 	n.broadcastLocked()
 }
 
+// maxInflight is how many MsgApps raft sends a follower ahead of its
+// acknowledgements, and so how many frames of entries a group holds for
+// its loop.
+const maxInflight = 256
+
 // ctlFrames is how many control frames a group holds for its loop.
 const ctlFrames = 256
 
@@ -410,7 +415,7 @@ const ctlFrames = 256
 // group the two nodes share, so a group that cannot take a frame must not
 // hold up the others' behind it. A frame of entries waits for room in
 // recvc: back-pressure on the entries' stream, which raft's own flow
-// control (MaxInflightMsgs) bounds. Any other frame (an acknowledgement,
+// control (maxInflight) bounds. Any other frame (an acknowledgement,
 // a heartbeat, a vote) goes to ctlc, or is dropped when ctlc is full, as
 // a lossy network would (raft sends them again), so that one group's loop
 // falling behind never keeps another group's leader from hearing its
