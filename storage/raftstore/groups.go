@@ -166,6 +166,11 @@ type host struct {
 	quit     chan struct{}
 	quitOnce sync.Once
 	loops    sync.WaitGroup
+
+	// groupLogs is the log the data groups share (sharedlog.go), opened
+	// with the first; logMu guards it.
+	logMu     sync.Mutex
+	groupLogs *logStore
 }
 
 // node returns the node's member of group g, nil if it runs none.

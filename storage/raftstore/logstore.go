@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,27 +20,49 @@ import (
 // (preallocated). A batch larger than that gets a segment of its own.
 const DefaultSegmentBytes = 64 << 20
 
-// logStore keeps Raft's log, HardState and snapshot metadata in
+// logStore keeps Raft logs, HardStates and snapshot metadata in
 // append-only segment files (segrecord.go has the format, DESIGN.md the
-// why), and mirrors them in a raft.MemoryStorage that raft reads (the log
-// is kept short by compaction, so it fits in memory). Only the appender
-// writes it (Open and Close aside); the fsync histogram is read by
-// anyone.
+// why). It holds either one group's log (the meta group's, or a data
+// group's kept from an earlier build: solo) or the log every data group
+// of a node shares (sharedlog.go), each group's records tagged with it.
+// Each group's log is mirrored in its groupLog's raft.MemoryStorage, which
+// raft reads (the log is kept short by compaction, so it fits in memory).
+// Writes go through commit, which makes whatever the groups queued while
+// the last write ran one write and one fdatasync; the segment files and
+// what the log holds of each group are the current writer's alone. The
+// fsync histogram is read by anyone.
 type logStore struct {
 	dir      string
 	id       uint64
 	fs       logFS
 	log      *zap.Logger
 	segBytes int64
-	mem      *raft.MemoryStorage
 
+	// solo is the one group of a log of one group (nil: shared); mem is
+	// its memory storage.
+	solo *groupLog
+	mem  *raft.MemoryStorage
+
+	// mu guards groups, queue and writing.
+	mu   sync.Mutex
+	cond *sync.Cond
+	// groups are the groups whose records the log holds, by tag.
+	groups  map[uint64]*groupLog
+	queue   []*logWrite
+	writing bool // a caller of commit is writing; the others wait
+	// repaired: --repair cut the log at load, so a group it holds no
+	// record of is not fresh (it may have lost them).
+	repaired bool
+
+	// The writer's (the caller of commit that writes):
 	// segs are the segment files, oldest first; the last is act's.
 	segs []*segment
 	act  *activeSegment
-	// hsDirty: the HardState in mem moved (its commit index only) since
-	// it was last written; it goes with the next write.
-	hsDirty bool
-	buf     []byte // reused for each write
+	buf  []byte // reused for each write
+	// keepFrom is, by group, the first entry it still needs: a segment
+	// goes once every group's entries in it lie before that (a group
+	// loaded but not yet compacted needs them all).
+	keepFrom map[uint64]uint64
 	// hasSpare: spare.tmp is a segment file compaction freed, to be
 	// written over as the next segment (segrecycle.go).
 	hasSpare bool
@@ -48,13 +71,34 @@ type logStore struct {
 	closed atomic.Bool
 }
 
+// groupLog is one group's log in a logStore. Only the group's appender
+// calls its methods (Open and Close aside); its memory storage is safe for
+// all.
+type groupLog struct {
+	ls  *logStore
+	tag uint64 // its records' group in a shared log; 0 in a solo one
+	mem *raft.MemoryStorage
+	// hsDirty: the HardState in mem moved (its commit index only) since
+	// it was last written; it goes with the next write.
+	hsDirty bool
+	// The writer's: the HardState and snapshot metadata the log holds
+	// durably for the group, which open every new segment.
+	hs   pb.HardState
+	snap pb.SnapshotMetadata
+	// claimed: a group of the node took this log (a shared log's groups
+	// loaded from disk wait to be claimed; the others are dropped).
+	claimed bool
+	closed  atomic.Bool
+}
+
 // segment is one segment file.
 type segment struct {
 	seq  uint64
 	path string
-	// maxIndex is the highest entry index written in it (0: none). Once
-	// the log is compacted past it, the file goes whole.
-	maxIndex uint64
+	// maxIndex is, by group tag, the highest entry index written in it.
+	// Once every group has compacted its log past its entries, the file
+	// goes whole.
+	maxIndex map[uint64]uint64
 }
 
 // activeSegment is the segment being written.
@@ -89,9 +133,20 @@ type logOptions struct {
 	segmentBytes int64 // 0: DefaultSegmentBytes
 }
 
-// openLogStore opens the log in dir (creating it) and loads it into
-// memory. It returns fresh = true for a new log.
+// openLogStore opens the log of one group in dir (creating it) and loads
+// it into memory. It returns fresh = true for a new log.
 func openLogStore(dir string, id uint64, o logOptions) (ls *logStore, fresh bool, err error) {
+	ls, fresh, err = openSegments(dir, id, o, false)
+	if err != nil {
+		return nil, false, err
+	}
+	return ls, fresh, nil
+}
+
+// openSegments opens the segment files in dir (creating them) and loads
+// them: into the one group's memory storage, or, shared, into a groupLog
+// for each group found, to be claimed.
+func openSegments(dir string, id uint64, o logOptions, shared bool) (ls *logStore, fresh bool, err error) {
 	if o.fs == nil {
 		o.fs = osLogFS{}
 	}
@@ -101,8 +156,14 @@ func openLogStore(dir string, id uint64, o logOptions) (ls *logStore, fresh bool
 	if o.segmentBytes <= 0 {
 		o.segmentBytes = DefaultSegmentBytes
 	}
-	ls = &logStore{dir: dir, id: id, fs: o.fs, log: o.log, segBytes: o.segmentBytes, mem: raft.NewMemoryStorage(),
-		fsyncs: newFsyncHist()}
+	ls = &logStore{dir: dir, id: id, fs: o.fs, log: o.log, segBytes: o.segmentBytes,
+		groups: map[uint64]*groupLog{}, keepFrom: map[uint64]uint64{}, fsyncs: newFsyncHist()}
+	ls.cond = sync.NewCond(&ls.mu)
+	if !shared {
+		ls.solo = ls.newGroup(0)
+		ls.solo.claimed = true
+		ls.mem = ls.solo.mem
+	}
 	if err := ls.fs.MkdirAll(dir); err != nil {
 		return nil, false, ls.unavailable("creating "+dir, err)
 	}
@@ -145,33 +206,45 @@ func openLogStore(dir string, id uint64, o logOptions) (ls *logStore, fresh bool
 	return ls, fresh, nil
 }
 
+// newGroup is a group's log, not yet registered.
+func (ls *logStore) newGroup(tag uint64) *groupLog {
+	g := &groupLog{ls: ls, tag: tag, mem: raft.NewMemoryStorage()}
+	ls.groups[tag] = g
+	return g
+}
+
 // save makes a Ready's entries, HardState and snapshot durable, in one
 // write and one fdatasync, then mirrors them in memory. The snapshot's
 // data must already be installed in the state database. A HardState that
 // only moves the commit index (mustSync false, no entries) is not written
 // at once: Raft does not need it durable (it learns the commit index
 // again); it goes with the next write.
-func (ls *logStore) save(hs pb.HardState, ents []pb.Entry, snap pb.Snapshot, mustSync bool) error {
+func (g *groupLog) save(hs pb.HardState, ents []pb.Entry, snap pb.Snapshot, mustSync bool) error {
 	install := !raft.IsEmptySnap(snap)
 	if !install && len(ents) == 0 && !mustSync {
 		if !raft.IsEmptyHardState(hs) {
-			ls.hsDirty = true
-			return ls.mem.SetHardState(hs)
+			g.hsDirty = true
+			return g.mem.SetHardState(hs)
 		}
 		return nil
 	}
 	writeHS := hs
-	if raft.IsEmptyHardState(writeHS) && ls.hsDirty {
-		writeHS, _, _ = ls.mem.InitialState()
+	if raft.IsEmptyHardState(writeHS) && g.hsDirty {
+		writeHS, _, _ = g.mem.InitialState()
 	}
-	var maxIndex uint64
+	lw := &logWrite{g: g}
 	if len(ents) > 0 {
-		maxIndex = ents[len(ents)-1].Index
+		lw.maxIndex = ents[len(ents)-1].Index
 	}
-	err := ls.write(func(w *recordWriter) error {
+	if install {
+		lw.snap = &snap.Metadata
+	}
+	if !raft.IsEmptyHardState(writeHS) {
+		lw.hs = &writeHS
+	}
+	lw.fill = func(w *recordWriter) error {
 		if install {
-			meta := pb.Snapshot{Metadata: snap.Metadata}
-			if err := w.addProto(recInstall, &meta.Metadata); err != nil {
+			if err := w.addProto(recInstall, &snap.Metadata); err != nil {
 				return err
 			}
 		}
@@ -180,81 +253,123 @@ func (ls *logStore) save(hs pb.HardState, ents []pb.Entry, snap pb.Snapshot, mus
 				return err
 			}
 		}
-		if !raft.IsEmptyHardState(writeHS) {
-			return w.addProto(recHardState, &writeHS)
+		if lw.hs != nil {
+			return w.addProto(recHardState, lw.hs)
 		}
 		return nil
-	}, maxIndex)
-	if err != nil {
-		return err
 	}
-	if !raft.IsEmptyHardState(writeHS) {
-		ls.hsDirty = false
-	}
-	if install {
-		if err := ls.mem.ApplySnapshot(pb.Snapshot{Metadata: snap.Metadata}); err != nil {
+	lw.apply = func() error {
+		if lw.hs != nil {
+			g.hsDirty = false
+		}
+		if install {
+			if err := g.mem.ApplySnapshot(pb.Snapshot{Metadata: snap.Metadata}); err != nil {
+				return err
+			}
+		}
+		if err := g.mem.Append(ents); err != nil {
 			return err
 		}
+		if !raft.IsEmptyHardState(hs) {
+			return g.mem.SetHardState(hs)
+		}
+		return nil
 	}
-	if err := ls.mem.Append(ents); err != nil {
-		return err
-	}
-	if !raft.IsEmptyHardState(hs) {
-		return ls.mem.SetHardState(hs)
-	}
-	return nil
+	return g.ls.commit(lw)
 }
 
 // compact records a snapshot at applied index (with cs, the ConfState as
-// of that index), drops the log up to keepFrom-1 from memory and deletes
-// the segment files whose entries all lie before keepFrom. The state
-// database must already be durable up to index.
-func (ls *logStore) compact(index uint64, cs pb.ConfState, keepFrom uint64) error {
-	snap, _ := ls.mem.Snapshot()
+// of that index), drops the log up to keepFrom-1 from memory and lets the
+// segment files go whose entries all lie before keepFrom (those of every
+// group, in a shared log). The state database must already be durable up
+// to index.
+func (g *groupLog) compact(index uint64, cs pb.ConfState, keepFrom uint64) error {
+	snap, _ := g.mem.Snapshot()
 	if index <= snap.Metadata.Index {
 		return nil
 	}
-	term, err := ls.mem.Term(index)
+	term, err := g.mem.Term(index)
 	if err != nil {
 		return err
 	}
 	meta := pb.SnapshotMetadata{ConfState: cs, Index: index, Term: term}
-	hs, _, _ := ls.mem.InitialState()
-	dirty := ls.hsDirty
-	err = ls.write(func(w *recordWriter) error {
+	lw := &logWrite{g: g, snap: &meta, keepFrom: keepFrom}
+	if g.hsDirty { // so that the commit index on disk is not behind the snapshot
+		hs, _, _ := g.mem.InitialState()
+		lw.hs = &hs
+	}
+	lw.fill = func(w *recordWriter) error {
 		if err := w.addProto(recSnapshot, &meta); err != nil {
 			return err
 		}
-		if dirty { // so that the commit index on disk is not behind the snapshot
-			return w.addProto(recHardState, &hs)
+		if lw.hs != nil {
+			return w.addProto(recHardState, lw.hs)
 		}
 		return nil
-	}, 0)
-	if err != nil {
-		return err
 	}
-	if dirty {
-		ls.hsDirty = false
-	}
-	if _, err := ls.mem.CreateSnapshot(index, &cs, nil); err != nil {
-		return err
-	}
-	if first, _ := ls.mem.FirstIndex(); keepFrom > first {
-		if err := ls.mem.Compact(keepFrom - 1); err != nil {
+	lw.apply = func() error {
+		if lw.hs != nil {
+			g.hsDirty = false
+		}
+		if _, err := g.mem.CreateSnapshot(index, &cs, nil); err != nil {
 			return err
 		}
+		if first, _ := g.mem.FirstIndex(); keepFrom > first {
+			return g.mem.Compact(keepFrom - 1)
+		}
+		return nil
 	}
-	ls.dropSegments(keepFrom)
+	return g.ls.commit(lw)
+}
+
+// close writes a HardState still pending (best effort); a solo log's
+// active segment is closed with it, a shared one stays open for the other
+// groups (closeShared closes it).
+func (g *groupLog) close() error {
+	if g.closed.Swap(true) {
+		return nil
+	}
+	ls := g.ls
+	if g.hsDirty && !ls.closed.Load() && (g.shared() || !ls.act.failed) {
+		hs, _, _ := g.mem.InitialState()
+		_ = ls.commit(&logWrite{g: g, hs: &hs, fill: func(w *recordWriter) error { return w.addProto(recHardState, &hs) },
+			apply: func() error { g.hsDirty = false; return nil }})
+	}
+	if !g.shared() {
+		return ls.closeFiles()
+	}
+	g.release()
 	return nil
 }
 
+// fsyncLatency is the histogram of the log's fdatasyncs (in a shared log,
+// those of every group); ok is false once closed.
+func (g *groupLog) fsyncLatency() (*dto.Histogram, bool) {
+	if g.closed.Load() {
+		return nil, false
+	}
+	return histogramOf(g.ls.fsyncs)
+}
+
+// The solo group's methods, on its log.
+func (ls *logStore) save(hs pb.HardState, ents []pb.Entry, snap pb.Snapshot, mustSync bool) error {
+	return ls.solo.save(hs, ents, snap, mustSync)
+}
+
+func (ls *logStore) compact(index uint64, cs pb.ConfState, keepFrom uint64) error {
+	return ls.solo.compact(index, cs, keepFrom)
+}
+
+func (ls *logStore) close() error { return ls.solo.close() }
+
 // dropSegments deletes the oldest segment files while every entry they
-// hold lies before keepFrom (the active one stays), keeping one as the
-// spare (segrecycle.go). Each removal is made durable before the next, so
-// that the files left are always a run of consecutive segments. A failure
-// is logged; the next compaction tries again.
-func (ls *logStore) dropSegments(keepFrom uint64) {
-	for len(ls.segs) > 1 && ls.segs[0] != ls.act.seg && ls.segs[0].maxIndex < keepFrom {
+// hold lies before its group's keepFrom (the active one stays), keeping
+// one as the spare (segrecycle.go). Each removal is made durable before
+// the next, so that the files left are always a run of consecutive
+// segments. A failure is logged; the next compaction tries again. Only the
+// writer calls it.
+func (ls *logStore) dropSegments() {
+	for len(ls.segs) > 1 && ls.segs[0] != ls.act.seg && ls.freed(ls.segs[0]) {
 		s := ls.segs[0]
 		if err := ls.retire(s); err != nil {
 			ls.log.Warn("cannot remove a compacted raft log segment; the next compaction retries", zap.String("file", s.path), zap.Error(err))
@@ -268,24 +383,28 @@ func (ls *logStore) dropSegments(keepFrom uint64) {
 	}
 }
 
-// fsyncLatency is the histogram of the log's fdatasyncs; ok is false once
-// closed.
-func (ls *logStore) fsyncLatency() (*dto.Histogram, bool) {
-	if ls.closed.Load() {
-		return nil, false
+// freed: every group has compacted past its entries in s.
+func (ls *logStore) freed(s *segment) bool {
+	for tag, last := range s.maxIndex {
+		if last >= ls.keepFrom[tag] {
+			return false
+		}
 	}
-	return histogramOf(ls.fsyncs)
+	return true
 }
 
-// close writes a HardState still pending (best effort) and closes the
-// active segment.
-func (ls *logStore) close() error {
-	if ls.closed.Swap(true) {
-		return nil
+// closeFiles closes the active segment once the writer is done; later
+// writes fail with ErrClosed.
+func (ls *logStore) closeFiles() error {
+	ls.mu.Lock()
+	for ls.writing {
+		ls.cond.Wait()
 	}
-	if ls.hsDirty && !ls.act.failed {
-		hs, _, _ := ls.mem.InitialState()
-		_ = ls.write(func(w *recordWriter) error { return w.addProto(recHardState, &hs) }, 0)
+	wasClosed := ls.closed.Swap(true)
+	ls.cond.Broadcast()
+	ls.mu.Unlock()
+	if wasClosed {
+		return nil
 	}
 	return ls.act.f.Close()
 }

@@ -36,7 +36,7 @@ type Node struct {
 
 	tr     groupLink   // the node's transport, for this group
 	client *Client     // to ask peers for their status
-	logs   *logStore   // written by the appender; its memory storage is safe for all
+	logs   *groupLog   // written by the appender; its memory storage is safe for all
 	state  *stateStore // written by the applier
 	loop   loopState   // owned by the loop goroutine
 	apl    applierState
@@ -153,6 +153,7 @@ func Open(cfg Config) (*Node, error) {
 			n.logs.close()
 			n.state.close()
 		}
+		h.closeGroupLogs()
 	}
 	meta, err := openGroup(cfg, h, 0)
 	if err != nil {
@@ -175,6 +176,10 @@ func Open(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("raftstore: group %d: %w", gs[i], err)
 		}
 		opened = append(opened, n)
+	}
+	if err := h.dropUnclaimedLogs(); err != nil {
+		closeOpened()
+		return nil, err
 	}
 	for _, n := range opened {
 		h.nodes[n.group] = n
@@ -229,7 +234,7 @@ func openGroup(cfg Config, h *host, g uint64) (*Node, error) {
 	// after a crash the node replays the log from the database's last
 	// flush, so the database writes no write-ahead log of its own.
 	sopts.NoWAL = true
-	logs, fresh, err := openLogStore(filepath.Join(cfg.Dir, "raftlog"), cfg.ID, logOptions{fs: cfg.logFS,
+	logs, fresh, err := h.openGroupLog(cfg, g, logOptions{fs: cfg.logFS,
 		repair: cfg.Store.Repair, log: log.Named("log"), segmentBytes: cfg.segmentBytes})
 	if err != nil {
 		return nil, err
@@ -245,9 +250,8 @@ func openGroup(cfg Config, h *host, g uint64) (*Node, error) {
 		if err = n.checkRestoredStart(fresh); err != nil {
 			// The log this start created holds nothing: leave the
 			// directory as it was, for a start as the only member.
-			logs.close()
+			logs.discard()
 			n.state.close()
-			_ = os.RemoveAll(filepath.Join(cfg.Dir, "raftlog"))
 			return nil, err
 		}
 		err = n.initLoop(fresh)
@@ -356,6 +360,9 @@ func (n *Node) Close() error {
 				errs = append(errs, fmt.Errorf("group %d: %w", g.group, err))
 			}
 		}
+	}
+	if err := n.host.closeGroupLogs(); err != nil {
+		errs = append(errs, fmt.Errorf("the data groups' log: %w", err))
 	}
 	err := n.closeGroup()
 	if errors.Is(err, storage.ErrClosed) {

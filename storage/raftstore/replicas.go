@@ -208,6 +208,11 @@ func (h *host) drop(n *Node) {
 			h.tr.removePeer(n.group, id)
 		}
 	}
+	if n.logs.shared() {
+		if err := n.logs.forget(); err != nil {
+			n.log.Warn("cannot write that a data group left the node's log; the next start drops it", zap.Error(err))
+		}
+	}
 	if err := os.RemoveAll(n.cfg.Dir); err != nil {
 		n.log.Warn("cannot delete the directory of a data group this node no longer holds", zap.Error(err))
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 
@@ -81,7 +82,7 @@ type damage struct {
 
 // readResult is what reading the segments gives.
 type readResult struct {
-	l logLoad
+	groups map[uint64]*logLoad // by tag
 	// tail is where the last segment's trusted records end; torn is set
 	// when bytes follow them that must not be written over (a write a
 	// crash cut short, or damage cut by repair): the log then goes on in
@@ -132,7 +133,7 @@ func (ls *logStore) load(seqs []uint64, repair bool) (fresh bool, err error) {
 		ls.log.Warn("raft log damaged; cut there (--repair): the node fetches what it lacks from the leader",
 			zap.String("file", path), zap.Int64("offset", res.dmg.off), zap.String("damage", res.dmg.why),
 			zap.String("copy", kept))
-		repaired = true
+		repaired, ls.repaired = true, true
 		if res.dmg.off == 0 { // the segment's header: it goes whole
 			seqs, lastEnd = seqs[:res.dmg.seg], -1
 		} else {
@@ -177,6 +178,7 @@ func (ls *logStore) keepDamaged(seqs []uint64, d *damage) (string, error) {
 // acknowledged).
 func (ls *logStore) read(seqs []uint64, lastEnd int64) (res readResult, err error) {
 	ls.segs = ls.segs[:0]
+	res.groups = map[uint64]*logLoad{}
 	headers := make([]segHeader, len(seqs))
 	for i, seq := range seqs {
 		path := filepath.Join(ls.dir, segName(seq))
@@ -200,7 +202,7 @@ func (ls *logStore) read(seqs []uint64, lastEnd int64) (res readResult, err erro
 		if i < len(seqs)-1 {
 			end = headers[i+1].prevEnd
 		}
-		s := &segment{seq: seq, path: path}
+		s := &segment{seq: seq, path: path, maxIndex: map[uint64]uint64{}}
 		ls.segs = append(ls.segs, s)
 		if end == 0 {
 			continue // its first write failed: nothing in it counts
@@ -249,12 +251,10 @@ func (ls *logStore) read(seqs []uint64, lastEnd int64) (res readResult, err erro
 				break
 			}
 			if off > 0 {
-				m, err := res.l.apply(r)
-				if err != nil {
-					res.dmg = &damage{seg: i, off: off, why: err.Error()}
+				if why := ls.take(&res, r, s); why != "" {
+					res.dmg = &damage{seg: i, off: off, why: why}
 					return res, nil
 				}
-				s.maxIndex = max(s.maxIndex, m)
 			}
 			synced, off = r.synced, r.end
 		}
@@ -266,40 +266,49 @@ func (ls *logStore) read(seqs []uint64, lastEnd int64) (res readResult, err erro
 	return res, nil
 }
 
-// finishLoad fills the memory storage with what was read and opens the
-// log for appending: after the last record, or in a new segment when
-// something follows it.
+// take reads record r of segment s into the group it names; why says why
+// it is damage.
+func (ls *logStore) take(res *readResult, r record, s *segment) (why string) {
+	if ls.solo != nil && r.tag != 0 {
+		return fmt.Sprintf("a record of group %d in the log of one group", r.tag)
+	}
+	if r.typ == recDrop {
+		delete(res.groups, r.tag)
+		for _, s := range ls.segs {
+			delete(s.maxIndex, r.tag)
+		}
+		return ""
+	}
+	l := res.groups[r.tag]
+	if l == nil {
+		l = &logLoad{}
+		res.groups[r.tag] = l
+	}
+	m, err := l.apply(r)
+	if err != nil {
+		return err.Error()
+	}
+	if m > 0 {
+		s.maxIndex[r.tag] = max(s.maxIndex[r.tag], m)
+	}
+	return ""
+}
+
+// finishLoad fills each group's memory storage with what was read and
+// opens the log for appending: after the last record, or in a new segment
+// when something follows it.
 func (ls *logStore) finishLoad(res readResult, repair bool) error {
-	l := &res.l
-	if l.snap.Index > 0 {
-		if err := ls.mem.ApplySnapshot(pb.Snapshot{Metadata: l.snap}); err != nil {
-			return err
+	if ls.solo != nil {
+		if l := res.groups[0]; l != nil {
+			if err := ls.solo.fill(l, repair); err != nil {
+				return err
+			}
 		}
-	}
-	first := l.snap.Index + 1
-	ents := l.ents
-	for len(ents) > 0 && ents[0].Index < first {
-		ents = ents[1:]
-	}
-	if len(ents) > 0 && ents[0].Index != first {
-		if !repair {
-			return fmt.Errorf("raftstore: raft log %s: %w: its entries start at %d, after the snapshot at %d; %s",
-				ls.dir, storage.ErrCorrupt, ents[0].Index, first-1, repairHint)
-		}
-		ls.log.Warn("raft log entries missing after the snapshot; dropping the rest (--repair)",
-			zap.Uint64("snapshot", first-1), zap.Uint64("from", ents[0].Index))
-		ents = nil
-	}
-	if err := ls.mem.Append(ents); err != nil {
-		return err
-	}
-	if hs := l.hs; hs.Term != 0 || hs.Vote != 0 || hs.Commit != 0 {
-		// The commit index need not be durable (it is written lazily):
-		// keep it within what the log holds, as Raft requires.
-		last, _ := ls.mem.LastIndex()
-		hs.Commit = min(max(hs.Commit, l.snap.Index), last)
-		if err := ls.mem.SetHardState(hs); err != nil {
-			return err
+	} else {
+		for _, tag := range slices.Sorted(maps.Keys(res.groups)) {
+			if err := ls.newGroup(tag).fill(res.groups[tag], repair); err != nil {
+				return err
+			}
 		}
 	}
 	last := ls.segs[len(ls.segs)-1]
@@ -307,7 +316,7 @@ func (ls *logStore) finishLoad(res readResult, repair bool) error {
 		if err := ls.startSegment(last.seq+1, res.tail); err != nil {
 			return err
 		}
-		return ls.write(nil, 0)
+		return ls.write(nil, nil, ls.liveLocked())
 	}
 	f, err := ls.fs.OpenRW(last.path)
 	if err != nil {
@@ -319,6 +328,44 @@ func (ls *logStore) finishLoad(res readResult, repair bool) error {
 		return ls.unavailable("reading "+last.path, err)
 	}
 	ls.act = &activeSegment{seg: last, f: f, off: res.tail, synced: res.tail, alloc: size, writes: 1, dirSynced: true}
+	return nil
+}
+
+// fill fills the group's memory storage with what was read of it.
+func (g *groupLog) fill(l *logLoad, repair bool) error {
+	ls := g.ls
+	g.hs, g.snap = l.hs, l.snap
+	if l.snap.Index > 0 {
+		if err := g.mem.ApplySnapshot(pb.Snapshot{Metadata: l.snap}); err != nil {
+			return err
+		}
+	}
+	first := l.snap.Index + 1
+	ents := l.ents
+	for len(ents) > 0 && ents[0].Index < first {
+		ents = ents[1:]
+	}
+	if len(ents) > 0 && ents[0].Index != first {
+		if !repair {
+			return fmt.Errorf("raftstore: raft log %s: %w: %sits entries start at %d, after the snapshot at %d; %s",
+				ls.dir, storage.ErrCorrupt, g.name(), ents[0].Index, first-1, repairHint)
+		}
+		ls.log.Warn("raft log entries missing after the snapshot; dropping the rest (--repair)",
+			zap.Uint64("group", g.tag), zap.Uint64("snapshot", first-1), zap.Uint64("from", ents[0].Index))
+		ents = nil
+	}
+	if err := g.mem.Append(ents); err != nil {
+		return err
+	}
+	if hs := l.hs; hs.Term != 0 || hs.Vote != 0 || hs.Commit != 0 {
+		// The commit index need not be durable (it is written lazily):
+		// keep it within what the log holds, as Raft requires.
+		last, _ := g.mem.LastIndex()
+		hs.Commit = min(max(hs.Commit, l.snap.Index), last)
+		if err := g.mem.SetHardState(hs); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -351,7 +398,7 @@ func (ls *logStore) readFile(path string, n int64) ([]byte, error) {
 // data that was written once the segment had been synced past off, or -1.
 func durableAfter(data []byte, id, seq uint64, off int64) int64 {
 	for p := off + recAlign; p+recHeaderLen <= int64(len(data)); p += recAlign {
-		if t := recType(data[p+8]); t < recSegment || t > recInstall {
+		if t := recType(data[p+8]); t < recSegment || t > recDrop {
 			continue
 		}
 		if synced := int64(binary.LittleEndian.Uint64(data[p+16:])); synced <= off {

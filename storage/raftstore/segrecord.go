@@ -17,7 +17,8 @@ import (
 //	        the record's offset (8 bytes each, not stored), then [4:24]
 //	[4:8]   payload length
 //	[8]     type
-//	[9:12]  zero
+//	[9:12]  the Raft group whose record it is, in the log the data groups
+//	        of a node share (sharedlog.go); zero in a group's own log
 //	[12:16] CRC-32C of the payload
 //	[16:24] synced: how far the segment had been fdatasynced when the
 //	        record was written
@@ -52,7 +53,13 @@ const (
 	// recInstall is the metadata of a snapshot received from the leader:
 	// every entry read before it is void.
 	recInstall
+	// recDrop says the group left the node (a replica moved away): its
+	// records before it are void.
+	recDrop
 )
+
+// maxTag bounds the group a record names (three bytes of its header).
+const maxTag = 1<<24 - 1
 
 func (t recType) String() string {
 	switch t {
@@ -66,6 +73,8 @@ func (t recType) String() string {
 		return "snapshot"
 	case recInstall:
 		return "installed snapshot"
+	case recDrop:
+		return "group dropped"
 	}
 	return "type " + strconv.Itoa(int(t))
 }
@@ -95,6 +104,7 @@ type recordWriter struct {
 	base    int64
 	synced  int64
 	buf     []byte
+	tag     uint64 // the group of the records added (shared log)
 }
 
 // add appends a record of typ whose payload, of size bytes, fill writes:
@@ -115,6 +125,7 @@ func (w *recordWriter) add(typ recType, size int, fill func(p []byte) error) err
 	}
 	binary.LittleEndian.PutUint32(rec[4:], uint32(size))
 	rec[8] = byte(typ)
+	rec[9], rec[10], rec[11] = byte(w.tag), byte(w.tag>>8), byte(w.tag>>16)
 	binary.LittleEndian.PutUint32(rec[12:], crc32.Checksum(payload, castagnoli))
 	binary.LittleEndian.PutUint64(rec[16:], uint64(w.synced))
 	binary.LittleEndian.PutUint32(rec[0:], headerCRC(w.id, w.seq, w.base+int64(start), rec))
@@ -140,8 +151,9 @@ func (w *recordWriter) addProto(typ recType, m marshaler) error {
 // record is a record read back.
 type record struct {
 	typ     recType
-	off     int64 // where it starts
-	end     int64 // where the next one starts
+	tag     uint64 // its group (shared log), 0 in a group's own
+	off     int64  // where it starts
+	end     int64  // where the next one starts
 	synced  int64
 	payload []byte
 }
@@ -160,7 +172,7 @@ func readRecord(data []byte, id, seq uint64, off int64) (r record, why string) {
 	typ := recType(h[8])
 	synced := int64(binary.LittleEndian.Uint64(h[16:]))
 	switch {
-	case h[9] != 0 || h[10] != 0 || h[11] != 0 || typ < recSegment || typ > recInstall:
+	case typ < recSegment || typ > recDrop:
 		return r, "not a record header"
 	case synced > off || synced%recAlign != 0:
 		return r, "not a record header (its synced offset is past it)"
@@ -175,7 +187,8 @@ func readRecord(data []byte, id, seq uint64, off int64) (r record, why string) {
 	if binary.LittleEndian.Uint32(h[12:]) != crc32.Checksum(payload, castagnoli) {
 		return r, "payload checksum mismatch"
 	}
-	return record{typ: typ, off: off, end: end, synced: synced, payload: payload}, ""
+	tag := uint64(h[9]) | uint64(h[10])<<8 | uint64(h[11])<<16
+	return record{typ: typ, tag: tag, off: off, end: end, synced: synced, payload: payload}, ""
 }
 
 func allZero(b []byte) bool {

@@ -11,7 +11,7 @@ func (ls *logStore) create() error {
 	if err := ls.startSegment(1, 0); err != nil {
 		return err
 	}
-	return ls.write(nil, 0)
+	return ls.write(nil, nil, ls.liveLocked())
 }
 
 // startSegment makes segment seq the one written: the spare (a segment
@@ -37,7 +37,7 @@ func (ls *logStore) startSegment(seq uint64, prevEnd int64) error {
 	if ls.act != nil {
 		ls.act.f.Close()
 	}
-	s := &segment{seq: seq, path: path}
+	s := &segment{seq: seq, path: path, maxIndex: map[uint64]uint64{}}
 	ls.segs = append(ls.segs, s)
 	ls.act = &activeSegment{seg: s, f: f, alloc: size, prevEnd: prevEnd, recycled: recycled}
 	return nil
@@ -45,8 +45,10 @@ func (ls *logStore) startSegment(seq uint64, prevEnd int64) error {
 
 // write writes the records fill adds (nil: none) with one write and one
 // fdatasync, starting a new segment first when the active one is full or
-// failed. maxIndex is the highest entry index among them (0: none).
-func (ls *logStore) write(fill func(w *recordWriter) error, maxIndex uint64) error {
+// failed (its opening records say where each of the live groups stands).
+// batch are the writes the records are of, which say the highest entry
+// index of each group among them.
+func (ls *logStore) write(fill func(w *recordWriter) error, batch []*logWrite, live []*groupLog) error {
 	w := &recordWriter{id: ls.id, buf: ls.buf[:0]}
 	defer func() {
 		ls.buf = nil
@@ -66,7 +68,7 @@ func (ls *logStore) write(fill func(w *recordWriter) error, maxIndex uint64) err
 		}
 		w.seq, w.base, w.synced, w.buf = a.seg.seq, a.off, a.synced, w.buf[:0]
 		if a.off == 0 {
-			if err := ls.opening(w, a.prevEnd); err != nil {
+			if err := ls.opening(w, a.prevEnd, live); err != nil {
 				return err
 			}
 		}
@@ -112,24 +114,36 @@ func (ls *logStore) write(fill func(w *recordWriter) error, maxIndex uint64) err
 	if fill != nil {
 		a.writes++
 	}
-	a.seg.maxIndex = max(a.seg.maxIndex, maxIndex)
+	for _, lw := range batch {
+		if lw.maxIndex > 0 {
+			a.seg.maxIndex[lw.g.tag] = max(a.seg.maxIndex[lw.g.tag], lw.maxIndex)
+		}
+	}
 	return nil
 }
 
 // opening adds a segment's first records: its header, then the snapshot
-// metadata and the HardState as they stand.
-func (ls *logStore) opening(w *recordWriter, prevEnd int64) error {
+// metadata and the HardState the log holds for each group, so that older
+// segments can be deleted whole.
+func (ls *logStore) opening(w *recordWriter, prevEnd int64, live []*groupLog) error {
 	h := segHeader{id: ls.id, seq: w.seq, prevEnd: prevEnd, recycled: ls.act.recycled}
+	w.tag = 0
 	if err := w.add(recSegment, segHeaderSize, h.fill); err != nil {
 		return err
 	}
-	if snap, _ := ls.mem.Snapshot(); snap.Metadata.Index > 0 {
-		if err := w.addProto(recSnapshot, &snap.Metadata); err != nil {
-			return err
+	for _, g := range live {
+		w.tag = g.tag
+		if g.snap.Index > 0 {
+			if err := w.addProto(recSnapshot, &g.snap); err != nil {
+				return err
+			}
+		}
+		if hs := g.hs; hs.Term != 0 || hs.Vote != 0 || hs.Commit != 0 {
+			if err := w.addProto(recHardState, &hs); err != nil {
+				return err
+			}
 		}
 	}
-	if hs, _, _ := ls.mem.InitialState(); hs.Term != 0 || hs.Vote != 0 || hs.Commit != 0 {
-		return w.addProto(recHardState, &hs)
-	}
+	w.tag = 0
 	return nil
 }

@@ -152,20 +152,23 @@ create_partitioned() {
   done
 }
 
-# fresh_logs DIR N GROUPS: the Raft logs carrying the load (each data
-# group's, else the one group's) whose newest segment is not past the
-# second, i.e. which have not yet written over a recycled file, one per
-# line as "node I group G: segment S" (G 0: the one group).
+# fresh_logs DIR N GROUPS: the Raft logs carrying the load (the log the
+# data groups share, and any data group's own, else the one group's)
+# whose newest segment is not past the second, i.e. which have not yet
+# written over a recycled file, one per line as "node I log G: segment S"
+# (G 0: the one group's, shared: the data groups').
 fresh_logs() {
   local dir=$1 n=$2 groups=$3 i log seg g
   for i in $(seq 1 "$n"); do
-    if [ "$groups" -gt 0 ]; then set -- "$dir/node$i"/cluster/groups/*/raftlog; else set -- "$dir/node$i/cluster/raftlog"; fi
+    if [ "$groups" -gt 0 ]; then set -- "$dir/node$i/cluster/grouplog" "$dir/node$i"/cluster/groups/*/raftlog; else set -- "$dir/node$i/cluster/raftlog"; fi
     for log in "$@"; do
+      [ -d "$log" ] || continue
       seg=$(find "$log" -maxdepth 1 -name '*.seg' -printf '%f\n' 2>/dev/null | sed 's/\.seg$//' | sort | tail -1 || true)
       [ -n "$seg" ] && [ $((16#$seg)) -gt 2 ] && continue
       g=0
-      [ "$groups" -gt 0 ] && g=$(basename "$(dirname "$log")")
-      echo "node $i group $g: segment $((16#${seg:-0}))"
+      [ "$log" = "$dir/node$i/cluster/grouplog" ] && g=shared
+      [ "$groups" -gt 0 ] && [ "$g" = 0 ] && g=$(basename "$(dirname "$log")")
+      echo "node $i log $g: segment $((16#${seg:-0}))"
     done
   done
 }
