@@ -3,6 +3,7 @@ package raftstore
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -51,9 +52,18 @@ func (ls *logStore) commit(lw *logWrite) error {
 		ls.mu.Unlock()
 		return fmt.Errorf("raftstore: raft log %s: %w", ls.dir, storage.ErrClosed)
 	}
+	ls.writing = true
+	if ls.solo == nil {
+		// Let the other groups' appenders that are ready to run queue
+		// their writes first: under a CPU budget of less than a core the
+		// broker runs on one thread, where none of them runs while this
+		// one writes and fsyncs, so without it each would write alone.
+		ls.mu.Unlock()
+		runtime.Gosched()
+		ls.mu.Lock()
+	}
 	batch := ls.queue
 	ls.queue = nil
-	ls.writing = true
 	live := ls.liveLocked()
 	ls.mu.Unlock()
 
