@@ -64,12 +64,11 @@ func (ls *logStore) commit(lw *logWrite) error {
 	}
 	batch := ls.queue
 	ls.queue = nil
-	live := ls.liveLocked()
 	ls.mu.Unlock()
 
-	err := ls.writeBatch(batch, live)
+	err := ls.writeBatch(batch)
 	if err == nil {
-		ls.relocate(live)
+		ls.relocate()
 	}
 
 	ls.mu.Lock()
@@ -88,8 +87,11 @@ func (ls *logStore) commit(lw *logWrite) error {
 	return lw.err
 }
 
-// liveLocked lists the groups whose state opens a new segment, by tag.
-func (ls *logStore) liveLocked() []*groupLog {
+// liveGroups lists the groups the log holds, by tag: whose state opens a
+// new segment.
+func (ls *logStore) liveGroups() []*groupLog {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	live := make([]*groupLog, 0, len(ls.groups))
 	for _, g := range ls.groups {
 		live = append(live, g)
@@ -101,8 +103,8 @@ func (ls *logStore) liveLocked() []*groupLog {
 // writeBatch writes the batch's records, each tagged with its group, then
 // takes note of what each made durable, and lets segments go that every
 // group has compacted past.
-func (ls *logStore) writeBatch(batch []*logWrite, live []*groupLog) error {
-	if err := ls.write(fillAll(batch), batch, live); err != nil {
+func (ls *logStore) writeBatch(batch []*logWrite) error {
+	if err := ls.write(fillAll(batch), batch); err != nil {
 		return err
 	}
 	compacted := false

@@ -38,10 +38,8 @@ type logStore struct {
 	log      *zap.Logger
 	segBytes int64
 
-	// solo is the one group of a log of one group (nil: shared); mem is
-	// its memory storage.
+	// solo is the one group of a log of one group (nil: shared).
 	solo *groupLog
-	mem  *raft.MemoryStorage
 
 	// mu guards groups, queue and writing.
 	mu   sync.Mutex
@@ -136,11 +134,7 @@ type logOptions struct {
 // openLogStore opens the log of one group in dir (creating it) and loads
 // it into memory. It returns fresh = true for a new log.
 func openLogStore(dir string, id uint64, o logOptions) (ls *logStore, fresh bool, err error) {
-	ls, fresh, err = openSegments(dir, id, o, false)
-	if err != nil {
-		return nil, false, err
-	}
-	return ls, fresh, nil
+	return openSegments(dir, id, o, false)
 }
 
 // openSegments opens the segment files in dir (creating them) and loads
@@ -162,7 +156,6 @@ func openSegments(dir string, id uint64, o logOptions, shared bool) (ls *logStor
 	if !shared {
 		ls.solo = ls.newGroup(0)
 		ls.solo.claimed = true
-		ls.mem = ls.solo.mem
 	}
 	if err := ls.fs.MkdirAll(dir); err != nil {
 		return nil, false, ls.unavailable("creating "+dir, err)
@@ -324,7 +317,7 @@ func (g *groupLog) compact(index uint64, cs pb.ConfState, keepFrom uint64) error
 
 // close writes a HardState still pending (best effort); a solo log's
 // active segment is closed with it, a shared one stays open for the other
-// groups (closeShared closes it).
+// groups (host.closeGroupLogs closes it).
 func (g *groupLog) close() error {
 	if g.closed.Swap(true) {
 		return nil

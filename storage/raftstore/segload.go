@@ -316,7 +316,7 @@ func (ls *logStore) finishLoad(res readResult, repair bool) error {
 		if err := ls.startSegment(last.seq+1, res.tail); err != nil {
 			return err
 		}
-		return ls.write(nil, nil, ls.liveLocked())
+		return ls.write(nil, nil)
 	}
 	f, err := ls.fs.OpenRW(last.path)
 	if err != nil {

@@ -246,7 +246,7 @@ func TestLogDiskFaults(t *testing.T) {
 				if !errors.Is(err, storage.ErrUnavailable) || !errors.Is(err, tc.err) {
 					t.Fatalf("save %d with the disk failing: %v; want ErrUnavailable wrapping %v", i, err, tc.err)
 				}
-				if last, _ := ls.mem.LastIndex(); last != next-1 {
+				if last, _ := ls.solo.mem.LastIndex(); last != next-1 {
 					t.Fatalf("a failed save reached memory: last index %d", last)
 				}
 			}
@@ -262,7 +262,7 @@ func TestLogDiskFaults(t *testing.T) {
 			ls.close()
 			ls = openLog(t, dir, o)
 			wantEntries(t, ls, want)
-			if got, _, _ := ls.mem.InitialState(); got.Commit != next+19 {
+			if got, _, _ := ls.solo.mem.InitialState(); got.Commit != next+19 {
 				t.Fatalf("hard state after reopen %+v", got)
 			}
 		})

@@ -61,12 +61,12 @@ func mustSave(t *testing.T, ls *logStore, hs pb.HardState, ents []pb.Entry) {
 // logEntries returns what the memory storage holds after its snapshot.
 func logEntries(t *testing.T, ls *logStore) []pb.Entry {
 	t.Helper()
-	first, _ := ls.mem.FirstIndex()
-	last, _ := ls.mem.LastIndex()
+	first, _ := ls.solo.mem.FirstIndex()
+	last, _ := ls.solo.mem.LastIndex()
 	if last < first {
 		return nil
 	}
-	ents, err := ls.mem.Entries(first, last+1, math.MaxUint64)
+	ents, err := ls.solo.mem.Entries(first, last+1, math.MaxUint64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestLogAppendAndReopen(t *testing.T) {
 		t.Fatalf("reopen: fresh %v, %v", fresh, err)
 	}
 	wantEntries(t, ls, testEntries(1, 9, 2))
-	if got, _, _ := ls.mem.InitialState(); got != (pb.HardState{Term: 2, Vote: 1, Commit: 9}) {
+	if got, _, _ := ls.solo.mem.InitialState(); got != (pb.HardState{Term: 2, Vote: 1, Commit: 9}) {
 		t.Fatalf("hard state after reopen: %+v", got)
 	}
 	// And it goes on appending in the same segment.
@@ -190,7 +190,7 @@ func TestLogRotateAndCompact(t *testing.T) {
 	ls.close()
 
 	ls = openLog(t, dir, o)
-	snap, _ := ls.mem.Snapshot()
+	snap, _ := ls.solo.mem.Snapshot()
 	if snap.Metadata.Index != 150 || snap.Metadata.Term != 1 || !slices.Equal(snap.Metadata.ConfState.Voters, cs.Voters) {
 		t.Fatalf("snapshot after reopen: %+v", snap.Metadata)
 	}
@@ -221,7 +221,7 @@ func TestLogInstallSnapshot(t *testing.T) {
 	mustSave(t, ls, pb.HardState{Term: 4, Commit: 53}, testEntries(51, 53, 4))
 	ls.close()
 	ls = openLog(t, dir, logOptions{})
-	got, _ := ls.mem.Snapshot()
+	got, _ := ls.solo.mem.Snapshot()
 	if got.Metadata.Index != 50 || got.Metadata.Term != 4 {
 		t.Fatalf("snapshot %+v", got.Metadata)
 	}
@@ -285,7 +285,7 @@ func TestLogTornTailIsCut(t *testing.T) {
 
 			ls = openLog(t, dir, logOptions{})
 			wantEntries(t, ls, testEntries(1, 10, 1))
-			if hs, _, _ := ls.mem.InitialState(); hs.Commit != 10 {
+			if hs, _, _ := ls.solo.mem.InitialState(); hs.Commit != 10 {
 				t.Fatalf("hard state %+v: want the one before the torn write", hs)
 			}
 			if n := len(segFiles(t, dir)); (n == 1) != tc.fresh {
@@ -476,8 +476,8 @@ func BenchmarkFollowerAppend(b *testing.B) {
 		if err := ls.save(pb.HardState{Term: 1, Commit: next - 1}, ents, pb.Snapshot{}, true); err != nil {
 			b.Fatal(err)
 		}
-		if first, _ := ls.mem.FirstIndex(); next-first > 8192 { // keep the mirror short, as compaction does
-			if err := ls.mem.Compact(next - 1024); err != nil {
+		if first, _ := ls.solo.mem.FirstIndex(); next-first > 8192 { // keep the mirror short, as compaction does
+			if err := ls.solo.mem.Compact(next - 1024); err != nil {
 				b.Fatal(err)
 			}
 		}

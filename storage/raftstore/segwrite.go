@@ -3,6 +3,9 @@ package raftstore
 import (
 	"path/filepath"
 	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // create starts a new log: segment 1 with its opening records, durable.
@@ -11,7 +14,7 @@ func (ls *logStore) create() error {
 	if err := ls.startSegment(1, 0); err != nil {
 		return err
 	}
-	return ls.write(nil, nil, ls.liveLocked())
+	return ls.write(nil, nil)
 }
 
 // startSegment makes segment seq the one written: the spare (a segment
@@ -45,10 +48,10 @@ func (ls *logStore) startSegment(seq uint64, prevEnd int64) error {
 
 // write writes the records fill adds (nil: none) with one write and one
 // fdatasync, starting a new segment first when the active one is full or
-// failed (its opening records say where each of the live groups stands).
-// batch are the writes the records are of, which say the highest entry
-// index of each group among them.
-func (ls *logStore) write(fill func(w *recordWriter) error, batch []*logWrite, live []*groupLog) error {
+// failed (its opening records say where each group stands). batch are the
+// writes the records are of, which say the highest entry index of each
+// group among them.
+func (ls *logStore) write(fill func(w *recordWriter) error, batch []*logWrite) error {
 	w := &recordWriter{id: ls.id, buf: ls.buf[:0]}
 	defer func() {
 		ls.buf = nil
@@ -68,7 +71,7 @@ func (ls *logStore) write(fill func(w *recordWriter) error, batch []*logWrite, l
 		}
 		w.seq, w.base, w.synced, w.buf = a.seg.seq, a.off, a.synced, w.buf[:0]
 		if a.off == 0 {
-			if err := ls.opening(w, a.prevEnd, live); err != nil {
+			if err := ls.opening(w, a.prevEnd); err != nil {
 				return err
 			}
 		}
@@ -125,25 +128,32 @@ func (ls *logStore) write(fill func(w *recordWriter) error, batch []*logWrite, l
 // opening adds a segment's first records: its header, then the snapshot
 // metadata and the HardState the log holds for each group, so that older
 // segments can be deleted whole.
-func (ls *logStore) opening(w *recordWriter, prevEnd int64, live []*groupLog) error {
+func (ls *logStore) opening(w *recordWriter, prevEnd int64) error {
 	h := segHeader{id: ls.id, seq: w.seq, prevEnd: prevEnd, recycled: ls.act.recycled}
 	w.tag = 0
 	if err := w.add(recSegment, segHeaderSize, h.fill); err != nil {
 		return err
 	}
-	for _, g := range live {
+	for _, g := range ls.liveGroups() {
 		w.tag = g.tag
-		if g.snap.Index > 0 {
-			if err := w.addProto(recSnapshot, &g.snap); err != nil {
-				return err
-			}
-		}
-		if hs := g.hs; hs.Term != 0 || hs.Vote != 0 || hs.Commit != 0 {
-			if err := w.addProto(recHardState, &hs); err != nil {
-				return err
-			}
+		if err := g.addState(w, g.snap, g.hs); err != nil {
+			return err
 		}
 	}
 	w.tag = 0
+	return nil
+}
+
+// addState adds the group's snapshot metadata and HardState (each unless
+// empty) as records of w's group.
+func (g *groupLog) addState(w *recordWriter, snap pb.SnapshotMetadata, hs pb.HardState) error {
+	if snap.Index > 0 {
+		if err := w.addProto(recSnapshot, &snap); err != nil {
+			return err
+		}
+	}
+	if !raft.IsEmptyHardState(hs) {
+		return w.addProto(recHardState, &hs)
+	}
 	return nil
 }

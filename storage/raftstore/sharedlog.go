@@ -8,12 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 )
 
-// The log a node's data groups share (DESIGN.md, "One log per node").
+// The log a node's data groups share (DESIGN.md, "One log for a node's data groups").
 // Every group's appender writes its own log and fdatasyncs it, so a node
 // with three groups made about three times the fsyncs of a node with one,
 // a cost that fell on the followers' side of the cluster's scaling. In a
@@ -88,7 +87,7 @@ func (ls *logStore) dropUnclaimed() error {
 
 // name says which group, in messages about a shared log.
 func (g *groupLog) name() string {
-	if g.ls.solo != nil {
+	if !g.shared() {
 		return ""
 	}
 	return "group " + strconv.FormatUint(g.tag, 10) + ": "
@@ -183,13 +182,13 @@ const relocateAfter = 2
 // in the catch-up margin) is left to its compaction, as in a log of its
 // own. Only the writer calls it; a failed write is logged and changes
 // nothing.
-func (ls *logStore) relocate(live []*groupLog) {
+func (ls *logStore) relocate() {
 	if ls.solo != nil || len(ls.segs) <= relocateAfter || ls.segs[0] == ls.act.seg || ls.freed(ls.segs[0]) {
 		return
 	}
 	oldest := ls.segs[0]
 	var batch []*logWrite
-	for _, g := range live {
+	for _, g := range ls.liveGroups() {
 		if last, ok := oldest.maxIndex[g.tag]; !ok || last < ls.keepFrom[g.tag] {
 			continue
 		}
@@ -215,18 +214,13 @@ func (ls *logStore) relocate(live []*groupLog) {
 		}
 		snap, hs := g.snap, g.hs
 		lw.fill = func(w *recordWriter) error {
-			if snap.Index > 0 {
-				if err := w.addProto(recSnapshot, &snap); err != nil {
-					return err
-				}
+			if err := g.addState(w, snap, hs); err != nil {
+				return err
 			}
 			for i := range ents {
 				if err := w.addProto(recEntry, &ents[i]); err != nil {
 					return err
 				}
-			}
-			if !raft.IsEmptyHardState(hs) {
-				return w.addProto(recHardState, &hs)
 			}
 			return nil
 		}
@@ -235,7 +229,7 @@ func (ls *logStore) relocate(live []*groupLog) {
 	if len(batch) == 0 {
 		return
 	}
-	if err := ls.write(fillAll(batch), batch, live); err != nil {
+	if err := ls.write(fillAll(batch), batch); err != nil {
 		ls.log.Warn("cannot move small groups' logs out of the shared log's oldest segment; the next write tries again", zap.Error(err))
 		return
 	}
