@@ -133,6 +133,7 @@ func (ls *logStore) writeBatch(batch []*logWrite) error {
 		}
 	}
 	if compacted {
+		ls.relocateDue = true
 		ls.dropSegments()
 	}
 	return nil

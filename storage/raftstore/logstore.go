@@ -64,6 +64,11 @@ type logStore struct {
 	// hasSpare: spare.tmp is a segment file compaction freed, to be
 	// written over as the next segment (segrecycle.go).
 	hasSpare bool
+	// relocateDue: since relocate last looked, a segment opened or a
+	// group compacted or left, so what it would find may have changed.
+	relocateDue bool
+	// relocateLooks counts relocate's looks at the groups' logs.
+	relocateLooks int
 
 	fsyncs prometheus.Histogram // of the fdatasyncs (seghist.go)
 	closed atomic.Bool

@@ -42,6 +42,7 @@ func (ls *logStore) startSegment(seq uint64, prevEnd int64) error {
 	}
 	s := &segment{seq: seq, path: path, maxIndex: map[uint64]uint64{}}
 	ls.segs = append(ls.segs, s)
+	ls.relocateDue = true
 	ls.act = &activeSegment{seg: s, f: f, alloc: size, prevEnd: prevEnd, recycled: recycled}
 	return nil
 }

@@ -188,6 +188,15 @@ func TestSharedLogSegmentsWaitForEveryGroup(t *testing.T) {
 	if segs := segFiles(t, dir); segs[0] != held || len(segs) <= relocateAfter+1 {
 		t.Fatalf("segments %v: the big group's log no longer holds %s", segs, held)
 	}
+	// While it holds it, writes that open no segment and compact nothing
+	// do not size the groups' logs again.
+	looks, segs := ls.relocateLooks, segFiles(t, dir)
+	for i := uint64(801); i <= 803; i++ {
+		mustSaveGroup(t, busy, pb.HardState{Term: 1, Commit: 800}, testEntries(i, i, 1))
+	}
+	if after := segFiles(t, dir); after[len(after)-1] == segs[len(segs)-1] && ls.relocateLooks != looks {
+		t.Fatalf("three writes in one segment looked at the groups' logs %d times", ls.relocateLooks-looks)
+	}
 	if err := big.forget(); err != nil {
 		t.Fatal(err)
 	}
