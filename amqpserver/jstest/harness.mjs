@@ -220,14 +220,41 @@ export async function buildOmnibus() {
 // Starting and stopping a broker.
 // ---------------------------------------------------------------------------
 
+/**
+ * A loopback port nothing listened on a moment ago, picked below the
+ * kernel's ephemeral range, as cmd/internal/loopback does for the Go
+ * tools: a port listen(0) hands out is as likely to be handed to the next
+ * outgoing connection of any process running meanwhile (a cluster's nodes
+ * dial each other's peer ports while the later ones start), which then
+ * holds it when the broker binds it: "address already in use", seen in
+ * CI on a peer port. Below the range only an explicit bind takes it.
+ */
 async function freePort() {
-  const srv = net.createServer();
-  srv.listen(0, "127.0.0.1");
-  await once(srv, "listening");
-  const { port } = srv.address();
-  srv.close();
-  await once(srv, "close");
-  return port;
+  const from = ephemeralPortsFrom();
+  for (let i = 0; i < 100; i++) {
+    const port = 10000 + Math.floor(Math.random() * (from - 10000));
+    const srv = net.createServer();
+    const ok = await new Promise((resolve) => {
+      srv.once("error", () => resolve(false));
+      srv.listen(port, "127.0.0.1", () => resolve(true));
+    });
+    if (!ok) continue;
+    srv.close();
+    await once(srv, "close");
+    return port;
+  }
+  throw new Error("no free loopback port below the ephemeral range in 100 picks");
+}
+
+/** The first port of the kernel's ephemeral range (Linux's default 32768 when it cannot be read or leaves too little room below it). */
+function ephemeralPortsFrom() {
+  const linuxDefault = 32768;
+  try {
+    const lo = parseInt(fs.readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0], 10);
+    return Number.isInteger(lo) && lo >= 12000 ? lo : linuxDefault;
+  } catch {
+    return linuxDefault;
+  }
 }
 
 /** Every broker this process started (child → its temp dir), so an exit handler can kill them. */
