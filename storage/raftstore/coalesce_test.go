@@ -105,6 +105,23 @@ func TestCoalesceStopsAtDeletePrefix(t *testing.T) {
 	}
 }
 
+// checkTakenZeroed fails unless h keeps no block it has taken whole and
+// no reference to an operation it has taken.
+func checkTakenZeroed(t *testing.T, round int, h *heldOps) {
+	t.Helper()
+	if len(h.blocks) == 0 {
+		return
+	}
+	if h.first >= h.size {
+		t.Fatalf("round %d: the first block is taken whole (first %d of %d) and still kept", round, h.first, h.size)
+	}
+	for _, op := range h.blocks[0][:h.first] {
+		if op.Key != nil || op.Value != nil {
+			t.Fatalf("round %d: an operation taken is still referenced: %s", round, opsString([]storage.Op{op}))
+		}
+	}
+}
+
 // coalesceAll holds ops and takes them all at once: the batch a follower
 // applies of one hold.
 func coalesceAll(ops []storage.Op) []storage.Op {
@@ -137,7 +154,7 @@ func TestHeldOpsTakenInPrefixesLeaveTheSameState(t *testing.T) {
 		if err := plain.Apply(&storage.Batch{Ops: slices.Clone(run)}); err != nil {
 			t.Fatalf("round %d: the run breaks a contract (the generator's fault): %v", round, err)
 		}
-		held, h := memstore.New(), newHeldOps()
+		held, h := memstore.New(), newHeldOpsBlocks(1+rng.IntN(5)) // small blocks: takes cross them
 		var ends []int // the position after each op, as held
 		replayFrom, replayState := -1, ""
 		for i, op := range run {
@@ -152,6 +169,7 @@ func TestHeldOpsTakenInPrefixesLeaveTheSameState(t *testing.T) {
 				continue
 			}
 			got := h.take(ends[upTo], nil)
+			checkTakenZeroed(t, round, &h)
 			if err := held.Apply(&storage.Batch{Ops: got}); err != nil {
 				t.Fatalf("round %d: a taken prefix: %v", round, err)
 			}
@@ -172,8 +190,8 @@ func TestHeldOpsTakenInPrefixesLeaveTheSameState(t *testing.T) {
 		if err := held.Apply(&storage.Batch{Ops: h.take(h.end(), nil)}); err != nil {
 			t.Fatalf("round %d: the last take: %v", round, err)
 		}
-		if h.lastSet.len() != 0 || len(h.ops) != 0 {
-			t.Fatalf("round %d: %d ops and %d sets still held after everything was taken", round, len(h.ops), h.lastSet.len())
+		if h.lastSet.len() != 0 || h.held() != 0 || len(h.blocks) != 0 {
+			t.Fatalf("round %d: %d ops in %d blocks and %d sets still held after everything was taken", round, h.held(), len(h.blocks), h.lastSet.len())
 		}
 		if a, b := dump(t, plain), dump(t, held); a != b {
 			t.Fatalf("round %d: run %s\ntaken in prefixes leaves\n%s\ninstead of\n%s", round, opsString(run), b, a)
