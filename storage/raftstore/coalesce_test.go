@@ -154,7 +154,8 @@ func TestHeldOpsTakenInPrefixesLeaveTheSameState(t *testing.T) {
 		if err := plain.Apply(&storage.Batch{Ops: slices.Clone(run)}); err != nil {
 			t.Fatalf("round %d: the run breaks a contract (the generator's fault): %v", round, err)
 		}
-		held, h := memstore.New(), newHeldOpsBlocks(1+rng.IntN(5)) // small blocks: takes cross them
+		// Small blocks, so that takes cross them and free them.
+		held, h := memstore.New(), newHeldOpsBlocks(1+rng.IntN(5))
 		var ends []int // the position after each op, as held
 		replayFrom, replayState := -1, ""
 		for i, op := range run {
