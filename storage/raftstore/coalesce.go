@@ -92,9 +92,6 @@ func newHeldOpsBlocks(size int) heldOps {
 // end is the position the next operation added takes.
 func (h *heldOps) end() int { return h.base + h.n }
 
-// held is how many operations are held (dropped ones among them).
-func (h *heldOps) held() int { return h.n }
-
 // at is the operation at position pos, held.
 func (h *heldOps) at(pos int) *storage.Op {
 	i := h.first + pos - h.base
@@ -130,8 +127,10 @@ func (h *heldOps) add(op storage.Op) int {
 	h.lastSet.reserve()
 	slot, j, held := h.lastSet.lookup(hash)
 	var prev *storage.Op
-	if held && bytes.Equal(h.at(j).Key, op.Key) {
-		prev = h.at(j)
+	if held {
+		if p := h.at(j); bytes.Equal(p.Key, op.Key) {
+			prev = p
+		}
 	}
 	dropped := 0
 	switch op.Kind {

@@ -191,8 +191,8 @@ func TestHeldOpsTakenInPrefixesLeaveTheSameState(t *testing.T) {
 		if err := held.Apply(&storage.Batch{Ops: h.take(h.end(), nil)}); err != nil {
 			t.Fatalf("round %d: the last take: %v", round, err)
 		}
-		if h.lastSet.len() != 0 || h.held() != 0 || len(h.blocks) != 0 {
-			t.Fatalf("round %d: %d ops in %d blocks and %d sets still held after everything was taken", round, h.held(), len(h.blocks), h.lastSet.len())
+		if h.lastSet.len() != 0 || h.n != 0 || len(h.blocks) != 0 {
+			t.Fatalf("round %d: %d ops in %d blocks and %d sets still held after everything was taken", round, h.n, len(h.blocks), h.lastSet.len())
 		}
 		if a, b := dump(t, plain), dump(t, held); a != b {
 			t.Fatalf("round %d: run %s\ntaken in prefixes leaves\n%s\ninstead of\n%s", round, opsString(run), b, a)
