@@ -10,10 +10,12 @@ import (
 
 // A follower receives every committed byte of the log in MsgApp entries.
 // gogoproto's Message.Unmarshal allocates and copies each entry's Data
-// on its own; unmarshalMessage instead copies a message that carries
-// entries once and lets the entries' Data point into that copy: one
-// allocation per message, not one per entry. Everything other than the
-// entries is decoded by gogoproto as before.
+// on its own; unmarshalMessage instead lets the entries' Data point into
+// the bytes read when the caller hands them over (a frame read into a
+// buffer of its own, frameArena), or into one copy of a message that
+// carries entries otherwise: no copy, or one allocation per message, not
+// one per entry. Everything other than the entries is decoded by
+// gogoproto as before.
 
 // Protocol Buffers field numbers and wire types used below (raft.proto).
 const (
@@ -30,10 +32,11 @@ const (
 
 var errBadMessage = errors.New("raftstore: malformed raft message")
 
-// unmarshalMessage decodes b into m as m.Unmarshal(b) does (b is not
-// kept: the caller may reuse it), except that the entries' Data alias one
-// copy of b.
-func unmarshalMessage(m *pb.Message, b []byte) error {
+// unmarshalMessage decodes b into m as m.Unmarshal(b) does, except that
+// the entries' Data alias b when owned (the caller hands b over: nothing
+// may change it afterwards), else one copy of b (b is not kept: the
+// caller may reuse it).
+func unmarshalMessage(m *pb.Message, b []byte, owned bool) error {
 	// First pass: count the entries and find whether there is anything
 	// else than entries to decode.
 	var n int
@@ -55,7 +58,9 @@ func unmarshalMessage(m *pb.Message, b []byte) error {
 	if n == 0 {
 		return m.Unmarshal(b)
 	}
-	b = bytes.Clone(b)
+	if !owned {
+		b = bytes.Clone(b)
+	}
 	var others []byte
 	if rest > 0 {
 		others = make([]byte, 0, rest)

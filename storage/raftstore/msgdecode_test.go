@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -43,30 +44,50 @@ func sampleMessages() []pb.Message {
 const raftLocalAppend = 1<<64 - 1
 
 // TestUnmarshalMessageMatchesGogoproto: every sample decodes to what
-// gogoproto's Unmarshal gives, the entries' Data do not point into the
-// caller's buffer (which readFrames reuses), and the entries of one
-// message share one copy.
+// gogoproto's Unmarshal gives. Given a buffer the caller reuses, the
+// entries' Data do not point into it (readFrames overwrites it) and the
+// entries of one message share one copy; given a buffer handed over
+// (owned), they point into it: no copy at all.
 func TestUnmarshalMessageMatchesGogoproto(t *testing.T) {
-	for i, want := range sampleMessages() {
-		b, err := want.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ref, got pb.Message
-		if err := ref.Unmarshal(b); err != nil {
-			t.Fatal(err)
-		}
-		if err := unmarshalMessage(&got, b); err != nil {
-			t.Fatalf("message %d: %v", i, err)
-		}
-		if !reflect.DeepEqual(got, ref) {
-			t.Fatalf("message %d: decoded\n%+v\nwant (gogoproto)\n%+v", i, got, ref)
-		}
-		clear(b) // the caller reuses its buffer
-		if !reflect.DeepEqual(got, ref) {
-			t.Fatalf("message %d: changed when the caller's buffer was overwritten", i)
+	for _, owned := range []bool{false, true} {
+		for i, want := range sampleMessages() {
+			b, err := want.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ref, got pb.Message
+			if err := ref.Unmarshal(b); err != nil {
+				t.Fatal(err)
+			}
+			if err := unmarshalMessage(&got, b, owned); err != nil {
+				t.Fatalf("message %d (owned %v): %v", i, owned, err)
+			}
+			if !reflect.DeepEqual(got, ref) {
+				t.Fatalf("message %d (owned %v): decoded\n%+v\nwant (gogoproto)\n%+v", i, owned, got, ref)
+			}
+			for j, e := range got.Entries {
+				if len(e.Data) > 0 && within(e.Data, b) != owned {
+					t.Fatalf("message %d (owned %v): entry %d's Data points into the buffer decoded: %v, want %v", i, owned, j, !owned, owned)
+				}
+			}
+			if !owned {
+				clear(b) // the caller reuses its buffer
+				if !reflect.DeepEqual(got, ref) {
+					t.Fatalf("message %d: changed when the caller's buffer was overwritten", i)
+				}
+			}
 		}
 	}
+}
+
+// within reports whether sub's bytes lie inside buf's.
+func within(sub, buf []byte) bool {
+	if len(sub) == 0 || len(buf) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(&buf[0]))
+	p := uintptr(unsafe.Pointer(&sub[0]))
+	return p >= start && p+uintptr(len(sub)) <= start+uintptr(len(buf))
 }
 
 // TestUnmarshalMessageRefusesWhatGogoprotoRefuses: truncated and
@@ -93,12 +114,15 @@ func checkLikeGogoproto(t *testing.T, b []byte) {
 	t.Helper()
 	var ref, got pb.Message
 	refErr := ref.Unmarshal(bytes.Clone(b))
-	gotErr := unmarshalMessage(&got, bytes.Clone(b))
-	if (refErr == nil) != (gotErr == nil) {
-		t.Fatalf("% x: gogoproto says %v, unmarshalMessage %v", b, refErr, gotErr)
-	}
-	if refErr == nil && !reflect.DeepEqual(got, ref) {
-		t.Fatalf("% x: decoded %+v, gogoproto %+v", b, got, ref)
+	for _, owned := range []bool{false, true} {
+		got = pb.Message{}
+		gotErr := unmarshalMessage(&got, bytes.Clone(b), owned)
+		if (refErr == nil) != (gotErr == nil) {
+			t.Fatalf("% x: gogoproto says %v, unmarshalMessage (owned %v) %v", b, refErr, owned, gotErr)
+		}
+		if refErr == nil && !reflect.DeepEqual(got, ref) {
+			t.Fatalf("% x: decoded (owned %v) %+v, gogoproto %+v", b, owned, got, ref)
+		}
 	}
 }
 
@@ -111,7 +135,9 @@ func FuzzUnmarshalMessage(f *testing.F) {
 }
 
 // BenchmarkParseFrameApp: a frame with one MsgApp of 8 entries of 8 KiB
-// (about what a busy leader sends a follower per write).
+// (about what a busy leader sends a follower per write), read from a
+// stream as readFrames does: into a reused buffer, its entries copied
+// out ("reused"), or into a frameArena's, which they keep ("arena").
 func BenchmarkParseFrameApp(b *testing.B) {
 	ents := make([]pb.Entry, 8)
 	for i := range ents {
@@ -122,11 +148,22 @@ func BenchmarkParseFrameApp(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := parseFrame(data); err != nil {
-			b.Fatal(err)
-		}
+	for _, mode := range []struct {
+		name string
+		max  int // frames up to this size go to the arena
+	}{{"reused", 0}, {"arena", keepBufBytes}} {
+		b.Run(mode.name, func(b *testing.B) {
+			var arena frameArena
+			var big []byte
+			r := bytes.NewReader(data)
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Reset(data)
+				if _, err := readFrameUpTo(r, &arena, &big, len(data), mode.max); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

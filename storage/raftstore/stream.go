@@ -416,7 +416,8 @@ func (t *httpTransport) serveStream(w http.ResponseWriter, r *http.Request) {
 // or oversized frame (which closes only this stream).
 func (t *httpTransport) readFrames(conn net.Conn, br *bufio.Reader, from uint64) {
 	var hdr [4]byte
-	var data []byte
+	var arena frameArena
+	var data []byte // the frames over keepBufBytes, reused
 	for {
 		if err := conn.SetReadDeadline(time.Now().Add(stallTimeout)); err != nil {
 			return
@@ -438,11 +439,7 @@ func (t *httpTransport) readFrames(conn net.Conn, br *bufio.Reader, from uint64)
 				return
 			}
 		}
-		var err error
-		if data, err = readBody(br, data, int(n)); err != nil {
-			return
-		}
-		f, err := parseFrame(data) // copies what it keeps: data is reused
+		f, err := readFrame(br, &arena, &data, int(n))
 		if err != nil || f.from != from || f.to != t.id {
 			t.log.Warn("bad frame from a peer; closing its stream", zap.Uint64("peer", from), zap.Error(err))
 			return
@@ -454,6 +451,31 @@ func (t *httpTransport) readFrames(conn net.Conn, br *bufio.Reader, from uint64)
 			data = nil
 		}
 	}
+}
+
+// readFrame reads a frame body of n bytes and decodes it. One up to
+// keepBufBytes is read into a buffer of its own from arena, which the
+// frame's entries keep; a bigger one (a snapshot's worth of appends) into
+// *big, reused, which grows as its bytes arrive (readBody), its entries
+// copied out.
+func readFrame(br io.Reader, arena *frameArena, big *[]byte, n int) (*frame, error) {
+	return readFrameUpTo(br, arena, big, n, keepBufBytes)
+}
+
+// readFrameUpTo is readFrame with frames up to arenaMax bytes read into arena.
+func readFrameUpTo(br io.Reader, arena *frameArena, big *[]byte, n, arenaMax int) (*frame, error) {
+	if n <= arenaMax {
+		data := arena.take(n)
+		if _, err := io.ReadFull(br, data); err != nil {
+			return nil, err
+		}
+		return parseFrame(data, true)
+	}
+	var err error
+	if *big, err = readBody(br, *big, n); err != nil {
+		return nil, err
+	}
+	return parseFrame(*big, false)
 }
 
 // readBody reads n bytes into buf (reused), which grows as they arrive,

@@ -109,10 +109,11 @@ func appendFrame(dst []byte, f *frame) ([]byte, error) {
 	return dst, nil
 }
 
-// parseFrame decodes a frame. Its messages copy what they keep of data
-// (unmarshalMessage: one copy per message that carries entries), so data
-// can be reused.
-func parseFrame(data []byte) (*frame, error) {
+// parseFrame decodes a frame. When owned, its entries' Data point into
+// data, which the caller must not change afterwards; otherwise its
+// messages copy what they keep (unmarshalMessage: one copy per message
+// that carries entries), so data can be reused.
+func parseFrame(data []byte, owned bool) (*frame, error) {
 	r := reader{b: data}
 	f := &frame{group: r.uvarint()}
 	f.from, f.to = r.uvarint(), r.uvarint()
@@ -129,7 +130,7 @@ func parseFrame(data []byte) (*frame, error) {
 		if r.err != nil {
 			return nil, errBadFrame
 		}
-		if err := unmarshalMessage(&f.msgs[i], b); err != nil {
+		if err := unmarshalMessage(&f.msgs[i], b, owned); err != nil {
 			return nil, fmt.Errorf("%w: %v", errBadFrame, err)
 		}
 	}

@@ -1,0 +1,100 @@
+package raftstore
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// TestFrameArenaTakesDoNotShare: buffers of random sizes, small and over
+// a quarter chunk, each filled with its own byte, keep their bytes while
+// later ones are taken and filled, and none can grow into the next.
+func TestFrameArenaTakesDoNotShare(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var a frameArena
+	var bufs [][]byte
+	for i := range 3000 {
+		n := rng.IntN(4 << 10)
+		if i%97 == 0 {
+			n = arenaChunkBytes/4 + rng.IntN(arenaChunkBytes)
+		}
+		b := a.take(n)
+		if len(b) != n || cap(b) != n {
+			t.Fatalf("take(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		for j := range b {
+			b[j] = byte(i)
+		}
+		bufs = append(bufs, b)
+	}
+	for i, b := range bufs {
+		for j, c := range b {
+			if c != byte(i) {
+				t.Fatalf("buffer %d, byte %d: %d, overwritten by a later take", i, j, c)
+			}
+		}
+	}
+}
+
+// TestReadFrameKeepsWhatItRead: frames read one after another from one
+// stream, small ones into the arena and ones over keepBufBytes through
+// the reused buffer, each decode to what was sent and stay so while the
+// frames after them are read.
+func TestReadFrameKeepsWhatItRead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var sent []*frame
+	var stream bytes.Buffer
+	index := uint64(1)
+	for i := range 60 {
+		per, size := 1+rng.IntN(8), 1+rng.IntN(3000)
+		if i%20 == 7 || i%20 == 8 {
+			per, size = 3, keepBufBytes/2 // two frames over keepBufBytes in a row
+		}
+		ents := make([]pb.Entry, per)
+		for j := range ents {
+			data := make([]byte, size)
+			for k := range data {
+				data[k] = byte(rng.UintN(256))
+			}
+			ents[j] = pb.Entry{Term: 2, Index: index, Data: data}
+			index++
+		}
+		f := &frame{group: 1, from: 1, to: 2, msgs: []pb.Message{
+			{Type: pb.MsgApp, To: 2, From: 1, Term: 2, Index: ents[0].Index - 1, LogTerm: 2, Entries: ents},
+			{Type: pb.MsgHeartbeat, To: 2, From: 1, Term: 2},
+		}}
+		body, err := appendFrame(nil, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, f)
+		stream.Write(body)
+	}
+
+	var arena frameArena
+	var big []byte
+	var got []*frame
+	bigFrames := 0
+	for i, f := range sent {
+		n, _ := appendFrame(nil, f)
+		if len(n) > keepBufBytes {
+			bigFrames++
+		}
+		r, err := readFrame(&stream, &arena, &big, len(n))
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		got = append(got, r)
+	}
+	if bigFrames < 2 {
+		t.Fatalf("only %d frames over keepBufBytes: the reused buffer's path is not exercised", bigFrames)
+	}
+	for i := range sent {
+		if !reflect.DeepEqual(got[i].msgs, sent[i].msgs) {
+			t.Fatalf("frame %d changed while the frames after it were read", i)
+		}
+	}
+}
