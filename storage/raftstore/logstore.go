@@ -54,9 +54,11 @@ type logStore struct {
 
 	// The writer's (the caller of commit that writes):
 	// segs are the segment files, oldest first; the last is act's.
-	segs []*segment
-	act  *activeSegment
-	buf  []byte // reused for each write
+	segs   []*segment
+	act    *activeSegment
+	buf    []byte       // a segment read back (load)
+	w      recordWriter // reused for each write
+	pieces [][]byte     // the write's buffers, reused
 	// keepFrom is, by group, the first entry it still needs: a segment
 	// goes once every group's entries in it lie before that (a group
 	// loaded but not yet compacted needs them all).
@@ -247,7 +249,7 @@ func (g *groupLog) save(hs pb.HardState, ents []pb.Entry, snap pb.Snapshot, must
 			}
 		}
 		for i := range ents {
-			if err := w.addProto(recEntry, &ents[i]); err != nil {
+			if err := w.addEntry(&ents[i]); err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -29,6 +30,9 @@ type logFS interface {
 type logFile interface {
 	ReadAt(p []byte, off int64) (int, error)
 	WriteAt(p []byte, off int64) (int, error)
+	// WritevAt writes bufs one after another from off (pwritev), as
+	// WriteAt would their concatenation. It may change bufs.
+	WritevAt(bufs [][]byte, off int64) (int, error)
 	// Datasync makes the written data durable (fdatasync).
 	Datasync() error
 	// Allocate reserves the file's blocks up to size (fallocate), so that
@@ -65,8 +69,50 @@ func (osLogFS) ReadDir(dir string) ([]string, error)         { return readDirNam
 func (f osLogFile) Datasync() error                          { return unix.Fdatasync(int(f.Fd())) }
 func (f osLogFile) WriteAt(p []byte, off int64) (int, error) { return f.File.WriteAt(p, off) }
 
-// osLogFile is an *os.File with fdatasync and fallocate.
+// osLogFile is an *os.File with fdatasync, fallocate and pwritev.
 type osLogFile struct{ *os.File }
+
+// maxIOV is how many buffers one pwritev takes (Linux's IOV_MAX).
+const maxIOV = 1024
+
+// WritevAt writes bufs with pwritev, maxIOV at a time, going on after a
+// short write from where it stopped.
+func (f osLogFile) WritevAt(bufs [][]byte, off int64) (int, error) {
+	total := 0
+	for bufs = dropWritten(bufs, 0); len(bufs) > 0; {
+		n, err := unix.Pwritev(int(f.Fd()), bufs[:min(len(bufs), maxIOV)], off)
+		if err == unix.EINTR {
+			continue
+		}
+		if n > 0 {
+			total += n
+			off += int64(n)
+		}
+		if err != nil {
+			return total, &os.PathError{Op: "pwritev", Path: f.Name(), Err: err}
+		}
+		if n == 0 {
+			return total, io.ErrShortWrite
+		}
+		bufs = dropWritten(bufs, n)
+	}
+	return total, nil
+}
+
+// dropWritten returns what is left of bufs once their first n bytes are
+// written, from its first byte (no empty buffer first). It may change
+// bufs's first buffer left.
+func dropWritten(bufs [][]byte, n int) [][]byte {
+	for len(bufs) > 0 && (n > 0 || len(bufs[0]) == 0) {
+		if n < len(bufs[0]) {
+			bufs[0] = bufs[0][n:]
+			return bufs
+		}
+		n -= len(bufs[0])
+		bufs = bufs[1:]
+	}
+	return bufs
+}
 
 // Allocate preallocates with fallocate; a file system that cannot
 // (EOPNOTSUPP) grows the file as it is written instead.

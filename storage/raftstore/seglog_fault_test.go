@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -149,6 +150,11 @@ func (f *faultLogFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.okWrites++
 	f.fs.mu.Unlock()
 	return n, err
+}
+
+// WritevAt fails, or succeeds, as WriteAt of the buffers' concatenation.
+func (f *faultLogFile) WritevAt(bufs [][]byte, off int64) (int, error) {
+	return f.WriteAt(bytes.Join(bufs, nil), off)
 }
 
 func (f *faultLogFile) note(from, to int64) {

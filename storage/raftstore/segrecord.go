@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // The Raft log is a sequence of segment files in raftlog/, named by a
@@ -98,13 +100,64 @@ func headerCRC(id, seq uint64, off int64, h []byte) uint32 {
 }
 
 // recordWriter lays records out in a buffer that will be written at
-// offset base of segment seq.
+// offset base of segment seq, except the Data of entries of at least
+// gatherMinBytes: those are written from where they are (pieces), not
+// copied into the buffer first.
 type recordWriter struct {
 	id, seq uint64
 	base    int64
 	synced  int64
 	buf     []byte
 	tag     uint64 // the group of the records added (shared log)
+	// gathered are the entries' Data written from where they are, in
+	// order; gatheredBytes their length.
+	gathered      []gatheredData
+	gatheredBytes int
+}
+
+// gatheredData is an entry's Data that goes, in the write, before the
+// buffer's bytes from at on.
+type gatheredData struct {
+	at   int
+	data []byte
+}
+
+// gatherMinBytes is the least Data an entry's record writes from where it
+// is rather than copied into the write's buffer. Each copied byte was read
+// and written once more before the kernel copied it again: entries'
+// encoding into records (MarshalToSizedBuffer) was ~6 % of a one-group
+// follower's CPU (storage/raftstore/RESULTS.md, 2026-12-03). Below this a
+// piece of its own costs the kernel more than the copy saves.
+const gatherMinBytes = 512
+
+// size is the length of what the writer holds: the buffer and the
+// gathered Data.
+func (w *recordWriter) size() int { return len(w.buf) + w.gatheredBytes }
+
+// reset empties the writer for a write at base of segment seq, keeping its
+// buffers but no Data.
+func (w *recordWriter) reset(seq uint64, base, synced int64) {
+	w.seq, w.base, w.synced = seq, base, synced
+	w.buf = w.buf[:0]
+	clear(w.gathered)
+	w.gathered, w.gatheredBytes = w.gathered[:0], 0
+}
+
+// pieces appends to dst what the writer holds, in file order: the
+// buffer's bytes with the gathered Data between them.
+func (w *recordWriter) pieces(dst [][]byte) [][]byte {
+	from := 0
+	for _, g := range w.gathered {
+		if g.at > from {
+			dst = append(dst, w.buf[from:g.at])
+		}
+		dst = append(dst, g.data)
+		from = g.at
+	}
+	if from < len(w.buf) {
+		dst = append(dst, w.buf[from:])
+	}
+	return dst
 }
 
 // add appends a record of typ whose payload, of size bytes, fill writes:
@@ -112,7 +165,7 @@ type recordWriter struct {
 // earlier record's bytes). Only the header and the padding are cleared,
 // not the payload: an entry's bytes were written twice, zeros first.
 func (w *recordWriter) add(typ recType, size int, fill func(p []byte) error) error {
-	start := len(w.buf)
+	pos, start := w.size(), len(w.buf)
 	n := int(recordLen(size))
 	w.buf = slices.Grow(w.buf, n)[:start+n]
 	rec := w.buf[start : start+n]
@@ -123,13 +176,60 @@ func (w *recordWriter) add(typ recType, size int, fill func(p []byte) error) err
 		w.buf = w.buf[:start]
 		return err
 	}
+	w.seal(rec, typ, size, crc32.Checksum(payload, castagnoli), pos)
+	return nil
+}
+
+// addEntry appends e's record, its Data gathered when of at least
+// gatherMinBytes: the same bytes as addProto(recEntry, e) writes.
+func (w *recordWriter) addEntry(e *pb.Entry) error {
+	if len(e.Data) < gatherMinBytes {
+		return w.addProto(recEntry, e)
+	}
+	// The encoding of e up to its Data's bytes: gogoproto writes Type,
+	// Term and Index, then Data's tag and length.
+	head := pb.Entry{Type: e.Type, Term: e.Term, Index: e.Index}
+	headLen := head.Size()
+	prefix := headLen + 1 + uvarintLen(uint64(len(e.Data)))
+	size := prefix + len(e.Data)
+	pad := int(recordLen(size)) - recHeaderLen - size
+	pos, start := w.size(), len(w.buf)
+	w.buf = slices.Grow(w.buf, recHeaderLen+prefix+pad)[:start+recHeaderLen+prefix]
+	rec := w.buf[start:]
+	clear(rec[:recHeaderLen])
+	p := rec[recHeaderLen:]
+	if n, err := head.MarshalToSizedBuffer(p[:headLen]); err != nil || n != headLen {
+		w.buf = w.buf[:start]
+		return fmt.Errorf("raftstore: an entry's head encoded to %d bytes, not %d: %v", n, headLen, err)
+	}
+	p[headLen] = entDataField<<3 | wireBytes
+	binary.PutUvarint(p[headLen+1:], uint64(len(e.Data)))
+	crc := crc32.Update(crc32.Checksum(p, castagnoli), castagnoli, e.Data)
+	w.gathered = append(w.gathered, gatheredData{at: len(w.buf), data: e.Data})
+	w.gatheredBytes += len(e.Data)
+	w.buf = append(w.buf, make([]byte, pad)...)
+	w.seal(rec, recEntry, size, crc, pos)
+	return nil
+}
+
+// seal fills in the header of the record rec starts with, which lies at
+// pos of what the writer holds.
+func (w *recordWriter) seal(rec []byte, typ recType, size int, payloadCRC uint32, pos int) {
 	binary.LittleEndian.PutUint32(rec[4:], uint32(size))
 	rec[8] = byte(typ)
 	rec[9], rec[10], rec[11] = byte(w.tag), byte(w.tag>>8), byte(w.tag>>16)
-	binary.LittleEndian.PutUint32(rec[12:], crc32.Checksum(payload, castagnoli))
+	binary.LittleEndian.PutUint32(rec[12:], payloadCRC)
 	binary.LittleEndian.PutUint64(rec[16:], uint64(w.synced))
-	binary.LittleEndian.PutUint32(rec[0:], headerCRC(w.id, w.seq, w.base+int64(start), rec))
-	return nil
+	binary.LittleEndian.PutUint32(rec[0:], headerCRC(w.id, w.seq, w.base+int64(pos), rec))
+}
+
+// uvarintLen is the length of v's varint encoding.
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
 }
 
 // marshaler is what the Raft types offer.

@@ -53,12 +53,14 @@ func (ls *logStore) startSegment(seq uint64, prevEnd int64) error {
 // writes the records are of, which say the highest entry index of each
 // group among them.
 func (ls *logStore) write(fill func(w *recordWriter) error, batch []*logWrite) error {
-	w := &recordWriter{id: ls.id, buf: ls.buf[:0]}
+	w := &ls.w
+	w.id = ls.id
 	defer func() {
-		ls.buf = nil
-		if cap(w.buf) <= 16<<20 { // keep the buffer, unless a huge batch grew it
-			ls.buf = w.buf[:0]
+		w.reset(0, 0, 0)         // keep no entry's Data alive
+		if cap(w.buf) > 16<<20 { // keep the buffer, unless a huge batch grew it
+			w.buf = nil
 		}
+		clear(ls.pieces)
 	}()
 	for rotated := false; ; rotated = true {
 		a := ls.act
@@ -70,7 +72,7 @@ func (ls *logStore) write(fill func(w *recordWriter) error, batch []*logWrite) e
 			}
 			a = ls.act
 		}
-		w.seq, w.base, w.synced, w.buf = a.seg.seq, a.off, a.synced, w.buf[:0]
+		w.reset(a.seg.seq, a.off, a.synced)
 		if a.off == 0 {
 			if err := ls.opening(w, a.prevEnd); err != nil {
 				return err
@@ -81,7 +83,7 @@ func (ls *logStore) write(fill func(w *recordWriter) error, batch []*logWrite) e
 				return err
 			}
 		}
-		if !rotated && a.writes > 0 && a.off+int64(len(w.buf)) > ls.segBytes {
+		if !rotated && a.writes > 0 && a.off+int64(w.size()) > ls.segBytes {
 			if err := ls.startSegment(a.seg.seq+1, a.off); err != nil {
 				return err
 			}
@@ -90,14 +92,15 @@ func (ls *logStore) write(fill func(w *recordWriter) error, batch []*logWrite) e
 		break
 	}
 	a := ls.act
-	end := a.off + int64(len(w.buf))
+	end := a.off + int64(w.size())
 	if end > a.alloc {
 		if err := a.f.Allocate(end); err != nil {
 			return ls.unavailable("preallocating "+a.seg.path, err)
 		}
 		a.alloc = end
 	}
-	if _, err := a.f.WriteAt(w.buf, a.off); err != nil {
+	ls.pieces = w.pieces(ls.pieces[:0])
+	if _, err := a.f.WritevAt(ls.pieces, a.off); err != nil {
 		a.failed = true
 		return ls.unavailable("writing "+a.seg.path, err)
 	}

@@ -225,7 +225,7 @@ func (ls *logStore) relocate() {
 				return err
 			}
 			for i := range ents {
-				if err := w.addProto(recEntry, &ents[i]); err != nil {
+				if err := w.addEntry(&ents[i]); err != nil {
 					return err
 				}
 			}
