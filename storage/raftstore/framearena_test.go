@@ -13,9 +13,9 @@ import (
 // a quarter chunk, each filled with its own byte, keep their bytes while
 // later ones are taken and filled, and none can grow into the next.
 func TestFrameArenaTakesDoNotShare(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
 	var a frameArena
 	var bufs [][]byte
+	rng := rand.New(rand.NewPCG(5, 6))
 	for i := range 3000 {
 		n := rng.IntN(4 << 10)
 		if i%97 == 0 {
@@ -55,11 +55,7 @@ func TestReadFrameKeepsWhatItRead(t *testing.T) {
 		}
 		ents := make([]pb.Entry, per)
 		for j := range ents {
-			data := make([]byte, size)
-			for k := range data {
-				data[k] = byte(rng.UintN(256))
-			}
-			ents[j] = pb.Entry{Term: 2, Index: index, Data: data}
+			ents[j] = pb.Entry{Term: 2, Index: index, Data: randomBytes(rng, size)}
 			index++
 		}
 		f := &frame{group: 1, from: 1, to: 2, msgs: []pb.Message{

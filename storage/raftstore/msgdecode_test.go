@@ -15,13 +15,7 @@ import (
 // heartbeats, a snapshot, and a message whose responses carry entries.
 func sampleMessages() []pb.Message {
 	rng := rand.New(rand.NewPCG(1, 2))
-	data := func(n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.UintN(256))
-		}
-		return b
-	}
+	data := func(n int) []byte { return randomBytes(rng, n) }
 	ents := []pb.Entry{
 		{Term: 3, Index: 10, Type: pb.EntryNormal, Data: data(1200)},
 		{Term: 3, Index: 11, Type: pb.EntryNormal}, // a new leader's empty entry
@@ -42,6 +36,15 @@ func sampleMessages() []pb.Message {
 }
 
 const raftLocalAppend = 1<<64 - 1
+
+// randomBytes is n bytes drawn from rng.
+func randomBytes(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.UintN(256))
+	}
+	return b
+}
 
 // TestUnmarshalMessageMatchesGogoproto: every sample decodes to what
 // gogoproto's Unmarshal gives. Given a buffer the caller reuses, the

@@ -23,10 +23,7 @@ func TestAddEntryWritesWhatAddProtoWrites(t *testing.T) {
 			e := pb.Entry{Term: rng.Uint64N(1 << (1 + rng.IntN(63))), Index: rng.Uint64N(1 << (1 + rng.IntN(63))),
 				Type: pb.EntryType(rng.IntN(3))}
 			if n := rng.IntN(3 * gatherMinBytes); n > 0 || rng.IntN(2) == 0 {
-				e.Data = make([]byte, n)
-				for j := range e.Data {
-					e.Data[j] = byte(rng.UintN(256))
-				}
+				e.Data = randomBytes(rng, n)
 			}
 			if round == 0 && i == 0 {
 				e.Data = make([]byte, 1<<20) // a length of three varint bytes
@@ -95,10 +92,7 @@ func TestWritevAtWritesTheConcatenation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	bufs := make([][]byte, 3*maxIOV+17)
 	for i := range bufs {
-		bufs[i] = make([]byte, rng.IntN(40))
-		for j := range bufs[i] {
-			bufs[i][j] = byte(rng.UintN(256))
-		}
+		bufs[i] = randomBytes(rng, rng.IntN(40))
 	}
 	want := bytes.Join(bufs, nil)
 	n, err := f.WritevAt(bufs, 100)
@@ -122,10 +116,7 @@ func TestDropWrittenLeavesTheRest(t *testing.T) {
 	for range 2000 {
 		bufs := make([][]byte, rng.IntN(8))
 		for i := range bufs {
-			bufs[i] = make([]byte, rng.IntN(5))
-			for j := range bufs[i] {
-				bufs[i][j] = byte(rng.UintN(256))
-			}
+			bufs[i] = randomBytes(rng, rng.IntN(5))
 		}
 		all := bytes.Join(bufs, nil)
 		n := rng.IntN(len(all) + 1)
