@@ -248,7 +248,7 @@ spread_costs() {
 # SYSCALLS=1: each node's system calls per message, counted by perf stat
 # on the kernel's syscall tracepoints over the run but its first 2 and last
 # 2 seconds, divided by the messages of that window at the run's rate.
-SYSCALL_EVENTS=page-faults,syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync,syscalls:sys_enter_write,syscalls:sys_enter_pwrite64,syscalls:sys_enter_writev,syscalls:sys_enter_read,syscalls:sys_enter_futex
+SYSCALL_EVENTS=page-faults,syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync,syscalls:sys_enter_write,syscalls:sys_enter_pwrite64,syscalls:sys_enter_pwritev,syscalls:sys_enter_writev,syscalls:sys_enter_read,syscalls:sys_enter_futex
 syscall_counts() {
   local dir=$1 n=$2 rate=$3 i window=$((${DURATION%s} - 4))
   for i in $(seq 1 "$n"); do
