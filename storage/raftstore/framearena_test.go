@@ -79,7 +79,7 @@ func TestReadFrameKeepsWhatItRead(t *testing.T) {
 		if len(n) > keepBufBytes {
 			bigFrames++
 		}
-		r, err := readFrame(&stream, &arena, &big, len(n))
+		r, err := readFrame(&stream, &arena, &big, len(n), keepBufBytes)
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}

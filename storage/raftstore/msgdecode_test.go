@@ -163,7 +163,7 @@ func BenchmarkParseFrameApp(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				r.Reset(data)
-				if _, err := readFrameUpTo(r, &arena, &big, len(data), mode.max); err != nil {
+				if _, err := readFrame(r, &arena, &big, len(data), mode.max); err != nil {
 					b.Fatal(err)
 				}
 			}

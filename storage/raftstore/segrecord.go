@@ -190,7 +190,9 @@ func (w *recordWriter) addEntry(e *pb.Entry) error {
 	// Term and Index, then Data's tag and length.
 	head := pb.Entry{Type: e.Type, Term: e.Term, Index: e.Index}
 	headLen := head.Size()
-	prefix := headLen + 1 + uvarintLen(uint64(len(e.Data)))
+	var dataLen [binary.MaxVarintLen64]byte
+	lenLen := binary.PutUvarint(dataLen[:], uint64(len(e.Data)))
+	prefix := headLen + 1 + lenLen
 	size := prefix + len(e.Data)
 	pad := int(recordLen(size)) - recHeaderLen - size
 	pos, start := w.size(), len(w.buf)
@@ -203,7 +205,7 @@ func (w *recordWriter) addEntry(e *pb.Entry) error {
 		return fmt.Errorf("raftstore: an entry's head encoded to %d bytes, not %d: %v", n, headLen, err)
 	}
 	p[headLen] = entDataField<<3 | wireBytes
-	binary.PutUvarint(p[headLen+1:], uint64(len(e.Data)))
+	copy(p[headLen+1:], dataLen[:lenLen])
 	crc := crc32.Update(crc32.Checksum(p, castagnoli), castagnoli, e.Data)
 	w.gathered = append(w.gathered, gatheredData{at: len(w.buf), data: e.Data})
 	w.gatheredBytes += len(e.Data)
@@ -221,15 +223,6 @@ func (w *recordWriter) seal(rec []byte, typ recType, size int, payloadCRC uint32
 	binary.LittleEndian.PutUint32(rec[12:], payloadCRC)
 	binary.LittleEndian.PutUint64(rec[16:], uint64(w.synced))
 	binary.LittleEndian.PutUint32(rec[0:], headerCRC(w.id, w.seq, w.base+int64(pos), rec))
-}
-
-// uvarintLen is the length of v's varint encoding.
-func uvarintLen(v uint64) int {
-	n := 1
-	for ; v >= 0x80; v >>= 7 {
-		n++
-	}
-	return n
 }
 
 // marshaler is what the Raft types offer.

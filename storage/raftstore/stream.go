@@ -439,7 +439,7 @@ func (t *httpTransport) readFrames(conn net.Conn, br *bufio.Reader, from uint64)
 				return
 			}
 		}
-		f, err := readFrame(br, &arena, &data, int(n))
+		f, err := readFrame(br, &arena, &data, int(n), keepBufBytes)
 		if err != nil || f.from != from || f.to != t.id {
 			t.log.Warn("bad frame from a peer; closing its stream", zap.Uint64("peer", from), zap.Error(err))
 			return
@@ -454,16 +454,11 @@ func (t *httpTransport) readFrames(conn net.Conn, br *bufio.Reader, from uint64)
 }
 
 // readFrame reads a frame body of n bytes and decodes it. One up to
-// keepBufBytes is read into a buffer of its own from arena, which the
-// frame's entries keep; a bigger one (a snapshot's worth of appends) into
-// *big, reused, which grows as its bytes arrive (readBody), its entries
-// copied out.
-func readFrame(br io.Reader, arena *frameArena, big *[]byte, n int) (*frame, error) {
-	return readFrameUpTo(br, arena, big, n, keepBufBytes)
-}
-
-// readFrameUpTo is readFrame with frames up to arenaMax bytes read into arena.
-func readFrameUpTo(br io.Reader, arena *frameArena, big *[]byte, n, arenaMax int) (*frame, error) {
+// arenaMax bytes (readFrames: keepBufBytes) is read into a buffer of its
+// own from arena, which the frame's entries keep; a bigger one (a
+// snapshot's worth of appends) into *big, reused, which grows as its
+// bytes arrive (readBody), its entries copied out.
+func readFrame(br io.Reader, arena *frameArena, big *[]byte, n, arenaMax int) (*frame, error) {
 	if n <= arenaMax {
 		data := arena.take(n)
 		if _, err := io.ReadFull(br, data); err != nil {
