@@ -65,7 +65,13 @@
 # then a "median" row: the median rate of each side and the median of the
 # pairs' ratios, the figure to quote when single pairs spread.
 #
-# WARMUP (default 30s; 0s for none) runs the load that long before the
+# Each run prints the Raft entries its load's groups committed over the
+# measurement and the messages each carried (how well the groups batch:
+# 111 a one-group entry against 94 a data group's on 2026-12-03), and
+# leaves each node's /metrics at the end and `cluster status` at the
+# measurement's start and end in the run's directory (KEEP=1 keeps it).
+#
+# WARMUP (default 90s, see below; 0s for none) runs the load that long before the
 # measured DURATION and leaves it out: the generators get --warmup and run
 # WARMUP + DURATION, the nodes' CPU is read from WARMUP after they start,
 # and PROFILE and SYSCALLS start then too. What is measured is the steady
@@ -356,6 +362,7 @@ print(led[0]) if led else sys.exit(1)'); do
   done
   sleep "${WARMUP%s}"
   for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
+  status_json "$dir" >"$dir/status-before.json" || true
   local fresh
   fresh=$(fresh_logs "$dir" "$n" "$groups")
   if [ -n "$fresh" ]; then
@@ -375,6 +382,7 @@ print(led[0]) if led else sys.exit(1)'); do
   local fail=0
   for b in "${bpids[@]}"; do wait "$b" || fail=1; done
   for i in $(seq 1 "$n"); do after+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
+  status_json "$dir" >"$dir/status-after.json" || true
   if [ $fail != 0 ]; then
     echo "cluster-scale: a load generator failed:" >&2
     for f in "$dir"/b*.out; do grep -H -i -m3 "error\|fail" "$f" >&2 || true; done
@@ -399,9 +407,30 @@ for i in range(q):
     msgs += r["sent"] + r["received"]
 cpu = ["%.1f" % ((a - b) / 1e3 / max(msgs, 1)) for a, b in zip(after, before)]
 print("%.0f %s" % (rate, ",".join(cpu)))
+# The Raft entries the load's groups committed over the measurement (the
+# one group's, or the data groups' together): how many messages each
+# carried tells how well the groups batch.
+def commits(name):
+    try:
+        members = json.load(open(f"{d}/status-{name}.json"))
+    except (OSError, ValueError):
+        return None
+    top = {}
+    for m in members:
+        for gs in m.get("groups") or [{"group": 0, "commit": m.get("commit", 0)}]:
+            top[gs["group"]] = max(top.get(gs["group"], 0), gs["commit"])
+    return top
+b, a = commits("before"), commits("after")
+if b and a:
+    data = [g for g in a if g > 0] or [0]
+    entries = sum(a[g] - b.get(g, 0) for g in data)
+    print(f"cluster-scale: {d.rsplit('/', 1)[-1]}: {entries} Raft entries over the measurement, "
+          f"{msgs / max(entries, 1):.0f} messages sent or received per entry", file=sys.stderr)
 EOF
   ) >"$WORK/result"
   if [ "${SYSCALLS:-}" = 1 ]; then syscall_counts "$dir" "$n" "$(cut -d' ' -f1 "$WORK/result")"; fi
+  # Each node's metrics at the end, for a look afterwards (KEEP=1).
+  for i in $(seq 1 "$n"); do curl -s -o "$dir/metrics-node$i" "http://127.0.0.1:$(port 3 "$i")/metrics" || true; done
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   PIDS=()
   sleep 1
