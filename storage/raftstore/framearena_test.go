@@ -1,7 +1,10 @@
 package raftstore
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -92,5 +95,64 @@ func TestReadFrameKeepsWhatItRead(t *testing.T) {
 		if !reflect.DeepEqual(got[i].msgs, sent[i].msgs) {
 			t.Fatalf("frame %d changed while the frames after it were read", i)
 		}
+	}
+}
+
+// recordReader hands out at most 16 KiB per Read, as a TLS connection
+// does (one record), and counts the bytes that went into reads of
+// bufio's size (its buffer filling) and into any other.
+type recordReader struct {
+	r              io.Reader
+	filled, direct int
+}
+
+func (c *recordReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p[:min(len(p), 16<<10)])
+	if len(p) == readBufBytes {
+		c.filled += n
+	} else {
+		c.direct += n
+	}
+	return n, err
+}
+
+// TestBodyReaderReadsPastTheBuffer: length-prefixed frames of every size
+// read as readFrames reads them, prefixes through bufio and bodies
+// through bodyReader, come out as sent, and the bodies' bytes past what
+// bufio held come straight from the connection, not through bufio's
+// buffer.
+func TestBodyReaderReadsPastTheBuffer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var stream bytes.Buffer
+	var bodies [][]byte
+	for i := range 200 {
+		n := 1 + rng.IntN(200)
+		if i%3 == 0 {
+			n = 20<<10 + rng.IntN(100<<10)
+		}
+		b := randomBytes(rng, n)
+		bodies = append(bodies, b)
+		stream.Write(binary.BigEndian.AppendUint32(nil, uint32(n)))
+		stream.Write(b)
+	}
+	total := stream.Len()
+	conn := &recordReader{r: &stream}
+	br := bufio.NewReaderSize(conn, readBufBytes)
+	var hdr [4]byte
+	for i, want := range bodies {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			t.Fatalf("frame %d's length: %v", i, err)
+		}
+		got := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+		if _, err := io.ReadFull(bodyReader{br, conn}, got); err != nil {
+			t.Fatalf("frame %d's body: %v", i, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("frame %d: body read differs from the one sent", i)
+		}
+	}
+	if conn.direct < total/2 {
+		t.Fatalf("%d of %d bytes read straight into the bodies, %d through bufio's buffer: want most straight",
+			conn.direct, total, conn.filled)
 	}
 }
