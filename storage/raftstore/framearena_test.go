@@ -99,8 +99,8 @@ func TestReadFrameKeepsWhatItRead(t *testing.T) {
 }
 
 // recordReader hands out at most 16 KiB per Read, as a TLS connection
-// does (one record), and counts the bytes that went into reads of
-// bufio's size (its buffer filling) and into any other.
+// does (one record), and counts the bytes that went into reads of a
+// bufio's size (its buffer filling: 64 KiB or 4 KiB) and into any other.
 type recordReader struct {
 	r              io.Reader
 	filled, direct int
@@ -108,7 +108,7 @@ type recordReader struct {
 
 func (c *recordReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p[:min(len(p), 16<<10)])
-	if len(p) == readBufBytes {
+	if len(p) == readBufBytes || len(p) == 4096 {
 		c.filled += n
 	} else {
 		c.direct += n
@@ -118,9 +118,10 @@ func (c *recordReader) Read(p []byte) (int, error) {
 
 // TestBodyReaderReadsPastTheBuffer: length-prefixed frames of every size
 // read as readFrames reads them, prefixes through bufio and bodies
-// through bodyReader, come out as sent, and the bodies' bytes past what
-// bufio held come straight from the connection, not through bufio's
-// buffer.
+// through bodyReader, from a 4 KiB reader that already holds the first
+// bytes (as net/http's does when it hands a connection over), come out
+// as sent, and the bodies' bytes past what was buffered come straight
+// from the connection, not through a buffer.
 func TestBodyReaderReadsPastTheBuffer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	var stream bytes.Buffer
@@ -137,14 +138,18 @@ func TestBodyReaderReadsPastTheBuffer(t *testing.T) {
 	}
 	total := stream.Len()
 	conn := &recordReader{r: &stream}
-	br := bufio.NewReaderSize(conn, readBufBytes)
+	src := bufio.NewReaderSize(conn, 4096)
+	if _, err := src.Peek(100); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReaderSize(src, readBufBytes)
 	var hdr [4]byte
 	for i, want := range bodies {
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
 			t.Fatalf("frame %d's length: %v", i, err)
 		}
 		got := make([]byte, binary.BigEndian.Uint32(hdr[:]))
-		if _, err := io.ReadFull(bodyReader{br, conn}, got); err != nil {
+		if _, err := io.ReadFull(bodyReader{br, src}, got); err != nil {
 			t.Fatalf("frame %d's body: %v", i, err)
 		}
 		if !bytes.Equal(got, want) {

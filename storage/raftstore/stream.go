@@ -408,13 +408,17 @@ func (t *httpTransport) serveStream(w http.ResponseWriter, r *http.Request) {
 	keeper.Go(func() { keepAlive(conn, stop) })
 	defer keeper.Wait()
 	defer close(stop)
-	t.readFrames(conn, bufio.NewReaderSize(brw.Reader, readBufBytes), from)
+	t.readFrames(conn, brw.Reader, from)
 }
 
 // readFrames reads frames from a peer's stream and hands them to the node,
 // until the stream ends, falls silent for stallTimeout, or carries a bad
-// or oversized frame (which closes only this stream).
-func (t *httpTransport) readFrames(conn net.Conn, br *bufio.Reader, from uint64) {
+// or oversized frame (which closes only this stream). src is what the
+// stream's bytes come from (net/http's reader of the connection taken
+// over); conn is the connection, for its deadlines.
+func (t *httpTransport) readFrames(conn net.Conn, src io.Reader, from uint64) {
+	br := bufio.NewReaderSize(src, readBufBytes)
+	body := bodyReader{br, src}
 	var hdr [4]byte
 	var arena frameArena
 	var data []byte // the frames over keepBufBytes, reused
@@ -439,7 +443,7 @@ func (t *httpTransport) readFrames(conn net.Conn, br *bufio.Reader, from uint64)
 				return
 			}
 		}
-		f, err := readFrame(bodyReader{br, conn}, &arena, &data, int(n), keepBufBytes)
+		f, err := readFrame(body, &arena, &data, int(n), keepBufBytes)
 		if err != nil || f.from != from || f.to != t.id {
 			t.log.Warn("bad frame from a peer; closing its stream", zap.Uint64("peer", from), zap.Error(err))
 			return
@@ -474,7 +478,10 @@ func readFrame(br io.Reader, arena *frameArena, big *[]byte, n, arenaMax int) (*
 }
 
 // bodyReader reads a frame's body: what br has buffered, then straight
-// from conn into the body's buffer once br is empty. Through br alone
+// from src, what br reads from, into the body's buffer once br is empty;
+// nothing is then held between the two, whatever src buffers of its own
+// (it is net/http's reader of the connection taken over, which passes
+// reads of 4 KiB or more through to the connection). Through br alone
 // every byte would be copied once more, out of br's buffer: a TLS
 // connection hands over at most one record (16 KiB) per read, so br's
 // reads, which fill its buffer, were the body's reads, each followed by
@@ -482,15 +489,15 @@ func readFrame(br io.Reader, arena *frameArena, big *[]byte, n, arenaMax int) (*
 // length prefixes still go through br, and with them the small frames
 // that arrive together.
 type bodyReader struct {
-	br   *bufio.Reader
-	conn io.Reader
+	br  *bufio.Reader
+	src io.Reader
 }
 
 func (b bodyReader) Read(p []byte) (int, error) {
 	if b.br.Buffered() > 0 {
 		return b.br.Read(p)
 	}
-	return b.conn.Read(p)
+	return b.src.Read(p)
 }
 
 // readBody reads n bytes into buf (reused), which grows as they arrive,
