@@ -68,8 +68,9 @@
 # Each run prints the Raft entries its load's groups committed over the
 # measurement and the messages each carried (how well the groups batch:
 # 111 a one-group entry against 94 a data group's on 2026-12-03), and
-# leaves each node's /metrics at the end and `cluster status` at the
-# measurement's start and end in the run's directory (KEEP=1 keeps it).
+# leaves each node's /metrics at the end and the groups' commit indexes
+# at the measurement's start and end in the run's directory (KEEP=1
+# keeps it).
 #
 # WARMUP (default 90s, see below; 0s for none) runs the load that long before the
 # measured DURATION and leaves it out: the generators get --warmup and run
@@ -186,13 +187,14 @@ status_json() {
 }
 
 # status_commits DIR: each data group's commit index (the highest any
-# member reports), one "group commit" a line.
+# member reports), or the one group's as group 0 without data groups, one
+# "group commit" a line.
 status_commits() {
   status_json "$1" | python3 -c '
 import json, sys
 top = {}
 for m in json.load(sys.stdin):
-    for gs in m.get("groups") or []:
+    for gs in m.get("groups") or [{"group": 0, "commit": m["commit"]}]:
         top[gs["group"]] = max(top.get(gs["group"], 0), gs["commit"])
 for g in sorted(top):
     print(g, top[g])'
@@ -362,7 +364,7 @@ print(led[0]) if led else sys.exit(1)'); do
   done
   sleep "${WARMUP%s}"
   for i in $(seq 1 "$n"); do before+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
-  status_json "$dir" >"$dir/status-before.json" || true
+  status_commits "$dir" >"$dir/measured-before" || true
   local fresh
   fresh=$(fresh_logs "$dir" "$n" "$groups")
   if [ -n "$fresh" ]; then
@@ -382,7 +384,7 @@ print(led[0]) if led else sys.exit(1)'); do
   local fail=0
   for b in "${bpids[@]}"; do wait "$b" || fail=1; done
   for i in $(seq 1 "$n"); do after+=("$(cat "$CG_ACCT/omnibus-scale-$i/cpuacct.usage")"); done
-  status_json "$dir" >"$dir/status-after.json" || true
+  status_commits "$dir" >"$dir/measured-after" || true
   if [ $fail != 0 ]; then
     echo "cluster-scale: a load generator failed:" >&2
     for f in "$dir"/b*.out; do grep -H -i -m3 "error\|fail" "$f" >&2 || true; done
@@ -412,18 +414,12 @@ print("%.0f %s" % (rate, ",".join(cpu)))
 # carried tells how well the groups batch.
 def commits(name):
     try:
-        members = json.load(open(f"{d}/status-{name}.json"))
+        return {int(g): int(c) for g, c in (line.split() for line in open(f"{d}/measured-{name}") if line.strip())}
     except (OSError, ValueError):
         return None
-    top = {}
-    for m in members:
-        for gs in m.get("groups") or [{"group": 0, "commit": m.get("commit", 0)}]:
-            top[gs["group"]] = max(top.get(gs["group"], 0), gs["commit"])
-    return top
 b, a = commits("before"), commits("after")
 if b and a:
-    data = [g for g in a if g > 0] or [0]
-    entries = sum(a[g] - b.get(g, 0) for g in data)
+    entries = sum(a[g] - b.get(g, 0) for g in a)
     print(f"cluster-scale: {d.rsplit('/', 1)[-1]}: {entries} Raft entries over the measurement, "
           f"{msgs / max(entries, 1):.0f} messages sent or received per entry", file=sys.stderr)
 EOF
