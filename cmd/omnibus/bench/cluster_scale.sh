@@ -72,6 +72,14 @@
 # at the measurement's start and end in the run's directory (KEEP=1
 # keeps it).
 #
+# BACKLOG=N gives each generator --max-backlog N: its senders wait while
+# N of its messages are sent and not yet received, so the queue stays
+# near empty. Without it both sides run flat out and each queue keeps the
+# backlog its first seconds left: messages lived 0.1 s in one run and
+# 1.8 s in the next with the same code, and past three quarters of a
+# follower's hold (1.5 s) a message costs its followers an apply. Each
+# run prints how long its messages lived (the generators' medians).
+#
 # WARMUP (default 90s, see below; 0s for none) runs the load that long before the
 # measured DURATION and leaves it out: the generators get --warmup and run
 # WARMUP + DURATION, the nodes' CPU is read from WARMUP after they start,
@@ -344,6 +352,7 @@ print(led[0]) if led else sys.exit(1)'); do
   sleep 2
   local before=() after=() b
   local gen=(--duration "$((${DURATION%s} + ${WARMUP%s}))s" --warmup "$WARMUP")
+  if [ -n "${BACKLOG:-}" ]; then gen+=(--max-backlog "$BACKLOG"); fi
   local bpids=()
   if [ "$SCENARIO" = partitioned ]; then
     status_commits "$dir" >"$dir/commits-before"
@@ -403,10 +412,12 @@ d, q = sys.argv[1], int(sys.argv[2])
 before = [int(x) for x in sys.argv[3].split()]
 after = [int(x) for x in sys.argv[4].split()]
 rate = msgs = 0
+lives = []
 for i in range(q):
     r = json.load(open(f"{d}/b{i}.json"))
     rate += r["sendRate"] + r["recvRate"]
     msgs += r["sent"] + r["received"]
+    lives.append(r["e2eLatency"]["p50ms"])
 cpu = ["%.1f" % ((a - b) / 1e3 / max(msgs, 1)) for a, b in zip(after, before)]
 print("%.0f %s" % (rate, ",".join(cpu)))
 # The Raft entries the load's groups committed over the measurement (the
@@ -422,6 +433,11 @@ if b and a:
     entries = sum(a[g] - b.get(g, 0) for g in a)
     print(f"cluster-scale: {d.rsplit('/', 1)[-1]}: {entries} Raft entries over the measurement, "
           f"{msgs / max(entries, 1):.0f} messages sent or received per entry", file=sys.stderr)
+# How long the messages lived from send to delivery (the median of each
+# generator's): past three quarters of a follower's hold (1.5 s by
+# default) a message costs its followers an apply.
+print(f"cluster-scale: {d.rsplit('/', 1)[-1]}: messages lived {min(lives):.0f}-{max(lives):.0f} ms "
+      f"from send to delivery (each generator's median)", file=sys.stderr)
 EOF
   ) >"$WORK/result"
   if [ "${SYSCALLS:-}" = 1 ]; then syscall_counts "$dir" "$n" "$(cut -d' ' -f1 "$WORK/result")"; fi

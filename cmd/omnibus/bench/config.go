@@ -59,6 +59,7 @@ type Config struct {
 	Links        int           // sender and receiver links per connection
 	Inflight     int           // unsettled sends in flight per sender link
 	Credit       int           // link credit per receiver (SDK session receivers take 1 at a time)
+	MaxBacklog   int64         // scenario both: senders wait while this many sent are not yet received (0: no bound)
 	BatchCredit  bool          // grant Credit again only when all of it was used (plain AMQP receivers)
 	Presettled   bool          // send settled (at-most-once, no acknowledgement)
 	DirectWrites bool          // plain AMQP: go-amqp writes every frame itself, one goroutine per send in flight
@@ -118,6 +119,7 @@ func NewFlagSet(c *Config) *flag.FlagSet {
 	fs.IntVar(&c.Links, "links", 1, "sender and receiver links per connection")
 	fs.IntVar(&c.Inflight, "inflight", 100, "unsettled sends in flight per sender link")
 	fs.IntVar(&c.Credit, "credit", 100, "link credit per receiver")
+	fs.Int64Var(&c.MaxBacklog, "max-backlog", 0, "scenario both: senders wait while this many messages sent are not yet received,\nso the queue stays near empty instead of keeping the backlog the first seconds left (0: no bound)")
 	fs.BoolVar(&c.BatchCredit, "batch-credit", false, "grant --credit again only once all of it was used, never while deliveries are in flight\n(RabbitMQ 3.x's AMQP 1.0 plugin loses track of credit topped up mid-flight and stops delivering)")
 	fs.BoolVar(&c.Presettled, "presettled", false, "send presettled (fire and forget)")
 	fs.BoolVar(&c.DirectWrites, "direct-writes", false, "plain AMQP: let go-amqp write each frame to the socket as it goes, and keep --inflight sends\n"+
@@ -171,8 +173,11 @@ func (c *Config) validate() error {
 	if c.Size < 0 || c.Connections < 1 || c.Links < 1 || c.Inflight < 1 || c.Credit < 1 {
 		return bad("--size must be ≥ 0 and --connections, --links, --inflight, --credit ≥ 1")
 	}
-	if c.Count < 0 || c.Rate < 0 || c.Warmup < 0 || c.Prefill < 0 {
-		return bad("--count, --rate, --warmup and --prefill must not be negative")
+	if c.Count < 0 || c.Rate < 0 || c.Warmup < 0 || c.Prefill < 0 || c.MaxBacklog < 0 {
+		return bad("--count, --rate, --warmup, --prefill and --max-backlog must not be negative")
+	}
+	if c.MaxBacklog > 0 && c.Scenario != ScenarioBoth {
+		return bad("--max-backlog is for --scenario both (senders and receivers of one queue in one run)")
 	}
 	if c.Count == 0 && c.Duration <= 0 && c.Scenario != ScenarioDrain {
 		return bad("give --count or a positive --duration")

@@ -56,6 +56,7 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 		{Scenario: ScenarioBoth, Count: 1000, Inflight: 50, DirectWrites: true},
 		{Scenario: ScenarioBoth, Count: 2000, Inflight: 50, Durable: true},
 		{Scenario: ScenarioBoth, Count: 600, Inflight: 20, Rate: 2000},
+		{Scenario: ScenarioBoth, Count: 1000, Inflight: 50, MaxBacklog: 20},
 		{Scenario: ScenarioReceive, Count: 2000, Inflight: 50},
 		{Scenario: ScenarioReceive, Count: 2000, Inflight: 50, BatchCredit: true, Credit: 30},
 		{Scenario: ScenarioBoth, Count: 1000, RAD: true},
@@ -82,6 +83,9 @@ func TestEndToEndAgainstOmnibus(t *testing.T) {
 		}
 		if c.DirectWrites {
 			name += "-direct"
+		}
+		if c.MaxBacklog > 0 {
+			name += "-max-backlog"
 		}
 		t.Run(name, func(t *testing.T) {
 			c.URL, c.User, c.Password = url, "RootManageSharedAccessKey", "SAS_KEY_VALUE"

@@ -52,7 +52,8 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 		}
 	}
 
-	rp := &recvPlan{c: &c, tr: tr, ledger: ledger, sessions: sessions}
+	gate := newBacklogGate(c.MaxBacklog)
+	rp := &recvPlan{c: &c, tr: tr, ledger: ledger, sessions: sessions, gate: gate}
 	var recvLoops []func(context.Context)
 	if c.receives() {
 		loops, closeAll, err := rp.open(ctx)
@@ -87,7 +88,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 			claimCtx, cancel = context.WithTimeout(ctx, c.Duration)
 		}
 		sp := &sendPlan{c: &c, tr: tr, ledger: ledger, stats: stats, sessions: sessions,
-			pacer: newPacer(c.Count, c.Rate, start)}
+			pacer: newPacer(c.Count, c.Rate, start), gate: gate}
 		sendErr = sp.run(claimCtx, ctx)
 		cancel()
 	}

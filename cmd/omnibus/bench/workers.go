@@ -17,7 +17,8 @@ type sendPlan struct {
 	ledger   *Ledger
 	stats    *Stats
 	pacer    *pacer
-	sessions []string // nil: no sessions
+	gate     *backlogGate // nil: no bound on the backlog
+	sessions []string     // nil: no sessions
 }
 
 // run sends until the pacer says stop. claimCtx ends the claiming (the
@@ -101,6 +102,9 @@ func (p *sendPlan) pipeline(claimCtx, sendCtx context.Context, s pipelinedSender
 	var pause errorPause // a send that cannot start waits a while
 	// free: when this goroutine came back for a slot (zero: its first).
 	for free := (time.Time{}); ; free = time.Now() {
+		if !p.gate.admit(claimCtx) {
+			return
+		}
 		sched, ok := p.pacer.claim(claimCtx)
 		if !ok {
 			return
@@ -170,6 +174,9 @@ func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session str
 	var pause errorPause
 	// free: when this goroutine came back for a slot (zero: its first).
 	for free := (time.Time{}); ; free = time.Now() {
+		if !p.gate.admit(claimCtx) {
+			return
+		}
 		sched, ok := p.pacer.claim(claimCtx)
 		if !ok {
 			return
@@ -194,6 +201,7 @@ type recvPlan struct {
 	ledger   *Ledger
 	stats    *Stats
 	sessions []string
+	gate     *backlogGate // nil: no bound on the backlog
 	lastRecv atomic.Int64 // Unix nanoseconds of the latest delivery
 }
 
@@ -257,7 +265,10 @@ func (p *recvPlan) loop(ctx context.Context, r receiver, stream int) {
 		}
 		for _, m := range msgs {
 			now := time.Now()
-			own := p.ledger.Received(stream, m.Delivery)
+			own, nth := p.ledger.Delivered(stream, m.Delivery)
+			if nth == 1 {
+				p.gate.delivered() // a redelivery frees no room
+			}
 			if !st.settle(m) {
 				return
 			}
