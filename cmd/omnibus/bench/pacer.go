@@ -22,6 +22,7 @@ type pacer struct {
 	count int64
 	rate  float64
 	start time.Time
+	gate  *backlogGate // nil: slots regardless of the backlog
 
 	next atomic.Int64   // without a rate: slots handed out so far
 	due  chan time.Time // with a rate: slots whose time came, in order; closed at the end
@@ -32,6 +33,12 @@ type pacer struct {
 // second (0: as fast as they are claimed) from start.
 func newPacer(count int64, rate float64, start time.Time) *pacer {
 	return &pacer{count: count, rate: rate, start: start}
+}
+
+// bounded makes claim wait for room under gate's bound first.
+func (p *pacer) bounded(gate *backlogGate) *pacer {
+	p.gate = gate
+	return p
 }
 
 // slot returns the scheduled time of slot i.
@@ -86,11 +93,12 @@ func (p *pacer) tick(ctx context.Context, w slotWaiter) {
 	}
 }
 
-// claim waits for the next slot and returns its scheduled time; ok is
-// false when the run has sent enough or ctx ended. With a rate, [begin]
-// must have been called.
+// claim waits for room under the backlog bound (when bounded) and for
+// the next slot, and returns its scheduled time; ok is false when the
+// run has sent enough or ctx ended. With a rate, [begin] must have been
+// called.
 func (p *pacer) claim(ctx context.Context) (sched time.Time, ok bool) {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || !p.gate.admit(ctx) {
 		return time.Time{}, false
 	}
 	if p.rate <= 0 {

@@ -88,7 +88,7 @@ func Run(ctx context.Context, c Config, progress io.Writer) (*Result, error) {
 			claimCtx, cancel = context.WithTimeout(ctx, c.Duration)
 		}
 		sp := &sendPlan{c: &c, tr: tr, ledger: ledger, stats: stats, sessions: sessions,
-			pacer: newPacer(c.Count, c.Rate, start), gate: gate}
+			pacer: newPacer(c.Count, c.Rate, start).bounded(gate)}
 		sendErr = sp.run(claimCtx, ctx)
 		cancel()
 	}

@@ -17,8 +17,7 @@ type sendPlan struct {
 	ledger   *Ledger
 	stats    *Stats
 	pacer    *pacer
-	gate     *backlogGate // nil: no bound on the backlog
-	sessions []string     // nil: no sessions
+	sessions []string // nil: no sessions
 }
 
 // run sends until the pacer says stop. claimCtx ends the claiming (the
@@ -102,9 +101,6 @@ func (p *sendPlan) pipeline(claimCtx, sendCtx context.Context, s pipelinedSender
 	var pause errorPause // a send that cannot start waits a while
 	// free: when this goroutine came back for a slot (zero: its first).
 	for free := (time.Time{}); ; free = time.Now() {
-		if !p.gate.admit(claimCtx) {
-			return
-		}
 		sched, ok := p.pacer.claim(claimCtx)
 		if !ok {
 			return
@@ -174,9 +170,6 @@ func (p *sendPlan) loop(claimCtx, sendCtx context.Context, s sender, session str
 	var pause errorPause
 	// free: when this goroutine came back for a slot (zero: its first).
 	for free := (time.Time{}); ; free = time.Now() {
-		if !p.gate.admit(claimCtx) {
-			return
-		}
 		sched, ok := p.pacer.claim(claimCtx)
 		if !ok {
 			return
